@@ -1,0 +1,45 @@
+"""robot_linearization: singularity-free geometric linearization of moving-base
+robot dynamics (M.P. Bos, TU/e 2019), with a ROS 2 adapter.
+
+    import robot_linearization as rl
+    model = rl.load_urdf(path_or_xml, floating_base=True)
+    state = rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r)
+    lin = rl.linearize(model, state, joint_torques=tau)   # lin.A, lin.B, lin.M_inv
+
+Conventions: docs/conventions.md.
+"""
+
+from .algorithms import (
+    extended_inverse_dynamics,
+    extended_inverse_dynamics_derivatives,
+    forward_dynamics,
+    inverse_dynamics,
+    inverse_mass_matrix,
+    mass_matrix,
+)
+from .joints import Joint, JointType
+from .linearization import Linearization, linearize
+from .model import Model, ModelBuilder, ModelError, State
+from .urdf import load_urdf
+from .validation import ComparisonReport, finite_difference_linearization, validate
+
+__all__ = [
+    "ComparisonReport",
+    "Joint",
+    "JointType",
+    "Linearization",
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "State",
+    "extended_inverse_dynamics",
+    "extended_inverse_dynamics_derivatives",
+    "finite_difference_linearization",
+    "forward_dynamics",
+    "inverse_dynamics",
+    "inverse_mass_matrix",
+    "linearize",
+    "load_urdf",
+    "mass_matrix",
+    "validate",
+]

@@ -1,0 +1,39 @@
+"""Joint transforms and gravity: what every recursive pass needs first."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..joints import joint_transform
+from ..model import Model, State
+
+
+def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+    """i_X_λ(i) for every body (Table 4.1 lines 14 and 16), shape (n+1, 6, 6).
+
+    Entry 0 (the base, which has no parent) is the identity.
+    """
+    X_up = np.empty((model.n_bodies, 6, 6))
+    X_up[0] = np.eye(6)
+    for i in range(1, model.n_bodies):
+        X_up[i] = joint_transform(model.motion_subspaces[i], joint_positions[i - 1]) @ model.tree_transforms[i]
+    return X_up
+
+
+def base_gravity(model: Model, state: State) -> np.ndarray:
+    """Gravitational acceleration as a 6D acceleration of the base frame, (6,).
+
+    [R^T g; 0] for a floating base with A_R_0 = R; [g; 0] for a fixed base,
+    whose root frame is the world frame.  The recursive passes use the usual
+    trick of giving the base the fictitious acceleration −base_gravity (the
+    "base accelerates upwards"), so no body needs its own gravity term.
+    """
+    g = model.gravity
+    if model.floating_base:
+        g = state.base_pose[:3, :3].T @ g
+    return np.concatenate([g, np.zeros(3)])
+
+
+def base_twist(model: Model, state: State) -> np.ndarray:
+    """Twist of body 0 in its own frame: the state's body twist, or zero."""
+    return state.base_twist if model.floating_base else np.zeros(6)

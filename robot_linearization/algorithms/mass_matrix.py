@@ -1,0 +1,41 @@
+"""Composite Rigid Body Algorithm: CRBA and CRBAmb (app. E.3, E.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Model
+from .kinematics import body_transforms
+
+
+def composite_inertias(model: Model, X_up: np.ndarray) -> np.ndarray:
+    """M^c_i: inertia of the subtree rooted at body i, in frame i, (n+1, 6, 6)."""
+    I_c = model.inertias.copy()
+    for i in range(model.n_bodies - 1, 0, -1):
+        I_c[model.parent[i]] += X_up[i].T @ I_c[i] @ X_up[i]
+    return I_c
+
+
+def mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+    """Mass matrix M(s), (N, N): CRBAmb for a floating base (blocks M11 = M^c_0,
+    M12 = ₀F, M22, see (2.64)), CRBA for a fixed base."""
+    X_up = body_transforms(model, np.asarray(joint_positions, dtype=float))
+    I_c = composite_inertias(model, X_up)
+    S = model.motion_subspaces
+    off = 6 if model.floating_base else 0
+    M = np.zeros((model.n_velocities, model.n_velocities))
+    if model.floating_base:
+        M[:6, :6] = I_c[0]
+    for i in range(1, model.n_bodies):
+        F = I_c[i] @ S[i]  # iF_Bi (4.6): wrench supporting unit acceleration of joint i
+        row = off + i - 1
+        M[row, row] = S[i] @ F
+        j = i
+        while model.parent[j] > 0:
+            F = X_up[j].T @ F
+            j = model.parent[j]
+            M[row, off + j - 1] = M[off + j - 1, row] = S[j] @ F
+        if model.floating_base:
+            F = X_up[j].T @ F  # ₀F_Bi (4.7)
+            M[:6, row] = M[row, :6] = F
+    return M

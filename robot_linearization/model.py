@@ -1,0 +1,290 @@
+"""The kinematic tree and the robot's state (thesis §2.6–2.8).
+
+Bodies are numbered 0..n in depth-first order, so the subtree of body i is the
+contiguous range i..subtree_end[i].  Body 0 is the base: the moving base of a
+floating-base robot, or the world-fixed root of a fixed-base one.  Joint k
+(k = 0..n−1, the order of s, r and τ) moves body k+1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .joints import Joint
+from .spatial import inverse_transform, is_rotation, velocity_transform
+
+STANDARD_GRAVITY = (0.0, 0.0, -9.81)
+
+
+class ModelError(ValueError):
+    """A robot description that cannot be turned into a usable model."""
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A rigid-body tree with 1-DoF joints.  Build with :class:`ModelBuilder`
+    or :func:`robot_linearization.load_urdf`; do not mutate the arrays.
+
+    Attributes (n = number of joints):
+      floating_base   True: body 0 is free (state on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ).
+      joint_names     (n,) order of s, r and τ.
+      body_names      (n+1,) link name of each body; body 0 is the base.
+      parent          (n+1,) int, parent body of each body, parent[0] = −1.
+      subtree_end     (n+1,) int, last body of the subtree of each body.
+      joints          (n,) the Joint moving body k+1.
+      motion_subspaces (n+1, 6) Γ of the joint moving each body (row 0 zero).
+      tree_transforms (n+1, 6, 6) λ(i)|i_X_λ(i): parent frame -> joint frame.
+      inertias        (n+1, 6, 6) body inertia at the body frame, [lin; ang].
+      gravity         (3,) gravitational acceleration in the world frame [m/s²].
+      frames          name -> (body, body_H_frame) for every link, including
+                      links merged into their parent through fixed joints.
+    """
+
+    name: str
+    floating_base: bool
+    joint_names: tuple[str, ...]
+    body_names: tuple[str, ...]
+    parent: np.ndarray
+    subtree_end: np.ndarray
+    joints: tuple[Joint, ...]
+    motion_subspaces: np.ndarray
+    tree_transforms: np.ndarray
+    inertias: np.ndarray
+    gravity: np.ndarray
+    frames: dict[str, tuple[int, np.ndarray]] = field(repr=False)
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def n_bodies(self) -> int:
+        """Number of bodies including the base (n + 1)."""
+        return self.n_joints + 1
+
+    @property
+    def n_velocities(self) -> int:
+        """Size of the generalised velocity ν: 6 + n (floating) or n (fixed)."""
+        return self.n_joints + (6 if self.floating_base else 0)
+
+    @property
+    def state_dimension(self) -> int:
+        """Size of the perturbation z: 2·n_velocities."""
+        return 2 * self.n_velocities
+
+    def joint_index(self, name: str) -> int:
+        """Position of joint ``name`` in s, r and τ."""
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise KeyError(f"model '{self.name}' has no joint '{name}'") from None
+
+    def state_labels(self) -> list[str]:
+        """Row/column labels of A in the order [z_H, z_s, z_v, z_r]."""
+        joint_pos = [f"s:{j}" for j in self.joint_names]
+        joint_vel = [f"r:{j}" for j in self.joint_names]
+        if not self.floating_base:
+            return joint_pos + joint_vel
+        axes = ["x", "y", "z", "rx", "ry", "rz"]
+        return [f"H:{a}" for a in axes] + joint_pos + [f"v:{a}" for a in axes] + joint_vel
+
+
+class ModelBuilder:
+    """Assemble a :class:`Model` programmatically (e.g. the thesis's test system).
+
+    Bodies may be added in any order in which each parent already exists; the
+    built model renumbers them depth-first, children in insertion order.
+    """
+
+    def __init__(self, base_name: str, base_inertia: np.ndarray, *, floating_base: bool = True,
+                 gravity=STANDARD_GRAVITY, name: str = "robot") -> None:
+        self._name = name
+        self._floating = floating_base
+        self._gravity = np.asarray(gravity, dtype=float)
+        if self._gravity.shape != (3,) or not np.all(np.isfinite(self._gravity)):
+            raise ModelError(f"gravity must be a finite 3-vector, got {gravity!r}")
+        self._names = [base_name]
+        self._parents = [-1]
+        self._joints: list[Joint | None] = [None]
+        self._placements = [np.eye(4)]
+        self._inertias = [_check_inertia_matrix(base_inertia, base_name)]
+        self._frames: dict[str, tuple[str, np.ndarray]] = {base_name: (base_name, np.eye(4))}
+
+    def add_body(self, name: str, *, parent: str, joint: Joint, placement: np.ndarray,
+                 inertia: np.ndarray) -> None:
+        """Attach body ``name`` to ``parent`` through ``joint``.
+
+        placement (4×4): parent_H_joint, the joint frame in the parent body frame
+        (the body frame coincides with the joint frame at s = 0).
+        inertia (6×6): raw spatial inertia at the body frame, [lin; ang] blocks;
+        use :func:`robot_linearization.spatial.spatial_inertia` for a physical one.
+        """
+        if name in self._frames:
+            raise ModelError(f"duplicate body or frame name '{name}'")
+        if parent not in self._names:
+            raise ModelError(f"body '{name}': parent '{parent}' has not been added")
+        if joint.name in (j.name for j in self._joints if j is not None):
+            raise ModelError(f"duplicate joint name '{joint.name}'")
+        placement = _check_transform(placement, f"joint '{joint.name}' placement")
+        inertia = _check_inertia_matrix(inertia, name)
+        self._parents.append(self._names.index(parent))
+        self._names.append(name)
+        self._joints.append(joint)
+        self._placements.append(placement)
+        self._inertias.append(inertia)
+        self._frames[name] = (name, np.eye(4))
+
+    def add_frame(self, name: str, *, body: str, placement: np.ndarray) -> None:
+        """Record a frame rigidly attached to ``body`` (body_H_frame)."""
+        if name in self._frames:
+            raise ModelError(f"duplicate frame name '{name}'")
+        if body not in self._names:
+            raise ModelError(f"frame '{name}': body '{body}' has not been added")
+        self._frames[name] = (body, _check_transform(placement, f"frame '{name}' placement"))
+
+    def build(self) -> Model:
+        children: list[list[int]] = [[] for _ in self._names]
+        for i, p in enumerate(self._parents[1:], start=1):
+            children[p].append(i)
+        order: list[int] = []
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            order.append(i)
+            stack.extend(reversed(children[i]))
+        new_index = {old: new for new, old in enumerate(order)}
+        n_bodies = len(order)
+        parent = np.array([-1] + [new_index[self._parents[old]] for old in order[1:]], dtype=np.int64)
+        subtree_end = np.arange(n_bodies, dtype=np.int64)
+        for i in range(n_bodies - 1, 0, -1):
+            subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+        joints = tuple(self._joints[old] for old in order[1:])
+        motion_subspaces = np.zeros((n_bodies, 6))
+        tree_transforms = np.zeros((n_bodies, 6, 6))
+        tree_transforms[0] = np.eye(6)
+        for new, old in enumerate(order[1:], start=1):
+            motion_subspaces[new] = joints[new - 1].motion_subspace
+            tree_transforms[new] = velocity_transform(inverse_transform(self._placements[old]))
+        body_names = tuple(self._names[old] for old in order)
+        frames = {f: (body_names.index(body), H) for f, (body, H) in self._frames.items()}
+        for array in (parent, subtree_end, motion_subspaces, tree_transforms):
+            array.setflags(write=False)
+        inertias = np.array([self._inertias[old] for old in order])
+        inertias.setflags(write=False)
+        gravity = self._gravity.copy()
+        gravity.setflags(write=False)
+        model = Model(
+            name=self._name,
+            floating_base=self._floating,
+            joint_names=tuple(j.name for j in joints),
+            body_names=body_names,
+            parent=parent,
+            subtree_end=subtree_end,
+            joints=joints,
+            motion_subspaces=motion_subspaces,
+            tree_transforms=tree_transforms,
+            inertias=inertias,
+            gravity=gravity,
+            frames=frames,
+        )
+        _check_nonsingular(model)
+        return model
+
+
+def _check_transform(H, what: str) -> np.ndarray:
+    H = np.asarray(H, dtype=float)
+    if H.shape != (4, 4) or not np.all(np.isfinite(H)) or not is_rotation(H[:3, :3]) \
+            or not np.allclose(H[3], [0, 0, 0, 1]):
+        raise ModelError(f"{what} is not a finite 4×4 homogeneous transform")
+    return H
+
+
+def _check_inertia_matrix(M, body: str) -> np.ndarray:
+    M = np.asarray(M, dtype=float)
+    if M.shape != (6, 6) or not np.all(np.isfinite(M)):
+        raise ModelError(f"body '{body}': inertia must be a finite 6×6 matrix")
+    if not np.allclose(M, M.T, rtol=1e-9, atol=1e-12 * max(1.0, np.abs(M).max())):
+        raise ModelError(f"body '{body}': inertia matrix is not symmetric")
+    return 0.5 * (M + M.T)
+
+
+def _check_nonsingular(model: Model) -> None:
+    """Reject trees whose mass matrix is singular, naming the culprit.
+
+    The articulated-body pivots D_i = Γ^T I^A_i Γ (ABA, Table E.5) vanish when
+    the bodies a joint moves have no inertia along its motion; checked at two
+    configurations because a singularity may be configuration dependent.
+    """
+    from .algorithms.kinematics import body_transforms
+    from .algorithms.forward_dynamics import articulated_inertias
+
+    rng = np.random.default_rng(0)
+    for positions in (np.zeros(model.n_joints), rng.uniform(-1.0, 1.0, model.n_joints)):
+        X_up = body_transforms(model, positions)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            I_A, _, D = articulated_inertias(model, X_up)
+        # Leaves first: a zero pivot poisons every ancestor's with NaN.
+        for i in range(model.n_bodies - 1, 0, -1):
+            scale = np.abs(I_A[i]).max()
+            if not abs(D[i]) > 1e-10 * scale:
+                raise ModelError(
+                    f"joint '{model.joint_names[i - 1]}': the bodies it moves have no inertia "
+                    f"along its motion (pivot {D[i]:.3g}), so the mass matrix is singular; "
+                    f"give link '{model.body_names[i]}' or its descendants a mass/inertia")
+        if model.floating_base:
+            s = np.linalg.svd(I_A[0], compute_uv=False)
+            if not s[-1] > 1e-10 * s[0]:
+                raise ModelError(
+                    f"base '{model.body_names[0]}': the robot as a whole has a singular 6×6 "
+                    f"inertia (total mass {I_A[0][0, 0]:.3g} kg), the floating-base dynamics "
+                    "are undefined")
+
+
+@dataclass(frozen=True)
+class State:
+    """A point of the state space (thesis (3.3)), each array float64.
+
+    base_pose (4×4): A_H_0, the base frame in the world (floating base only).
+    joint_positions s (n,); base_twist v (6,): ⁰v_A,0 = [linear; angular], the
+    base body twist expressed in the base frame (as nav_msgs/Odometry's twist in
+    its child frame; floating base only); joint_velocities r (n,).
+    """
+
+    joint_positions: np.ndarray
+    joint_velocities: np.ndarray
+    base_pose: np.ndarray | None = None
+    base_twist: np.ndarray | None = None
+
+    def __init__(self, base_pose=None, joint_positions=(), base_twist=None, joint_velocities=()):
+        object.__setattr__(self, "joint_positions", np.array(joint_positions, dtype=float).reshape(-1))
+        object.__setattr__(self, "joint_velocities", np.array(joint_velocities, dtype=float).reshape(-1))
+        object.__setattr__(self, "base_pose", None if base_pose is None else np.array(base_pose, dtype=float))
+        object.__setattr__(self, "base_twist", None if base_twist is None else np.array(base_twist, dtype=float).reshape(-1))
+
+    def check(self, model: Model) -> "State":
+        """Raise ValueError unless this state fits ``model`` and is finite."""
+        n = model.n_joints
+        for what, value in (("joint_positions", self.joint_positions), ("joint_velocities", self.joint_velocities)):
+            if value.shape != (n,):
+                raise ValueError(f"{what} has shape {value.shape}, model '{model.name}' needs ({n},)")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{what} contains NaN or inf")
+        if model.floating_base:
+            if self.base_pose is None or self.base_twist is None:
+                raise ValueError(f"model '{model.name}' has a floating base: base_pose and base_twist are required")
+            if self.base_twist.shape != (6,) or not np.all(np.isfinite(self.base_twist)):
+                raise ValueError("base_twist must be a finite 6-vector [linear; angular]")
+            _check_transform_state(self.base_pose)
+        elif self.base_pose is not None or self.base_twist is not None:
+            raise ValueError(f"model '{model.name}' has a fixed base: give joint positions and velocities only")
+        return self
+
+
+def _check_transform_state(H: np.ndarray) -> None:
+    if H.shape != (4, 4) or not np.all(np.isfinite(H)):
+        raise ValueError("base_pose must be a finite 4×4 homogeneous transform")
+    if not is_rotation(H[:3, :3]) or not np.allclose(H[3], [0, 0, 0, 1]):
+        raise ValueError("base_pose is not a homogeneous transform (rotation part not orthonormal "
+                         "with det +1, or last row not [0, 0, 0, 1])")

@@ -1,0 +1,195 @@
+"""Spatial algebra in the Eindhoven-Genoa notation (thesis §2.4, Table 2.7).
+
+Every 6D vector is ordered [linear; angular]: a twist is v = [v; ω], a wrench
+f = [f; τ].  A homogeneous transform ``a_H_b`` (4×4) maps coordinates in frame b
+to frame a.  The functions here operate on plain numpy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SMALL_ANGLE = 1e-4
+
+
+def skew(w: np.ndarray) -> np.ndarray:
+    """so(3) hat: 3-vector w -> 3×3 matrix w^ with w^ x = w × x."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def unskew(W: np.ndarray) -> np.ndarray:
+    """so(3) vee: inverse of :func:`skew` (uses the antisymmetric part)."""
+    return 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
+
+
+def hat(twist: np.ndarray) -> np.ndarray:
+    """se(3) hat (2.26): twist [v; ω] (6,) -> 4×4 matrix [[ω^, v], [0, 0]]."""
+    T = np.zeros((4, 4))
+    T[:3, :3] = skew(twist[3:])
+    T[:3, 3] = twist[:3]
+    return T
+
+
+def vee(T: np.ndarray) -> np.ndarray:
+    """se(3) vee (2.31): inverse of :func:`hat`, returns [v; ω] (6,)."""
+    return np.concatenate([T[:3, 3], unskew(T[:3, :3])])
+
+
+def inverse_transform(H: np.ndarray) -> np.ndarray:
+    """Inverse of a homogeneous transform without a general matrix inverse."""
+    R, p = H[:3, :3], H[:3, 3]
+    Hi = np.eye(4)
+    Hi[:3, :3] = R.T
+    Hi[:3, 3] = -R.T @ p
+    return Hi
+
+
+def velocity_transform(H: np.ndarray) -> np.ndarray:
+    """Velocity transformation a_X_b = Ad(a_H_b) (2.36), 6×6.
+
+    Maps a twist expressed in frame b to the same twist expressed in frame a:
+    [[R, p^ R], [0, R]].
+    """
+    R, p = H[:3, :3], H[:3, 3]
+    X = np.zeros((6, 6))
+    X[:3, :3] = R
+    X[:3, 3:] = skew(p) @ R
+    X[3:, 3:] = R
+    return X
+
+
+def wrench_transform(H: np.ndarray) -> np.ndarray:
+    """Wrench transformation a_X^b for a_H_b, 6×6: maps a wrench expressed in
+    frame b to frame a.  Equal to (b_X_a)^T = [[R, 0], [p^ R, R]]."""
+    R, p = H[:3, :3], H[:3, 3]
+    X = np.zeros((6, 6))
+    X[:3, :3] = R
+    X[3:, :3] = skew(p) @ R
+    X[3:, 3:] = R
+    return X
+
+
+def cross_motion(v: np.ndarray) -> np.ndarray:
+    """6D cross product v× (2.33) acting on twists: [[ω^, v^], [0, ω^]]."""
+    C = np.zeros((6, 6))
+    W = skew(v[3:])
+    C[:3, :3] = W
+    C[:3, 3:] = skew(v[:3])
+    C[3:, 3:] = W
+    return C
+
+
+def cross_force(v: np.ndarray) -> np.ndarray:
+    """6D dual cross product v×̄* (2.42) acting on wrenches: -(v×)^T."""
+    C = np.zeros((6, 6))
+    W = skew(v[3:])
+    C[:3, :3] = W
+    C[3:, :3] = skew(v[:3])
+    C[3:, 3:] = W
+    return C
+
+
+def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) -> np.ndarray:
+    """6×6 rigid-body inertia at the body frame's origin, [linear; angular] order.
+
+    mass [kg]; com (3,): centre of mass in the body frame [m]; inertia_at_com
+    (3×3): rotational inertia about the centre of mass, body-frame axes [kg m²].
+    Returns [[m I, -m c^], [m c^, I_c - m c^ c^]], so that the momentum of a
+    body with twist [v; ω] is M [v; ω].
+    """
+    c = skew(np.asarray(com, dtype=float))
+    M = np.zeros((6, 6))
+    M[:3, :3] = mass * np.eye(3)
+    M[:3, 3:] = -mass * c
+    M[3:, :3] = mass * c
+    M[3:, 3:] = np.asarray(inertia_at_com, dtype=float) - mass * c @ c
+    return M
+
+
+def so3_exp(w: np.ndarray) -> np.ndarray:
+    """Rotation matrix exp(w^) (Rodrigues), accurate for small |w|."""
+    theta2 = float(w @ w)
+    W = skew(w)
+    if theta2 < _SMALL_ANGLE**2:
+        a = 1.0 - theta2 / 6.0
+        b = 0.5 - theta2 / 24.0
+    else:
+        theta = np.sqrt(theta2)
+        a = np.sin(theta) / theta
+        b = (1.0 - np.cos(theta)) / theta2
+    return np.eye(3) + a * W + b * W @ W
+
+
+def so3_log(R: np.ndarray) -> np.ndarray:
+    """Rotation vector w with exp(w^) = R, |w| ∈ [0, π]; robust near 0 and π."""
+    cos_theta = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)
+    axis_sin = unskew(R)  # = sin(θ) · axis
+    sin_theta = np.linalg.norm(axis_sin)
+    theta = np.arctan2(sin_theta, cos_theta)
+    if theta < _SMALL_ANGLE:
+        return (1.0 + theta**2 / 6.0) * axis_sin
+    if np.pi - theta > 1e-3:
+        return theta / sin_theta * axis_sin
+    # Near π, sin θ loses the axis: R + R^T = 2cosθ I + 2(1 - cosθ) n n^T.
+    B = 0.5 * (R + R.T) - cos_theta * np.eye(3)
+    k = int(np.argmax(np.diag(B)))
+    n = B[:, k] / np.linalg.norm(B[:, k])
+    if n @ axis_sin < 0.0:
+        n = -n
+    return theta * n
+
+
+def _left_jacobian_terms(theta2: float) -> tuple[float, float]:
+    """Coefficients (b, c) of V = I + b w^ + c w^ w^ in the SE(3) exponential."""
+    if theta2 < _SMALL_ANGLE**2:
+        return 0.5 - theta2 / 24.0, 1.0 / 6.0 - theta2 / 120.0
+    theta = np.sqrt(theta2)
+    return (1.0 - np.cos(theta)) / theta2, (theta - np.sin(theta)) / (theta2 * theta)
+
+
+def se3_exp(twist: np.ndarray) -> np.ndarray:
+    """SE(3) exponential (2.39) of a twist [v; ω] (6,) -> 4×4 transform."""
+    v, w = twist[:3], twist[3:]
+    W = skew(w)
+    b, c = _left_jacobian_terms(float(w @ w))
+    H = np.eye(4)
+    H[:3, :3] = so3_exp(w)
+    H[:3, 3] = v + b * (W @ v) + c * (W @ (W @ v))
+    return H
+
+
+def se3_log(H: np.ndarray) -> np.ndarray:
+    """SE(3) logarithm (2.40): 4×4 transform -> twist [v; ω] with |ω| ≤ π."""
+    w = so3_log(H[:3, :3])
+    theta2 = float(w @ w)
+    W = skew(w)
+    if theta2 < _SMALL_ANGLE**2:
+        d = 1.0 / 12.0 + theta2 / 720.0
+    else:
+        theta = np.sqrt(theta2)
+        d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / theta2
+    V_inv = np.eye(3) - 0.5 * W + d * W @ W
+    return np.concatenate([V_inv @ H[:3, 3], w])
+
+
+def is_rotation(R: np.ndarray, tol: float = 1e-6) -> bool:
+    """True when R is a proper rotation matrix to within ``tol``."""
+    R = np.asarray(R)
+    return (
+        R.shape == (3, 3)
+        and bool(np.all(np.isfinite(R)))
+        and np.allclose(R.T @ R, np.eye(3), atol=tol)
+        and abs(np.linalg.det(R) - 1.0) < tol
+    )
+
+
+def cross_force_operand(wrench: np.ndarray) -> np.ndarray:
+    """The matrix B(h) with B(h)·v = v ×̄* h, i.e. v ×̄* h as a linear map of v.
+
+    Needed to differentiate v ×̄* (M v) w.r.t. v (Tables 4.3–4.5).
+    """
+    B = np.zeros((6, 6))
+    B[:3, 3:] = -skew(wrench[:3])
+    B[3:, :3] = -skew(wrench[:3])
+    B[3:, 3:] = -skew(wrench[3:])
+    return B

@@ -1,0 +1,147 @@
+"""Independent checks of a linearization: geometric finite differences of the
+forward dynamics on the state's Lie group, inv(CRBA), and a per-block report.
+
+Used by the tests, the demo and the ROS validation service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .algorithms.forward_dynamics import forward_dynamics
+from .algorithms.mass_matrix import mass_matrix
+from .model import Model, State
+from .spatial import cross_motion, se3_exp
+
+DEFAULT_STEP = 1e-5
+
+
+def perturb(model: Model, state: State, z: np.ndarray) -> State:
+    """The state g·exp(z): H·exp(z_H^), s + z_s, v + z_v, r + z_r (thesis (3.4))."""
+    n = model.n_joints
+    if not model.floating_base:
+        return State(joint_positions=state.joint_positions + z[:n], joint_velocities=state.joint_velocities + z[n:])
+    return State(base_pose=state.base_pose @ se3_exp(z[:6]),
+                 joint_positions=state.joint_positions + z[6:6 + n],
+                 base_twist=state.base_twist + z[6 + n:12 + n],
+                 joint_velocities=state.joint_velocities + z[12 + n:])
+
+
+def _vector_field(model: Model, state: State, torques: np.ndarray) -> np.ndarray:
+    """Left-trivialised vector field λ = (v, r, v̇, ṙ) (3.22), (2N,)."""
+    base_acceleration, joint_accelerations = forward_dynamics(model, state, torques)
+    if not model.floating_base:
+        return np.concatenate([state.joint_velocities, joint_accelerations])
+    return np.concatenate([state.base_twist, state.joint_velocities, base_acceleration, joint_accelerations])
+
+
+def finite_difference_linearization(model: Model, state: State, joint_torques=None, step: float = DEFAULT_STEP):
+    """(A, B) by central differences of the ABA(mb) along g·exp(±h e_j) and τ ± δ e_j.
+
+    A = D₁λ∘DL_g(e) − ad_λ (2.47): the −ad term only touches the z_H rows, where
+    it is −v×.  Costs 2·(2N + n) forward-dynamics evaluations.
+    """
+    n, N = model.n_joints, model.n_velocities
+    torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    A = np.empty((2 * N, 2 * N))
+    for j in range(2 * N):
+        z = np.zeros(2 * N)
+        z[j] = step
+        A[:, j] = (_vector_field(model, perturb(model, state, z), torques)
+                   - _vector_field(model, perturb(model, state, -z), torques)) / (2 * step)
+    if model.floating_base:
+        A[:6, :6] -= cross_motion(state.base_twist)
+    # The dynamics are affine in τ, so central differences have no truncation
+    # error there: a large step keeps round-off negligible.
+    torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
+    B = np.empty((2 * N, n))
+    for j in range(n):
+        dt = np.zeros(n)
+        dt[j] = torque_step
+        B[:, j] = (_vector_field(model, state, torques + dt)
+                   - _vector_field(model, state, torques - dt)) / (2 * torque_step)
+    return A, B
+
+
+@dataclass(frozen=True)
+class BlockError:
+    name: str
+    max_abs: float
+    max_rel: float
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """Per-block errors of (A, B, M⁻¹) against a reference.
+
+    max_rel = max|ours − ref| / scale with scale = the block's largest |entry|,
+    floored at 10⁻³ of the matrix's largest |entry| so that blocks which are zero
+    by structure (e.g. ∂ṙ/∂z_H) are measured against the matrix they live in.
+    """
+
+    blocks: list[BlockError]
+
+    @property
+    def max_rel(self) -> float:
+        return max(b.max_rel for b in self.blocks)
+
+    def passed(self, tolerance: float) -> bool:
+        return all(np.isfinite(b.max_rel) and b.max_rel <= tolerance for b in self.blocks)
+
+    def as_dict(self) -> dict:
+        return {b.name: {"max_abs": b.max_abs, "max_rel": b.max_rel} for b in self.blocks}
+
+    def summary(self) -> str:
+        width = max(len(b.name) for b in self.blocks)
+        lines = [f"{'block':<{width}}  {'max abs':>10}  {'max rel':>10}"]
+        lines += [f"{b.name:<{width}}  {b.max_abs:10.2e}  {b.max_rel:10.2e}" for b in self.blocks]
+        return "\n".join(lines)
+
+
+def _row_col_blocks(model: Model):
+    n = model.n_joints
+    if model.floating_base:
+        rows = [("vdot", slice(0, 6)), ("rdot", slice(6, 6 + n))]
+        cols = [("H", slice(0, 6)), ("s", slice(6, 6 + n)), ("v", slice(6 + n, 12 + n)), ("r", slice(12 + n, 12 + 2 * n))]
+    else:
+        rows = [("rdot", slice(0, n))]
+        cols = [("s", slice(0, n)), ("r", slice(n, 2 * n))]
+    return rows, cols
+
+
+def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref) -> ComparisonReport:
+    """Compare the dynamics rows of A, the dynamics rows of B, and M⁻¹ block by block.
+
+    (The kinematic rows of A are exact by construction and equal in both.)
+    """
+    N = model.n_velocities
+    rows, cols = _row_col_blocks(model)
+    blocks = []
+
+    def add(name, ours, ref, matrix_scale):
+        err = np.abs(np.asarray(ours) - np.asarray(ref))
+        max_abs = float(err.max()) if err.size else 0.0
+        scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-3 * matrix_scale, 1e-300)
+        blocks.append(BlockError(name, max_abs, max_abs / scale if np.isfinite(max_abs) else np.inf))
+
+    A_dyn, A_dyn_ref = np.asarray(A)[N:], np.asarray(A_ref)[N:]
+    B_dyn, B_dyn_ref = np.asarray(B)[N:], np.asarray(B_ref)[N:]
+    a_scale, b_scale = float(np.abs(A_dyn_ref).max()), float(np.abs(B_dyn_ref).max())
+    for rname, rs in rows:
+        for cname, cs in cols:
+            add(f"A[{rname},{cname}]", A_dyn[rs, cs], A_dyn_ref[rs, cs], a_scale)
+    for rname, rs in rows:
+        add(f"B[{rname}]", B_dyn[rs], B_dyn_ref[rs], b_scale)
+    add("M_inv", M_inv, M_inv_ref, float(np.abs(M_inv_ref).max()))
+    return ComparisonReport(blocks)
+
+
+def validate(model: Model, state: State, linearization, joint_torques=None, step: float = DEFAULT_STEP
+             ) -> ComparisonReport:
+    """Check a :class:`~robot_linearization.Linearization` against finite
+    differences (A, B) and inv(CRBA) (M⁻¹)."""
+    A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
+    M_inv_ref = np.linalg.inv(mass_matrix(model, state.joint_positions))
+    return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref)

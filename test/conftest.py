@@ -1,0 +1,138 @@
+"""Shared fixtures: example robots, random states, random trees, and the
+Pinocchio oracle (an independent implementation, used only in tests)."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.joints import Joint, JointType
+from robot_linearization.spatial import se3_exp, so3_exp, spatial_inertia
+
+ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
+
+# name -> (URDF relative to example-robot-data/robots, floating base, load options)
+EXAMPLE_ROBOTS = {
+    "solo12": ("solo_description/robots/solo12.urdf", True, {}),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True, {}),
+    "talos_full": ("talos_data/robots/talos_full_v2.urdf", True, {"mimic_joints": "independent"}),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False, {}),
+    "panda": ("panda_description/urdf/panda.urdf", False, {"mimic_joints": "independent"}),
+}
+
+
+def example_robot_path(name: str) -> str:
+    path = os.path.join(ROBOTS_DIR, EXAMPLE_ROBOTS[name][0])
+    if not os.path.exists(path):
+        pytest.fail(f"example-robot-data is not installed (no {path}); install the test extra: pip install .[test]")
+    return path
+
+
+def load_example(name: str) -> rl.Model:
+    _, floating, options = EXAMPLE_ROBOTS[name]
+    return rl.load_urdf(example_robot_path(name), floating_base=floating, **options)
+
+
+def random_state(model: rl.Model, rng: np.random.Generator, scale: float = 1.0) -> rl.State:
+    n = model.n_joints
+    s = rng.uniform(-np.pi, np.pi, n)
+    r = scale * rng.normal(size=n)
+    if not model.floating_base:
+        return rl.State(joint_positions=s, joint_velocities=r)
+    H = se3_exp(np.concatenate([rng.normal(size=3), rng.uniform(-np.pi, np.pi, 3)]))
+    return rl.State(base_pose=H, joint_positions=s, base_twist=scale * rng.normal(size=6), joint_velocities=r)
+
+
+def random_physical_inertia(rng: np.random.Generator) -> np.ndarray:
+    mass = rng.uniform(0.5, 3.0)
+    principal = rng.uniform(0.01, 0.1, 3)
+    principal[2] = min(principal[2], principal[0] + principal[1])  # triangle inequality
+    R = so3_exp(rng.normal(size=3))
+    return spatial_inertia(mass, rng.normal(scale=0.1, size=3), R @ np.diag(principal) @ R.T)
+
+
+def random_tree(rng: np.random.Generator, n_joints: int, floating_base: bool = True) -> rl.Model:
+    """A random branched tree with revolute, prismatic and helical joints about random axes."""
+    builder = rl.ModelBuilder("b0", random_physical_inertia(rng), floating_base=floating_base, name="random_tree")
+    types = [JointType.REVOLUTE, JointType.PRISMATIC, JointType.HELICAL]
+    for i in range(1, n_joints + 1):
+        parent = int(rng.integers(0, i)) if i > 1 else 0
+        joint_type = types[i % 3]
+        joint = Joint(f"j{i}", joint_type, tuple(rng.normal(size=3)), pitch=0.1 if joint_type is JointType.HELICAL else 0.0)
+        placement = se3_exp(np.concatenate([rng.normal(scale=0.3, size=3), rng.normal(size=3)]))
+        builder.add_body(f"b{i}", parent=f"b{parent}", joint=joint, placement=placement,
+                         inertia=random_physical_inertia(rng))
+    return builder.build()
+
+
+class PinocchioOracle:
+    """Pinocchio's A, B, M⁻¹ for the same URDF, reordered to our joint order.
+
+    Pinocchio's free-flyer velocity is the body twist [linear; angular] in the base
+    frame and its configuration derivative is taken along q ⊕ exp(δ) = H·exp(δ),
+    exactly our z_H, so its ABA derivatives are our dynamics rows block for block.
+    """
+
+    def __init__(self, path: str, model: rl.Model):
+        import pinocchio as pin
+
+        self.pin = pin
+        self.model = model
+        if model.floating_base:
+            self.pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+        else:
+            self.pmodel = pin.buildModelFromUrdf(path)
+        self.pmodel.gravity.linear = model.gravity.copy()
+        self.data = self.pmodel.createData()
+        names = list(self.pmodel.names)
+        self.joint_ids = [names.index(j) for j in model.joint_names]
+        off = 6 if model.floating_base else 0
+        # ours -> Pinocchio velocity index
+        self.perm = np.array(list(range(off)) + [self.pmodel.joints[j].idx_v for j in self.joint_ids])
+        assert sorted(self.perm) == list(range(self.pmodel.nv)), "joint sets differ"
+
+    def configuration(self, state: rl.State) -> np.ndarray:
+        q = np.zeros(self.pmodel.nq)
+        if self.model.floating_base:
+            H = state.base_pose
+            q[:3] = H[:3, 3]
+            q[3:7] = self.pin.Quaternion(H[:3, :3]).coeffs()
+        for k, jid in enumerate(self.joint_ids):
+            joint = self.pmodel.joints[jid]
+            angle = state.joint_positions[k]
+            if joint.nq == 2:  # continuous joint: (cos, sin)
+                q[joint.idx_q:joint.idx_q + 2] = np.cos(angle), np.sin(angle)
+            else:
+                q[joint.idx_q] = angle
+        return q
+
+    def linearization(self, state: rl.State, torques: np.ndarray):
+        pin, model = self.pin, self.model
+        off = 6 if model.floating_base else 0
+        v = np.zeros(self.pmodel.nv)
+        tau = np.zeros(self.pmodel.nv)
+        if model.floating_base:
+            v[:6] = state.base_twist
+        v[self.perm[off:]] = state.joint_velocities
+        tau[self.perm[off:]] = torques
+        pin.computeABADerivatives(self.pmodel, self.data, self.configuration(state), v, tau)
+        P = self.perm
+        ddq_dq = self.data.ddq_dq[np.ix_(P, P)]
+        ddq_dv = self.data.ddq_dv[np.ix_(P, P)]
+        M_inv = np.triu(self.data.Minv) + np.triu(self.data.Minv, 1).T
+        M_inv = M_inv[np.ix_(P, P)]
+        N = model.n_velocities
+        A = np.zeros((2 * N, 2 * N))
+        A[N:] = np.hstack([ddq_dq, ddq_dv])
+        B = np.zeros((2 * N, model.n_joints))
+        B[N:] = M_inv[:, off:]
+        return A, B, M_inv, self.data.ddq[P]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20191122)

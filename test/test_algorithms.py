@@ -1,0 +1,109 @@
+"""Recursive algorithms checked against each other and against Pinocchio."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.robots import thesis_test_system
+from robot_linearization.validation import perturb
+
+from conftest import PinocchioOracle, example_robot_path, load_example, random_state, random_tree
+
+
+def _models(rng):
+    return [thesis_test_system(), random_tree(rng, 12), random_tree(rng, 8, floating_base=False),
+            load_example("solo12")]
+
+
+def test_inverse_mass_matrix_matches_inverted_crba_on_branched_trees(rng):
+    for model in _models(rng) + [load_example("talos")]:
+        for _ in range(3):
+            s = random_state(model, rng).joint_positions
+            M_inv = rl.inverse_mass_matrix(model, s)
+            reference = np.linalg.inv(rl.mass_matrix(model, s))
+            assert np.abs(M_inv - reference).max() <= 1e-10 * np.abs(reference).max(), model.name
+            np.testing.assert_allclose(M_inv, M_inv.T, atol=1e-12 * np.abs(M_inv).max())
+
+
+def test_forward_dynamics_agrees_with_crba_and_rnea(rng):
+    """ABA(mb) ν̇ solves M ν̇ + h = Sτ, with M from the CRBA(mb) and h from the RNEA(mb)."""
+    for model in _models(rng):
+        state = random_state(model, rng)
+        torques = rng.normal(size=model.n_joints)
+        base_acc, joint_acc = rl.forward_dynamics(model, state, torques)
+        M = rl.mass_matrix(model, state.joint_positions)
+        if model.floating_base:
+            # h = ID̄(state, 0, 0): the extended inverse dynamics at zero acceleration
+            h = np.concatenate(rl.extended_inverse_dynamics(model, state, np.zeros(6), np.zeros(model.n_joints)))
+            nu_dot = np.concatenate([base_acc, joint_acc])
+            rhs = np.concatenate([np.zeros(6), torques])
+        else:
+            h, _ = rl.inverse_dynamics(model, state, np.zeros(model.n_joints))
+            nu_dot, rhs = joint_acc, torques
+        np.testing.assert_allclose(M @ nu_dot + h, rhs, atol=1e-9 * max(1.0, np.abs(h).max()))
+
+
+def test_rnea_moving_base_returns_consistent_base_acceleration(rng):
+    """RNEAmb's v̇ makes the EIDAmb's base wrench vanish (Definition 3.1), and
+    feeding its τ to the ABAmb returns the requested joint accelerations."""
+    for model in [thesis_test_system(), random_tree(rng, 10)]:
+        state = random_state(model, rng)
+        joint_acc = rng.normal(size=model.n_joints)
+        torques, base_acc = rl.inverse_dynamics(model, state, joint_acc)
+        base_wrench, torques_eid = rl.extended_inverse_dynamics(model, state, base_acc, joint_acc)
+        assert np.abs(base_wrench).max() < 1e-9 * np.abs(torques).max()
+        np.testing.assert_allclose(torques_eid, torques, rtol=1e-10, atol=1e-9)
+        base_acc_fd, joint_acc_fd = rl.forward_dynamics(model, state, torques)
+        np.testing.assert_allclose(joint_acc_fd, joint_acc, atol=1e-8)
+        np.testing.assert_allclose(base_acc_fd, base_acc, atol=1e-8)
+
+
+def test_extended_inverse_dynamics_derivatives_match_geometric_finite_differences(rng):
+    """Each block of Tables 4.2–4.5 (with the body twist held fixed for H) against
+    central differences of the EIDAmb along H·exp(δ), s + δ, v + δ, r + δ."""
+    model = thesis_test_system()
+    state = random_state(model, rng)
+    base_acc, joint_acc = rng.normal(size=6), rng.normal(size=model.n_joints)
+    D = rl.extended_inverse_dynamics_derivatives(model, state, base_acc, joint_acc).stacked()
+    h = 1e-6
+    numeric = np.empty_like(D)
+    for j in range(D.shape[1]):
+        z = np.zeros(D.shape[1])
+        z[j] = h
+        plus = np.concatenate(rl.extended_inverse_dynamics(model, perturb(model, state, z), base_acc, joint_acc))
+        minus = np.concatenate(rl.extended_inverse_dynamics(model, perturb(model, state, -z), base_acc, joint_acc))
+        numeric[:, j] = (plus - minus) / (2 * h)
+    assert np.abs(D - numeric).max() <= 1e-7 * np.abs(numeric).max()
+    # with the body twist as state, H enters only through gravity: no translation column
+    assert np.all(D[:, :3] == 0.0)
+
+
+def test_fixed_base_inverse_dynamics_derivatives_match_finite_differences(rng):
+    model = load_example("ur5")
+    state = random_state(model, rng)
+    joint_acc = rng.normal(size=model.n_joints)
+    D = rl.extended_inverse_dynamics_derivatives(model, state, None, joint_acc).stacked()
+    h, n = 1e-6, model.n_joints
+    for j in range(2 * n):
+        z = np.zeros(2 * n)
+        z[j] = h
+        plus, _ = rl.inverse_dynamics(model, perturb(model, state, z), joint_acc)
+        minus, _ = rl.inverse_dynamics(model, perturb(model, state, -z), joint_acc)
+        np.testing.assert_allclose(D[:, j], (plus - minus) / (2 * h), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos", "panda"])
+def test_forward_dynamics_and_mass_matrix_match_pinocchio(rng, name):
+    model = load_example(name)
+    oracle = PinocchioOracle(example_robot_path(name), model)
+    pin = oracle.pin
+    for _ in range(3):
+        state = random_state(model, rng)
+        torques = rng.normal(size=model.n_joints)
+        _, _, M_inv_pin, ddq_pin = oracle.linearization(state, torques)
+        base_acc, joint_acc = rl.forward_dynamics(model, state, torques)
+        ours = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
+        np.testing.assert_allclose(ours, ddq_pin, atol=1e-9 * np.abs(ddq_pin).max())
+        M_pin = pin.crba(oracle.pmodel, oracle.data, oracle.configuration(state))
+        M_pin = (np.triu(M_pin) + np.triu(M_pin, 1).T)[np.ix_(oracle.perm, oracle.perm)]
+        np.testing.assert_allclose(rl.mass_matrix(model, state.joint_positions), M_pin, atol=1e-10 * np.abs(M_pin).max())

@@ -1,0 +1,162 @@
+"""A, B and M⁻¹ against geometric finite differences, Pinocchio, and the
+singularity of Euler angles."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.robots import bundled_urdf_path, thesis_test_system
+from robot_linearization.spatial import se3_exp, se3_log, skew
+from robot_linearization.validation import finite_difference_linearization, validate
+
+from conftest import PinocchioOracle, example_robot_path, load_example, random_state, random_tree
+
+FD_TOLERANCE = 1e-6
+PINOCCHIO_TOLERANCE = 1e-9
+
+
+def _assert_matches_finite_differences(model, rng, n_states=3, **state_options):
+    for _ in range(n_states):
+        state = random_state(model, rng, **state_options)
+        torques = rng.normal(size=model.n_joints)
+        lin = rl.linearize(model, state, torques)
+        report = validate(model, state, lin, torques)
+        assert report.passed(FD_TOLERANCE), f"{model.name}\n{report.summary()}"
+
+
+def test_thesis_test_system_matches_finite_differences(rng):
+    _assert_matches_finite_differences(thesis_test_system(), rng, n_states=5)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos", "ur5", "panda"])
+def test_example_robots_match_finite_differences(rng, name):
+    _assert_matches_finite_differences(load_example(name), rng, n_states=2)
+
+
+def test_bundled_robot_and_random_trees_match_finite_differences(rng):
+    _assert_matches_finite_differences(rl.load_urdf(bundled_urdf_path()), rng)
+    _assert_matches_finite_differences(random_tree(rng, 10), rng)
+    _assert_matches_finite_differences(random_tree(rng, 7, floating_base=False), rng)
+
+
+@pytest.mark.parametrize("name", ["solo12", "talos", "talos_full", "ur5", "panda"])
+def test_matches_pinocchio_aba_derivatives(rng, name):
+    model = load_example(name)
+    oracle = PinocchioOracle(example_robot_path(name), model)
+    for _ in range(3):
+        state = random_state(model, rng, scale=2.0)
+        torques = 10 * rng.normal(size=model.n_joints)
+        lin = rl.linearize(model, state, torques)
+        A_pin, B_pin, M_inv_pin, _ = oracle.linearization(state, torques)
+        report = rl.validation.compare(model, lin.A, lin.B, lin.M_inv, A_pin, B_pin, M_inv_pin)
+        assert report.passed(PINOCCHIO_TOLERANCE), report.summary()
+
+
+def test_validation_report_catches_a_sign_error(rng):
+    """The check is not vacuous: flipping one block's sign makes it fail."""
+    model = load_example("solo12")
+    state = random_state(model, rng)
+    lin = rl.linearize(model, state)
+    A_fd, B_fd = finite_difference_linearization(model, state)
+    N, n = model.n_velocities, model.n_joints
+    for rows, cols in [(slice(N, N + 6), slice(3, 6)), (slice(N + 6, 2 * N), slice(6, 6 + n)),
+                       (slice(N + 6, 2 * N), slice(N, N + 6))]:
+        A_bad = lin.A.copy()
+        A_bad[rows, cols] *= -1
+        report = rl.validation.compare(model, A_bad, lin.B, lin.M_inv, A_fd, B_fd, lin.M_inv)
+        assert not report.passed(1e-3)
+
+
+def test_base_pose_block_is_gravity_rotated_into_the_base_frame(rng):
+    """Derived by hand: with the body twist as state, FD_j is independent of H and
+    v̇ gains [R^T g; 0], whose left-trivialised derivative w.r.t. the rotation is
+    (R^T g)^; translations of the base change nothing."""
+    model = thesis_test_system()
+    state = random_state(model, rng)
+    lin = rl.linearize(model, state, rng.normal(size=model.n_joints))
+    N = model.n_velocities
+    expected = np.zeros((N, 6))
+    expected[:3, 3:] = skew(state.base_pose[:3, :3].T @ model.gravity)
+    np.testing.assert_allclose(lin.A[N:, :6], expected, atol=1e-9 * np.abs(lin.A[N:]).max())
+
+
+def test_kinematic_rows_are_the_left_trivialised_base_kinematics(rng):
+    model = load_example("solo12")
+    state = random_state(model, rng)
+    lin = rl.linearize(model, state)
+    N = model.n_velocities
+    v = state.base_twist
+    np.testing.assert_allclose(lin.A[:3, :3], -skew(v[3:]))
+    np.testing.assert_allclose(lin.A[:3, 3:6], -skew(v[:3]))
+    np.testing.assert_array_equal(lin.A[:N, N:], np.eye(N))
+    assert lin.state_labels[0] == "H:x" and lin.state_labels[N] == "v:x" and len(lin.state_labels) == 2 * N
+
+
+def _zyx_pose(p, yaw, pitch, roll):
+    def rot(axis, angle):
+        return se3_exp(np.concatenate([np.zeros(3), angle * np.eye(3)[axis]]))[:3, :3]
+    H = np.eye(4)
+    H[:3, :3] = rot(2, yaw) @ rot(1, pitch) @ rot(0, roll)
+    H[:3, 3] = p
+    return H
+
+
+@pytest.mark.parametrize("pitch", [np.pi / 2, -np.pi / 2])
+def test_singularity_free_at_euler_gimbal_lock(rng, pitch):
+    """At pitch ±90° the ZYX-Euler parametrisation of the base loses a direction:
+    its Jacobian to the tangent space is singular, so an Euler-angle A cannot
+    even be formed there.  Ours stays finite and matches finite differences."""
+    model = rl.load_urdf(bundled_urdf_path())
+    p, yaw, roll = rng.normal(size=3), 0.3, -0.7
+    H0 = _zyx_pose(p, yaw, pitch, roll)
+
+    # Jacobian of (x, y, z, yaw, pitch, roll) -> z_H = log(H0⁻¹ H(θ)), numerically.
+    theta0, h = np.array([*p, yaw, pitch, roll]), 1e-6
+    J = np.empty((6, 6))
+    for j in range(6):
+        d = np.zeros(6)
+        d[j] = h
+        plus, minus = theta0 + d, theta0 - d
+        J[:, j] = (se3_log(np.linalg.inv(H0) @ _zyx_pose(plus[:3], *plus[3:]))
+                   - se3_log(np.linalg.inv(H0) @ _zyx_pose(minus[:3], *minus[3:]))) / (2 * h)
+    singular_values = np.linalg.svd(J, compute_uv=False)
+    assert singular_values[-1] < 1e-6 * singular_values[0]  # Euler angles: rank deficient
+
+    state = rl.State(base_pose=H0, joint_positions=rng.normal(size=model.n_joints),
+                     base_twist=rng.normal(size=6), joint_velocities=rng.normal(size=model.n_joints))
+    lin = rl.linearize(model, state)
+    assert np.all(np.isfinite(lin.A)) and np.all(np.isfinite(lin.B))
+    report = validate(model, state, lin)
+    assert report.passed(FD_TOLERANCE), report.summary()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(joint_positions=np.full(12, np.nan)), "NaN"),
+    (dict(joint_positions=np.zeros(11)), "shape"),
+    (dict(base_twist=np.zeros(5)), "base_twist"),
+    (dict(base_pose=np.diag([2.0, 1, 1, 1])), "not a homogeneous transform"),
+    (dict(base_pose=None), "floating base"),
+])
+def test_bad_state_is_rejected_with_a_clear_error(bad, message):
+    model = rl.load_urdf(bundled_urdf_path())
+    fields = dict(base_pose=np.eye(4), joint_positions=np.zeros(12), base_twist=np.zeros(6),
+                  joint_velocities=np.zeros(12))
+    fields.update(bad)
+    with pytest.raises(ValueError, match=message):
+        rl.linearize(model, rl.State(**fields))
+
+
+def test_bad_torques_are_rejected():
+    model = rl.load_urdf(bundled_urdf_path())
+    state = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(12), base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(12))
+    with pytest.raises(ValueError, match="joint_torques"):
+        rl.linearize(model, state, np.full(12, np.inf))
+    with pytest.raises(ValueError, match="joint_torques"):
+        rl.linearize(model, state, np.zeros(3))
+
+
+def test_fixed_base_state_refuses_a_base_pose():
+    model = load_example("ur5")
+    with pytest.raises(ValueError, match="fixed base"):
+        rl.linearize(model, rl.State(base_pose=np.eye(4), joint_positions=np.zeros(6), joint_velocities=np.zeros(6)))

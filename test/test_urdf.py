@@ -1,0 +1,140 @@
+"""URDF loading: structure, fixed-joint merging, and every rejection's message."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.spatial import spatial_inertia
+
+from conftest import PinocchioOracle, example_robot_path, load_example
+
+INERTIAL = '<inertial><mass value="{m}"/><origin xyz="{c}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
+
+
+def urdf(links: dict, joints: list[str], name="t") -> str:
+    body = "".join(f'<link name="{n}">{INERTIAL.format(**p) if p else ""}</link>' for n, p in links.items())
+    return f'<robot name="{name}">{body}{"".join(joints)}</robot>'
+
+
+def joint(name, jtype, parent, child, xyz="0 0 0", axis="0 0 1", extra=""):
+    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>{extra}</joint>')
+
+
+BODY = dict(m=1.0, c="0 0 0", i=0.01)
+
+
+def test_joint_names_follow_depth_first_order_and_frames_include_merged_links():
+    model = rl.load_urdf(bundled_urdf_path())
+    assert model.floating_base and model.n_joints == 12 and model.n_velocities == 18
+    assert model.joint_names[:3] == ("front_left_hip_abduction", "front_left_hip_flexion", "front_left_knee")
+    body, H = model.frames["front_left_foot"]
+    assert model.body_names[body] == "front_left_shank"
+    np.testing.assert_allclose(H[:3, 3], [0, 0, -0.2])
+    assert model.frames["imu_link"][0] == 0
+    # every subtree is a contiguous range
+    for i in range(1, model.n_bodies):
+        assert all(model.parent[k] >= i for k in range(i + 1, model.subtree_end[i] + 1))
+
+
+def test_fixed_joint_lumps_inertia_like_a_single_rigid_body():
+    """Two links welded by a fixed joint load the same as one link carrying both
+    masses, built here from the parallel-axis theorem."""
+    welded = urdf({"a": BODY, "b": dict(m=2.0, c="0.1 0 0", i=0.02), "c": BODY},
+                  [joint("weld", "fixed", "a", "b", xyz="0 0.3 0"), joint("j", "revolute", "a", "c", xyz="0 0 0.5")])
+    model = rl.load_urdf(welded)
+    expected = spatial_inertia(1.0, np.zeros(3), 0.01 * np.eye(3)) + spatial_inertia(2.0, [0.1, 0.3, 0], 0.02 * np.eye(3))
+    np.testing.assert_allclose(model.inertias[0], expected, atol=1e-12)
+    assert model.frames["b"][0] == 0 and model.joint_names == ("j",)
+
+
+def test_fixed_base_ur5_matches_pinocchio_mass_matrix_with_merged_links(rng):
+    model = load_example("ur5")
+    assert not model.floating_base and model.n_velocities == 6
+    oracle = PinocchioOracle(example_robot_path("ur5"), model)
+    s = rng.uniform(-3, 3, 6)
+    M_pin = oracle.pin.crba(oracle.pmodel, oracle.data, s[np.argsort(oracle.perm)])
+    M_pin = (np.triu(M_pin) + np.triu(M_pin, 1).T)[np.ix_(oracle.perm, oracle.perm)]
+    np.testing.assert_allclose(rl.mass_matrix(model, s), M_pin, atol=1e-12)
+
+
+def test_prismatic_joint_about_an_arbitrary_axis_and_continuous_joint_load():
+    text = urdf({"a": BODY, "b": BODY, "c": BODY},
+                [joint("slide", "prismatic", "a", "b", axis="1 1 0"), joint("spin", "continuous", "b", "c", axis="0 1 1")])
+    model = rl.load_urdf(text)
+    np.testing.assert_allclose(model.motion_subspaces[1], [2 ** -0.5, 2 ** -0.5, 0, 0, 0, 0])
+    np.testing.assert_allclose(model.motion_subspaces[2], [0, 0, 0, 0, 2 ** -0.5, 2 ** -0.5])
+
+
+def test_gravity_is_a_model_parameter():
+    model = rl.load_urdf(bundled_urdf_path(), gravity=(0, 0, -1.62))
+    np.testing.assert_array_equal(model.gravity, [0, 0, -1.62])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<robot name='x'><link name='a'>", "not well-formed XML"),
+    ("<sdf version='1.6'><model name='m'/></sdf>", r"not a URDF: the root element is <sdf>"),
+    (urdf({"a": BODY, "b": BODY}, [joint("free", "floating", "a", "b")]), "joint 'free' is floating"),
+    (urdf({"a": BODY, "b": BODY}, [joint("flat", "planar", "a", "b")]), "joint 'flat' is planar"),
+    (urdf({"a": BODY, "b": BODY, "c": BODY},
+          [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="j1"/>')]),
+     "joint 'j2' mimics joint 'j1'"),
+    (urdf({"a": BODY, "b": None}, [joint("j", "revolute", "a", "b")]), "joint 'j': the bodies it moves have no inertia"),
+    (urdf({"a": BODY, "b": dict(m=0.0, c="0 0 0.5", i=0.0)}, [joint("j", "revolute", "a", "b", axis="0 0 1")]),
+     "joint 'j': the bodies it moves have no inertia"),
+    (urdf({"a": BODY, "b": dict(m=-1.0, c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]), "link 'b': negative mass"),
+    (urdf({"a": BODY, "b": dict(m=1.0, c="0 0 0", i=-0.5)}, [joint("j", "revolute", "a", "b")]),
+     "link 'b': rotational inertia is not positive semi-definite"),
+    (urdf({"a": BODY, "b": dict(m="nan", c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]), "link 'b': inertial contains NaN"),
+    (urdf({"a": BODY, "b": BODY}, [joint("j", "revolute", "a", "ghost")]), "joint 'j' refers to link 'ghost'"),
+    (urdf({"a": BODY, "b": BODY}, []), "exactly one root link"),
+    (urdf({"a": BODY, "b": BODY, "c": BODY}, [joint("j1", "revolute", "a", "c"), joint("j2", "revolute", "b", "c")]),
+     "link 'c' is the child of both"),
+    (urdf({"a": BODY, "b": BODY}, [joint("j", "revolute", "a", "b", axis="0 0 0")]), "joint 'j': axis"),
+    (urdf({"a": BODY, "b": BODY}, [joint("j", "gearbox", "a", "b")]), "invalid URDF|unsupported type"),
+    ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
+     '<robot name="x"><link name="&b;"/></robot>', "DOCTYPE/ENTITY"),
+])
+def test_bad_urdf_is_rejected_with_a_message_naming_the_culprit(text, message):
+    with pytest.raises(rl.ModelError, match=message):
+        rl.load_urdf(text)
+
+
+def test_floating_robot_without_mass_is_rejected():
+    text = urdf({"a": None}, [])
+    with pytest.raises(rl.ModelError, match="base 'a': the robot as a whole has a singular"):
+        rl.load_urdf(text)
+
+
+def test_mimic_joints_can_be_loaded_as_independent_joints():
+    text = urdf({"a": BODY, "b": BODY, "c": BODY},
+                [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="j1"/>')])
+    assert rl.load_urdf(text, mimic_joints="independent").joint_names == ("j1", "j2")
+
+
+def test_missing_file_and_oversized_description_are_reported(tmp_path):
+    with pytest.raises(rl.ModelError, match="cannot read URDF file"):
+        rl.load_urdf(tmp_path / "nope.urdf")
+    with pytest.raises(rl.ModelError, match="more than the"):
+        rl.load_urdf("<robot name='x'>" + " " * (rl.urdf.MAX_DESCRIPTION_BYTES + 1) + "</robot>")
+
+
+def test_unphysical_but_harmless_inertia_loads_with_a_warning(caplog):
+    text = urdf({"a": BODY, "b": dict(m=1.0, c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")])
+    text = text.replace('izz="0.01"', 'izz="0.05"', 1)  # 0.01 + 0.01 < 0.05
+    rl.load_urdf(text)
+    assert "triangle inequality" in caplog.text
+
+
+def test_programmatic_builder_rejects_bad_input():
+    builder = rl.ModelBuilder("base", np.eye(6))
+    with pytest.raises(rl.ModelError, match="parent 'nowhere'"):
+        builder.add_body("b", parent="nowhere", joint=rl.Joint("j", rl.JointType.REVOLUTE, (0, 0, 1)),
+                         placement=np.eye(4), inertia=np.eye(6))
+    with pytest.raises(rl.ModelError, match="not symmetric"):
+        builder.add_body("b", parent="base", joint=rl.Joint("j", rl.JointType.REVOLUTE, (0, 0, 1)),
+                         placement=np.eye(4), inertia=np.triu(np.ones((6, 6))))
+    with pytest.raises(rl.ModelError, match="homogeneous transform"):
+        builder.add_body("b", parent="base", joint=rl.Joint("j", rl.JointType.REVOLUTE, (0, 0, 1)),
+                         placement=2 * np.eye(4), inertia=np.eye(6))
