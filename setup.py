@@ -24,7 +24,6 @@ setup(
     maintainer_email="robot-linearization@example.invalid",
     description="Singularity-free geometric linearization (A, B, M^-1) of floating-base robot dynamics for ROS 2",
     license="BSD-3-Clause",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "robot-linearization = robot_linearization.cli:main",

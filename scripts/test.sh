@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet ".[test]"
-# Test the installed package, not the source tree, so packaging mistakes show.
-cd test && ../.venv/bin/python -m pytest -q -p no:cacheprovider --rootdir=. "$@"
+# The pytest executable (unlike `python -m pytest`) does not put the source tree on
+# sys.path, so the tests exercise the installed package and packaging mistakes show.
+.venv/bin/pytest -q -p no:cacheprovider test "$@"
