@@ -61,12 +61,7 @@ def velocity_transform(H: np.ndarray) -> np.ndarray:
 def wrench_transform(H: np.ndarray) -> np.ndarray:
     """Wrench transformation a_X^b for a_H_b, 6×6: maps a wrench expressed in
     frame b to frame a.  Equal to (b_X_a)^T = [[R, 0], [p^ R, R]]."""
-    R, p = H[:3, :3], H[:3, 3]
-    X = np.zeros((6, 6))
-    X[:3, :3] = R
-    X[3:, :3] = skew(p) @ R
-    X[3:, 3:] = R
-    return X
+    return velocity_transform(inverse_transform(H)).T
 
 
 def cross_motion(v: np.ndarray) -> np.ndarray:
@@ -81,12 +76,7 @@ def cross_motion(v: np.ndarray) -> np.ndarray:
 
 def cross_force(v: np.ndarray) -> np.ndarray:
     """6D dual cross product v×̄* (2.42) acting on wrenches: -(v×)^T."""
-    C = np.zeros((6, 6))
-    W = skew(v[3:])
-    C[:3, :3] = W
-    C[3:, :3] = skew(v[:3])
-    C[3:, 3:] = W
-    return C
+    return -cross_motion(v).T
 
 
 def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) -> np.ndarray:
