@@ -18,7 +18,8 @@ from .algorithms import (
     mass_matrix,
 )
 from .joints import Joint, JointType
-from .linearization import Linearization, linearize
+from . import robots
+from .linearization import Linearization, linearize, linearize_trajectory
 from .model import Model, ModelBuilder, ModelError, State
 from .urdf import load_urdf
 from .validation import ComparisonReport, finite_difference_linearization, validate
@@ -39,6 +40,7 @@ __all__ = [
     "inverse_dynamics",
     "inverse_mass_matrix",
     "linearize",
+    "linearize_trajectory",
     "load_urdf",
     "mass_matrix",
     "validate",

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spatial import cross_motion, velocity_transform, se3_exp
+from .compiled import kernel
+from .spatial import cross_motion
 
 
 class JointType(enum.Enum):
@@ -59,9 +60,46 @@ class Joint:
         return np.concatenate([self.pitch * e, e])
 
 
+@kernel
+def joint_transform_into(motion_subspace, position, out):
+    """jcalc (app. B.2): out = i_X_{λ(i)|i}(s) = Ad(exp(−s Γ^)), 6×6.
+
+    For our joints Γ = [h e; e], [0; e] or [e; 0] with |e| = 1, the linear part
+    is parallel to the axis, so exp(−sΓ^) is the rotation by −s about e followed
+    by the translation −s·Γ_linear: Ad = [[R, p^R], [0, R]].
+    """
+    theta = -position
+    w0, w1, w2 = motion_subspace[3], motion_subspace[4], motion_subspace[5]
+    p0, p1, p2 = theta * motion_subspace[0], theta * motion_subspace[1], theta * motion_subspace[2]
+    sn, cs = np.sin(theta), 1.0 - np.cos(theta)
+    if w0 == 0.0 and w1 == 0.0 and w2 == 0.0:
+        sn, cs = 0.0, 0.0
+    # Rodrigues: R = I + sin θ e^ + (1 − cos θ) e^ e^, with e^ e^ = e e^T − I
+    R = out[3:, 3:]
+    R[0, 0] = 1.0 + cs * (w0 * w0 - 1.0)
+    R[1, 1] = 1.0 + cs * (w1 * w1 - 1.0)
+    R[2, 2] = 1.0 + cs * (w2 * w2 - 1.0)
+    R[0, 1] = -sn * w2 + cs * w0 * w1
+    R[1, 0] = sn * w2 + cs * w0 * w1
+    R[0, 2] = sn * w1 + cs * w0 * w2
+    R[2, 0] = -sn * w1 + cs * w0 * w2
+    R[1, 2] = -sn * w0 + cs * w1 * w2
+    R[2, 1] = sn * w0 + cs * w1 * w2
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = R[r, c]
+            out[r + 3, c] = 0.0
+    for c in range(3):  # top-right block p^ R
+        out[0, 3 + c] = p1 * R[2, c] - p2 * R[1, c]
+        out[1, 3 + c] = p2 * R[0, c] - p0 * R[2, c]
+        out[2, 3 + c] = p0 * R[1, c] - p1 * R[0, c]
+
+
 def joint_transform(motion_subspace: np.ndarray, position: float) -> np.ndarray:
-    """jcalc (app. B.2): i_X_{λ(i)|i}(s) = Ad(exp(−s Γ^)), 6×6."""
-    return velocity_transform(se3_exp(-position * motion_subspace))
+    """jcalc as a new 6×6 array (see :func:`joint_transform_into`)."""
+    out = np.empty((6, 6))
+    joint_transform_into(np.ascontiguousarray(motion_subspace, dtype=float), float(position), out)
+    return out
 
 
 def joint_transform_derivative(motion_subspace: np.ndarray, transform: np.ndarray) -> np.ndarray:

@@ -8,16 +8,20 @@ For a fixed base, z = [z_s, z_r].
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
-from .algorithms.derivatives import derivatives_at
-from .algorithms.forward_dynamics import forward_dynamics_at
-from .algorithms.inverse_mass_matrix import inverse_mass_matrix_at
-from .algorithms.kinematics import body_transforms
-from .model import Model, State
-from .spatial import cross_motion
+from .algorithms.derivatives import derivatives_into
+from .algorithms.forward_dynamics import forward_dynamics_into
+from .algorithms.inverse_dynamics import newton_euler_forward_into
+from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
+from .algorithms.kinematics import body_transforms_into
+from .compiled import kernel
+from .model import Model, State, stack_states
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Linearization:
     base_acceleration v̇ (6,) or None and joint_accelerations ṙ (n,) are the
     forward dynamics at (state, τ), where the derivatives were evaluated.
     state_labels names the rows/columns of A (and rows of B), see Model.state_labels.
+    For :func:`linearize_trajectory` every array gains a leading axis K.
     """
 
     A: np.ndarray
@@ -34,7 +39,116 @@ class Linearization:
     M_inv: np.ndarray
     base_acceleration: np.ndarray | None
     joint_accelerations: np.ndarray
-    state_labels: list[str]
+    state_labels: tuple[str, ...]
+
+
+class Workspace:
+    """Every scratch array of one linearization, allocated once per model and thread."""
+
+    def __init__(self, model: Model):
+        n_bodies, N = model.n_bodies, model.n_velocities
+        self.X_up = np.empty((n_bodies, 6, 6))
+        self.I_A = np.empty((n_bodies, 6, 6))
+        self.U = np.zeros((n_bodies, 6))
+        self.D = np.zeros(n_bodies)
+        self.v, self.c, self.p, self.a, self.f = (np.empty((n_bodies, 6)) for _ in range(5))
+        self.dv, self.da, self.df = (np.empty((n_bodies, 2 * N, 6)) for _ in range(3))
+        self.F, self.P = np.empty((n_bodies, N, 6)), np.empty((n_bodies, N, 6))
+        self.derivatives = np.empty((N, 2 * N))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in vars(self).values())
+
+    def arrays(self):
+        return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f,
+                self.dv, self.da, self.df, self.F, self.P, self.derivatives)
+
+
+def workspace(model: Model) -> Workspace:
+    """This thread's workspace for ``model`` (created on first use)."""
+    local = model.thread_local
+    if getattr(local, "workspace", None) is None:
+        local.workspace = Workspace(model)
+    return local.workspace
+
+
+@kernel(inline=True)
+def _set_minus_skew(A, row, col, x):
+    """A[row:row+3, col:col+3] = −x^."""
+    A[row, col + 1], A[row, col + 2] = x[2], -x[1]
+    A[row + 1, col], A[row + 1, col + 2] = -x[2], x[0]
+    A[row + 2, col], A[row + 2, col + 1] = x[1], -x[0]
+
+
+@kernel
+def _minus_product_into(M, D, out):
+    """out = −M D, in plain loops (contiguous inner loop, vectorised by the
+    compiler): BLAS here would serialise the threads of linearize_trajectory."""
+    for i in range(M.shape[0]):
+        out[i] = 0.0
+        for k in range(M.shape[1]):
+            factor = M[i, k]
+            for j in range(D.shape[1]):
+                out[i, j] -= factor * D[k, j]
+
+
+@kernel
+def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
+                   base_poses, joint_positions, base_twists, joint_velocities, torques,
+                   X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
+                   A, B, M_inv, accelerations):
+    """Linearize K states (leading axis of every state and output array).
+
+    A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
+    (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
+    where the derivatives are evaluated (Proposition 3.3).
+    """
+    N = M_inv.shape[1]
+    n = N - (6 if floating_base else 0)
+    g0 = np.zeros(6)
+    for k in range(joint_positions.shape[0]):
+        body_transforms_into(S, tree_X, joint_positions[k], X_up)
+        for j in range(3):  # g_0 = [R^T g; 0] (floating) or [g; 0] (fixed: R = I)
+            g0[j] = base_poses[k, 0, j] * gravity[0] + base_poses[k, 1, j] * gravity[1] \
+                + base_poses[k, 2, j] * gravity[2]
+        twist = base_twists[k]
+        r = joint_velocities[k]
+        forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, torques[k],
+                              I_A, U, D, v, c, p, a, accelerations[k])
+        a0 = -g0
+        if floating_base:
+            a0 += accelerations[k, :6]
+        newton_euler_forward_into(parent, S, I, X_up, twist, a0, r, accelerations[k, N - n:], v, a, f)
+        derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, r,
+                         v, a, f, dv, da, df, derivatives, False)
+        inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv[k])
+        A[k] = 0.0
+        for i in range(N):
+            A[k, i, N + i] = 1.0  # ż_H = … + z_v, ż_s = z_r (3.20)
+        if floating_base:  # −v× = −[[ω^, v^], [0, ω^]] (2.33): the left-trivialised base kinematics
+            _set_minus_skew(A[k], 0, 0, twist[3:])
+            _set_minus_skew(A[k], 0, 3, twist[:3])
+            _set_minus_skew(A[k], 3, 3, twist[3:])
+        _minus_product_into(M_inv[k], derivatives, A[k, N:, :])
+        if floating_base:
+            # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
+            # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
+            _set_minus_skew(A[k], N, 3, -g0[:3])
+        B[k] = 0.0
+        B[k, N:, :] = M_inv[k][:, N - n:]
+
+
+def _linearize_stack(model: Model, arrays, out) -> None:
+    ws = workspace(model)
+    linearize_into(model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
+                   model.depth, model.subtree_end, model.floating_base, model.gravity, *arrays,
+                   *ws.arrays(), *out)
+
+
+def _allocate(model: Model, K: int):
+    N, n = model.n_velocities, model.n_joints
+    return np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N))
 
 
 def linearize(model: Model, state: State, joint_torques=None) -> Linearization:
@@ -45,21 +159,42 @@ def linearize(model: Model, state: State, joint_torques=None) -> Linearization:
     accelerations; B = [0; M⁻¹S] (3.29); M⁻¹ by the IMMAmb (Table 4.7).
     Fixed base: A = [[0, I], [∂ṙ/∂s, ∂ṙ/∂r]], B = [0; M⁻¹].
     """
-    state.check(model)
-    n, N = model.n_joints, model.n_velocities
-    torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float).reshape(-1)
-    if torques.shape != (n,) or not np.all(np.isfinite(torques)):
-        raise ValueError(f"joint_torques must be a finite vector of length {n}")
-    X_up = body_transforms(model, state.joint_positions)
-    base_acceleration, joint_accelerations = forward_dynamics_at(model, X_up, state, torques)
-    derivatives = derivatives_at(model, X_up, state, base_acceleration, joint_accelerations)
-    M_inv = inverse_mass_matrix_at(model, X_up)
-    A = np.zeros((2 * N, 2 * N))
-    A[:N, N:] = np.eye(N)  # ż_H = … + z_v (3.20), ż_s = z_r
-    if model.floating_base:
-        A[:6, :6] = -cross_motion(state.base_twist)  # −ad_v: the left-trivialised kinematics
-    A[N:] = -M_inv @ derivatives.stacked()
-    B = np.zeros((2 * N, n))
-    B[N:] = M_inv[:, N - n:]
-    return Linearization(A=A, B=B, M_inv=M_inv, base_acceleration=base_acceleration,
-                         joint_accelerations=joint_accelerations, state_labels=model.state_labels())
+    torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
+    arrays = stack_states(model, [state], torques)
+    out = _allocate(model, 1)
+    _linearize_stack(model, arrays, out)
+    A, B, M_inv, nu_dot = (x[0] for x in out)
+    return _result(model, A, B, M_inv, nu_dot)
+
+
+def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
+                         workers: int | None = None) -> Linearization:
+    """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
+    M_inv (K, N, N), accelerations with a leading K axis.
+
+    joint_torques (K, n), default zeros.  The states are split over ``workers``
+    threads (default: the machine's cores); the kernels run without the GIL.
+    """
+    K = len(states)
+    if K == 0:
+        raise ValueError("linearize_trajectory needs at least one state")
+    torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    arrays = stack_states(model, states, torques)
+    out = _allocate(model, K)
+    workers = max(1, min(workers or os.cpu_count() or 1, K))
+    if workers == 1:
+        _linearize_stack(model, arrays, out)
+    else:
+        bounds = np.linspace(0, K, workers + 1).astype(int)
+        chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
+                          chunks))
+    return _result(model, *out)
+
+
+def _result(model: Model, A, B, M_inv, nu_dot) -> Linearization:
+    base = nu_dot[..., :6] if model.floating_base else None
+    joints = nu_dot[..., 6:] if model.floating_base else nu_dot
+    return Linearization(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
+                         state_labels=model.state_labels)

@@ -8,10 +8,13 @@ floating-base robot, or the world-fixed root of a fixed-base one.  Joint k
 
 from __future__ import annotations
 
+import functools
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .compiled import kernel
 from .joints import Joint
 from .spatial import inverse_transform, is_rotation, velocity_transform
 
@@ -33,6 +36,9 @@ class Model:
       body_names      (n+1,) link name of each body; body 0 is the base.
       parent          (n+1,) int, parent body of each body, parent[0] = −1.
       subtree_end     (n+1,) int, last body of the subtree of each body.
+      ancestors       (n+1, max depth) int, joints on the path base -> body i
+                      (ancestors[i, :depth[i]], root first, ending with joint i−1).
+      depth           (n+1,) int, number of joints on that path.
       joints          (n,) the Joint moving body k+1.
       motion_subspaces (n+1, 6) Γ of the joint moving each body (row 0 zero).
       tree_transforms (n+1, 6, 6) λ(i)|i_X_λ(i): parent frame -> joint frame.
@@ -48,12 +54,15 @@ class Model:
     body_names: tuple[str, ...]
     parent: np.ndarray
     subtree_end: np.ndarray
+    ancestors: np.ndarray
+    depth: np.ndarray
     joints: tuple[Joint, ...]
     motion_subspaces: np.ndarray
     tree_transforms: np.ndarray
     inertias: np.ndarray
     gravity: np.ndarray
     frames: dict[str, tuple[int, np.ndarray]] = field(repr=False)
+    thread_local: threading.local = field(default_factory=threading.local, init=False, repr=False)
 
     @property
     def n_joints(self) -> int:
@@ -81,14 +90,15 @@ class Model:
         except ValueError:
             raise KeyError(f"model '{self.name}' has no joint '{name}'") from None
 
-    def state_labels(self) -> list[str]:
+    @functools.cached_property
+    def state_labels(self) -> tuple[str, ...]:
         """Row/column labels of A in the order [z_H, z_s, z_v, z_r]."""
         joint_pos = [f"s:{j}" for j in self.joint_names]
         joint_vel = [f"r:{j}" for j in self.joint_names]
         if not self.floating_base:
-            return joint_pos + joint_vel
+            return tuple(joint_pos + joint_vel)
         axes = ["x", "y", "z", "rx", "ry", "rz"]
-        return [f"H:{a}" for a in axes] + joint_pos + [f"v:{a}" for a in axes] + joint_vel
+        return tuple([f"H:{a}" for a in axes] + joint_pos + [f"v:{a}" for a in axes] + joint_vel)
 
 
 class ModelBuilder:
@@ -160,6 +170,13 @@ class ModelBuilder:
         subtree_end = np.arange(n_bodies, dtype=np.int64)
         for i in range(n_bodies - 1, 0, -1):
             subtree_end[parent[i]] = max(subtree_end[parent[i]], subtree_end[i])
+        depth = np.zeros(n_bodies, dtype=np.int64)
+        for i in range(1, n_bodies):
+            depth[i] = depth[parent[i]] + 1
+        ancestors = np.full((n_bodies, max(1, int(depth.max()))), -1, dtype=np.int64)
+        for i in range(1, n_bodies):
+            ancestors[i, :depth[i] - 1] = ancestors[parent[i], :depth[i] - 1]
+            ancestors[i, depth[i] - 1] = i - 1
         joints = tuple(self._joints[old] for old in order[1:])
         motion_subspaces = np.zeros((n_bodies, 6))
         tree_transforms = np.zeros((n_bodies, 6, 6))
@@ -169,7 +186,7 @@ class ModelBuilder:
             tree_transforms[new] = velocity_transform(inverse_transform(self._placements[old]))
         body_names = tuple(self._names[old] for old in order)
         frames = {f: (body_names.index(body), H) for f, (body, H) in self._frames.items()}
-        for array in (parent, subtree_end, motion_subspaces, tree_transforms):
+        for array in (parent, subtree_end, ancestors, depth, motion_subspaces, tree_transforms):
             array.setflags(write=False)
         inertias = np.array([self._inertias[old] for old in order])
         inertias.setflags(write=False)
@@ -182,6 +199,8 @@ class ModelBuilder:
             body_names=body_names,
             parent=parent,
             subtree_end=subtree_end,
+            ancestors=ancestors,
+            depth=depth,
             joints=joints,
             motion_subspaces=motion_subspaces,
             tree_transforms=tree_transforms,
@@ -265,26 +284,89 @@ class State:
 
     def check(self, model: Model) -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite."""
-        n = model.n_joints
-        for what, value in (("joint_positions", self.joint_positions), ("joint_velocities", self.joint_velocities)):
-            if value.shape != (n,):
-                raise ValueError(f"{what} has shape {value.shape}, model '{model.name}' needs ({n},)")
-            if not np.all(np.isfinite(value)):
-                raise ValueError(f"{what} contains NaN or inf")
-        if model.floating_base:
-            if self.base_pose is None or self.base_twist is None:
-                raise ValueError(f"model '{model.name}' has a floating base: base_pose and base_twist are required")
-            if self.base_twist.shape != (6,) or not np.all(np.isfinite(self.base_twist)):
-                raise ValueError("base_twist must be a finite 6-vector [linear; angular]")
-            _check_transform_state(self.base_pose)
-        elif self.base_pose is not None or self.base_twist is not None:
-            raise ValueError(f"model '{model.name}' has a fixed base: give joint positions and velocities only")
+        stack_states(model, [self])
         return self
 
 
-def _check_transform_state(H: np.ndarray) -> None:
-    if H.shape != (4, 4) or not np.all(np.isfinite(H)):
-        raise ValueError("base_pose must be a finite 4×4 homogeneous transform")
-    if not is_rotation(H[:3, :3]) or not np.allclose(H[3], [0, 0, 0, 1]):
-        raise ValueError("base_pose is not a homogeneous transform (rotation part not orthonormal "
-                         "with det +1, or last row not [0, 0, 0, 1])")
+_STATE_PROBLEMS = {
+    1: "joint_positions contains NaN or inf",
+    2: "joint_velocities contains NaN or inf",
+    3: "base_pose contains NaN or inf",
+    4: "base_twist contains NaN or inf",
+    5: "base_pose is not a homogeneous transform (rotation part not orthonormal with det +1, "
+       "or last row not [0, 0, 0, 1])",
+}
+
+
+@kernel
+def _first_invalid_state(poses, joint_positions, base_twists, joint_velocities):
+    """(k, problem) of the first invalid state, problem 0 if all are valid
+    (codes in _STATE_PROBLEMS; tolerance 1e-6 on orthonormality and det)."""
+    for k in range(poses.shape[0]):
+        for x in joint_positions[k]:
+            if not np.isfinite(x):
+                return k, 1
+        for x in joint_velocities[k]:
+            if not np.isfinite(x):
+                return k, 2
+        for x in poses[k].ravel():
+            if not np.isfinite(x):
+                return k, 3
+        for x in base_twists[k]:
+            if not np.isfinite(x):
+                return k, 4
+        R = poses[k, :3, :3]
+        for i in range(3):
+            for j in range(3):
+                dot = R[0, i] * R[0, j] + R[1, i] * R[1, j] + R[2, i] * R[2, j]
+                if abs(dot - (1.0 if i == j else 0.0)) > 1e-6:
+                    return k, 5
+        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
+            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
+        if abs(det - 1.0) > 1e-6 or poses[k, 3, 0] != 0.0 or poses[k, 3, 1] != 0.0 or poses[k, 3, 2] != 0.0 \
+                or poses[k, 3, 3] != 1.0:
+            return k, 5
+    return 0, 0
+
+
+def stack_states(model: Model, states, joint_torques=None):
+    """Validate K states (and torques (K, n), default zeros) and stack them into
+    contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
+
+    Fixed-base models get identity poses and zero twists.  Raises ValueError,
+    naming the state index, for wrong shapes, NaN/inf or a non-rigid pose.
+    """
+    n, K = model.n_joints, len(states)
+    where = (lambda k: f" (state {k})") if K > 1 else (lambda k: "")
+    for k, state in enumerate(states):
+        for what, value in (("joint_positions", state.joint_positions), ("joint_velocities", state.joint_velocities)):
+            if value.shape != (n,):
+                raise ValueError(f"{what} has shape {value.shape}, model '{model.name}' needs ({n},){where(k)}")
+        if model.floating_base:
+            if state.base_pose is None or state.base_twist is None:
+                raise ValueError(f"model '{model.name}' has a floating base: base_pose and base_twist are required")
+            if state.base_pose.shape != (4, 4):
+                raise ValueError(f"base_pose must be a 4×4 homogeneous transform{where(k)}")
+            if state.base_twist.shape != (6,):
+                raise ValueError(f"base_twist must be a 6-vector [linear; angular]{where(k)}")
+        elif state.base_pose is not None or state.base_twist is not None:
+            raise ValueError(f"model '{model.name}' has a fixed base: give joint positions and velocities only")
+    s = np.array([state.joint_positions for state in states]).reshape(K, n)
+    r = np.array([state.joint_velocities for state in states]).reshape(K, n)
+    if model.floating_base:
+        poses = np.array([state.base_pose for state in states])
+        twists = np.array([state.base_twist for state in states])
+    else:
+        poses, twists = np.broadcast_to(np.eye(4), (K, 4, 4)), np.zeros((K, 6))
+    poses = np.ascontiguousarray(poses, dtype=float)
+    k, problem = _first_invalid_state(poses, s, twists, r)
+    if problem:
+        raise ValueError(_STATE_PROBLEMS[problem] + where(k))
+    if joint_torques is None:
+        torques = np.zeros((K, n))
+    else:
+        torques = np.ascontiguousarray(joint_torques, dtype=float)
+        if torques.shape != (K, n) or not np.isfinite(torques).all():
+            raise ValueError(f"joint_torques must be finite with shape ({K}, {n})" if K > 1
+                             else f"joint_torques must be a finite vector of length {n}")
+    return poses, s, twists, r, torques

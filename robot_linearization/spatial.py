@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiled import kernel
+
 _SMALL_ANGLE = 1e-4
 
 
@@ -183,3 +185,160 @@ def cross_force_operand(wrench: np.ndarray) -> np.ndarray:
     B[3:, :3] = -skew(wrench[:3])
     B[3:, 3:] = -skew(wrench[3:])
     return B
+
+
+# In-place forms for the compiled recursive passes: 6-vectors and 6×6 matrices
+# as plain arrays, results written into ``out`` (which must not alias inputs).
+
+@kernel(inline=True)
+def axpy(alpha, x, y):
+    """y += alpha x."""
+    for r in range(6):
+        y[r] += alpha * x[r]
+
+
+@kernel(inline=True)
+def dot6(x, y):
+    """x · y (no BLAS call, unlike ``@`` on 1-D arrays in compiled code)."""
+    acc = 0.0
+    for r in range(6):
+        acc += x[r] * y[r]
+    return acc
+
+
+@kernel(inline=True)
+def mat_vec_into(M, x, out):
+    """out = M x."""
+    for r in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[r, k] * x[k]
+        out[r] = acc
+
+
+@kernel(inline=True)
+def mat_vec_add(M, x, out):
+    """out += M x."""
+    for r in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[r, k] * x[k]
+        out[r] += acc
+
+
+@kernel(inline=True)
+def mat_t_vec_add(M, x, out):
+    """out += M^T x (e.g. a wrench carried to the parent: λ_X^i f = (i_X_λ)^T f)."""
+    for r in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[k, r] * x[k]
+        out[r] += acc
+
+
+@kernel(inline=True)
+def transform_motion_into(X, x, out):
+    """out = X x for a velocity transform X = [[R, p^R], [0, R]] (its zero block skipped)."""
+    for r in range(3):
+        acc_l = 0.0
+        acc_a = 0.0
+        for k in range(3):
+            acc_l += X[r, k] * x[k] + X[r, 3 + k] * x[3 + k]
+            acc_a += X[3 + r, 3 + k] * x[3 + k]
+        out[r] = acc_l
+        out[3 + r] = acc_a
+
+
+@kernel(inline=True)
+def transform_force_add(X, f, out):
+    """out += X^T f for a velocity transform X: a wrench carried from child to parent."""
+    for r in range(3):
+        acc_l = 0.0
+        acc_a = 0.0
+        for k in range(3):
+            acc_l += X[k, r] * f[k]
+            acc_a += X[k, 3 + r] * f[k] + X[3 + k, 3 + r] * f[3 + k]
+        out[r] += acc_l
+        out[3 + r] += acc_a
+
+
+@kernel(inline=True)
+def cross_motion_into(v, x, out):
+    """out = v × x (2.33)."""
+    out[0] = v[4] * x[2] - v[5] * x[1] + v[1] * x[5] - v[2] * x[4]
+    out[1] = v[5] * x[0] - v[3] * x[2] + v[2] * x[3] - v[0] * x[5]
+    out[2] = v[3] * x[1] - v[4] * x[0] + v[0] * x[4] - v[1] * x[3]
+    out[3] = v[4] * x[5] - v[5] * x[4]
+    out[4] = v[5] * x[3] - v[3] * x[5]
+    out[5] = v[3] * x[4] - v[4] * x[3]
+
+
+@kernel(inline=True)
+def cross_force_into(v, f, out):
+    """out = v ×̄* f (2.42)."""
+    out[0] = v[4] * f[2] - v[5] * f[1]
+    out[1] = v[5] * f[0] - v[3] * f[2]
+    out[2] = v[3] * f[1] - v[4] * f[0]
+    out[3] = v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
+    out[4] = v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
+    out[5] = v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+
+
+@kernel(inline=True)
+def mat_mat_into(A, B, out):
+    """out = A B for 6×6 matrices."""
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += A[r, k] * B[k, c]
+            out[r, c] = acc
+
+
+@kernel(inline=True)
+def congruence_add(X, M, out, tmp):
+    """out += X^T M X (an inertia carried to the parent frame); tmp: 6×6 scratch."""
+    mat_mat_into(M, X, tmp)
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += X[k, r] * tmp[k, c]
+            out[r, c] += acc
+
+
+@kernel(inline=True)
+def lu_factor6(M, LU, pivots):
+    """LU factorisation with partial pivoting of a 6×6 matrix (e.g. the base's
+    articulated inertia, not necessarily positive definite for raw inertias).
+    Kept out of LAPACK so the compiled passes never enter threaded BLAS."""
+    LU[:] = M
+    for k in range(6):
+        best = k
+        for r in range(k + 1, 6):
+            if abs(LU[r, k]) > abs(LU[best, k]):
+                best = r
+        pivots[k] = best
+        if best != k:
+            for c in range(6):
+                LU[k, c], LU[best, c] = LU[best, c], LU[k, c]
+        for r in range(k + 1, 6):
+            LU[r, k] /= LU[k, k]
+            for c in range(k + 1, 6):
+                LU[r, c] -= LU[r, k] * LU[k, c]
+
+
+@kernel(inline=True)
+def lu_solve6(LU, pivots, b, x):
+    """x = M⁻¹ b from :func:`lu_factor6`'s factors."""
+    x[:] = b
+    for k in range(6):
+        p = pivots[k]
+        x[k], x[p] = x[p], x[k]
+    for r in range(6):
+        for c in range(r):
+            x[r] -= LU[r, c] * x[c]
+    for r in range(5, -1, -1):
+        for c in range(r + 1, 6):
+            x[r] -= LU[r, c] * x[c]
+        x[r] /= LU[r, r]

@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-log = logging.getLogger(__name__)
-
 from .joints import Joint, JointType
 from .model import STANDARD_GRAVITY, Model, ModelBuilder, ModelError
 from .spatial import inverse_transform, spatial_inertia, velocity_transform
+
+log = logging.getLogger(__name__)
 
 MAX_DESCRIPTION_BYTES = 10 * 1024 * 1024
 """Larger descriptions are refused unread (real URDFs are well below 1 MB)."""
@@ -110,8 +110,9 @@ def _parse_urdf(xml: bytes):
         raise ModelError(f"invalid URDF: {e}") from None
     finally:
         core.on_error = previous
-    for problem in problems:
-        log.warning("URDF parser: %s", problem.strip().replace("\n", " "))
+    for problem in problems:  # unknown tags/attributes are common and harmless
+        level = logging.DEBUG if "Unknown" in problem else logging.WARNING
+        log.log(level, "URDF parser: %s", problem.strip().replace("\n", " "))
     return robot
 
 

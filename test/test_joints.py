@@ -30,7 +30,10 @@ def test_child_moves_along_plus_motion_subspace(rng, joint_type):
     joint_X_child = np.linalg.inv(child_X_joint)
     expected = velocity_transform(se3_exp(s * S))
     np.testing.assert_allclose(joint_X_child, expected, atol=1e-12)
-    position = lambda q: se3_exp(q * S)[:3, 3]
+
+    def position(q):
+        return se3_exp(q * S)[:3, 3]
+
     if joint_type is JointType.PRISMATIC:
         np.testing.assert_allclose((position(s + h) - position(s - h)) / (2 * h), np.asarray(joint.axis), atol=1e-8)
     if joint_type is JointType.HELICAL:

@@ -1,8 +1,9 @@
 """Recursive rigid-body algorithms in the Eindhoven-Genoa notation (thesis ch. 4, app. E).
 
-Each function takes a :class:`~robot_linearization.model.Model` and plain arrays.
-Shapes: n joints, n+1 bodies (0 = base), N = model.n_velocities generalised
-velocities ordered [v (6, floating base only); r (n)].
+Each algorithm is a compiled kernel over plain arrays (``*_into``) plus a
+function taking a :class:`~robot_linearization.model.Model`.  Shapes: n joints,
+n+1 bodies (0 = base), N = model.n_velocities generalised velocities ordered
+[v (6, floating base only); r (n)].
 """
 
 from .derivatives import ExtendedInverseDynamicsDerivatives, extended_inverse_dynamics_derivatives

@@ -2,15 +2,21 @@
 
 One forward-mode sweep differentiates the EIDAmb (Table 4.1) line by line with
 respect to all four state variables at once: every per-body quantity x_i
-carries its derivative ∂x_i (6, m) with the m columns ordered as the state
-perturbation [z_H (6) | z_s (n) | z_v (6) | z_r (n)] (fixed base: [z_s | z_r],
-where the sweep reduces to the fixed-base RNEA derivatives of Tables E.8–E.9).
+carries its derivative ∂x_i as columns ∂x_i[c] (6,), with the columns c ordered
+as the state perturbation [z_H (6) | z_s (n) | z_v (6) | z_r (n)] (fixed base:
+[z_s | z_r], where the sweep is the fixed-base RNEA derivative of Tables E.8–E.9).
+
+Sparsity along the tree: before accumulation, body i depends only on z_H, z_v
+and the joints on its path from the base (Table 4.3's "for k" loops run over
+those); after accumulation also on its subtree's joints, a contiguous range.
+Only those columns are touched.
 
 Deviation from Table 4.2 (consistency fix): Table 4.2 holds the inertial-frame
 twist ᴬv_A,0 fixed when perturbing H, but the state of Proposition 3.1 carries
 the body twist v = ⁰v_A,0.  Holding v fixed, H enters the EIDAmb only through
 gravity, a_0 = v̇ − [R^T g; 0]; with R → R exp(ω^), ∂(R^T g)/∂ω = (R^T g)^, so
-the H-derivative is the propagation of ∂a_0/∂z_H = [[0, −(R^T g)^], [0, 0]].
+the H-derivative is the propagation of ∂a_0/∂z_H = [[0, −(R^T g)^], [0, 0]]
+(only the three rotation columns are non-zero).
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compiled import kernel
 from ..model import Model, State
-from ..spatial import cross_force, cross_force_operand, cross_motion, skew
-from .inverse_dynamics import newton_euler_forward
-from .kinematics import base_gravity, body_transforms
+from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, mat_vec_into, transform_force_add,
+                       transform_motion_into)
+from .inverse_dynamics import newton_euler_forward_into
+from .kinematics import base_gravity, base_twist, body_transforms
 
 
 @dataclass(frozen=True)
@@ -47,66 +55,139 @@ class ExtendedInverseDynamicsDerivatives:
         return np.hstack([b for b in blocks if b is not None])
 
 
+@kernel(inline=True)
+def _wrench_derivative(I_i, v_i, momentum_i, dv, da, out, tmp, tmp2):
+    """∂f_i = M_i ∂a_i + v_i ×̄* M_i ∂v_i + ∂v_i ×̄* M_i v_i (line 22), one column."""
+    mat_vec_into(I_i, da, out)
+    mat_vec_into(I_i, dv, tmp)
+    cross_force_into(v_i, tmp, tmp2)
+    axpy(1.0, tmp2, out)
+    cross_force_into(dv, momentum_i, tmp2)
+    axpy(1.0, tmp2, out)
+
+
+@kernel
+def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration,
+                     r, v, a, f, dv, da, df, derivatives, with_base_pose):
+    """Tables 4.2–4.5 in one sweep, into ``derivatives`` (N, 2N) = [D₁|D₂|D₃|D₄]ID̄.
+
+    v, a, f (n+1, 6): the EIDAmb forward pass (f not yet accumulated; this
+    accumulates it).  dv, da, df (n+1, 2N, 6): scratch for the columns.
+    with_base_pose=False skips D₁ID̄ (left zero), which the linearization
+    does not need: see linearize_into.
+    """
+    n_bodies = v.shape[0]
+    n = n_bodies - 1
+    m = derivatives.shape[1]
+    off = 6 if floating_base else 0
+    col_s = off
+    col_v = 6 + n
+    col_r = off + n + (6 if floating_base else 0)
+    # columns every body depends on: z_v (6) and, if wanted, z_H's rotation (3)
+    n_fixed = (9 if with_base_pose else 6) if floating_base else 0
+    columns = np.empty(m, dtype=np.int64)
+    for k in range(6):
+        columns[k] = col_v + k
+    for k in range(3):
+        columns[6 + k] = 3 + k
+    tmp = np.empty(6)
+    tmp2 = np.empty(6)
+    momentum = np.empty((n_bodies, 6))
+    for i in range(n_bodies):
+        mat_vec_into(I[i], v[i], momentum[i])
+    derivatives[:] = 0.0
+    df[0] = 0.0
+    if floating_base:
+        for ci in range(n_fixed):
+            dv[0, columns[ci]] = 0.0
+            da[0, columns[ci]] = 0.0
+        for k in range(6):
+            dv[0, col_v + k, k] = 1.0  # Table 4.4 line 1
+        if with_base_pose:
+            g = gravity_acceleration
+            da[0, 3, 1], da[0, 3, 2] = -g[2], g[1]  # e_j × g: column j of −(R^T g)^
+            da[0, 4, 0], da[0, 4, 2] = g[2], -g[0]
+            da[0, 5, 0], da[0, 5, 1] = -g[1], g[0]
+        for ci in range(n_fixed):
+            c = columns[ci]
+            _wrench_derivative(I[0], v[0], momentum[0], dv[0, c], da[0, c], df[0, c], tmp, tmp2)
+
+    for i in range(1, n_bodies):
+        p, k = parent[i], i - 1
+        X = X_up[i]
+        # inherited columns: z_H, z_v and the joints on the parent's path
+        count = n_fixed
+        for d in range(depth[p]):
+            columns[count] = col_s + ancestors[p, d]
+            columns[count + 1] = col_r + ancestors[p, d]
+            count += 2
+        for ci in range(count):
+            c = columns[ci]
+            transform_motion_into(X, dv[p, c], dv[i, c])  # line 17
+            transform_motion_into(X, da[p, c], da[i, c])  # line 18, with −v_J × ∂v_i
+            cross_motion_into(dv[i, c], S[i], tmp)
+            axpy(r[k], tmp, da[i, c])
+        # own columns: ∂(X v_λ)/∂s_i = v_i × Γ,  ∂(X a_λ)/∂s_i = (X a_λ) × Γ
+        cs, cr = col_s + k, col_r + k
+        cross_motion_into(v[i], S[i], dv[i, cs])
+        transform_motion_into(X, a[p], tmp2)
+        cross_motion_into(tmp2, S[i], da[i, cs])
+        cross_motion_into(dv[i, cs], S[i], tmp)
+        axpy(r[k], tmp, da[i, cs])
+        dv[i, cr] = S[i]
+        cross_motion_into(v[i], S[i], da[i, cr])  # ∂(v_i × Γ r_i)/∂r_i; v_J × Γ = 0
+        columns[count], columns[count + 1] = cs, cr
+        count += 2
+        for ci in range(count):
+            c = columns[ci]
+            _wrench_derivative(I[i], v[i], momentum[i], dv[i, c], da[i, c], df[i, c], tmp, tmp2)
+        for j in range(i, subtree_end[i]):  # the subtree's columns fill up in the backward pass
+            df[i, col_s + j] = 0.0
+            df[i, col_r + j] = 0.0
+
+    for i in range(n_bodies - 1, 0, -1):
+        p, k = parent[i], i - 1
+        X = X_up[i]
+        count = n_fixed
+        for d in range(depth[i]):
+            columns[count] = col_s + ancestors[i, d]
+            columns[count + 1] = col_r + ancestors[i, d]
+            count += 2
+        for j in range(i, subtree_end[i]):
+            columns[count] = col_s + j
+            columns[count + 1] = col_r + j
+            count += 2
+        for ci in range(count):
+            c = columns[ci]
+            derivatives[off + k, c] = dot6(S[i], df[i, c])  # line 32: τ_i = Γ^T f_i
+            transform_force_add(X, df[i, c], df[p, c])  # line 27
+        cross_force_into(S[i], f[i], tmp)  # ∂(λ_X^i)/∂s_i f_i = λ_X^i (Γ ×̄* f_i)
+        transform_force_add(X, tmp, df[p, col_s + k])
+        transform_force_add(X, f[i], f[p])
+    if floating_base:
+        for c in range(m):  # line 41: τ̄_b = f_0
+            for row in range(6):
+                derivatives[row, c] = df[0, c, row]
+
+
 def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration, joint_accelerations
                                           ) -> ExtendedInverseDynamicsDerivatives:
     """Derivatives of the EIDAmb (floating base) or RNEA (fixed base) at
     (state, v̇, ṙ); ``base_acceleration`` is ignored (pass None) for a fixed base."""
     state.check(model)
+    n, N, n_bodies = model.n_joints, model.n_velocities, model.n_bodies
     X_up = body_transforms(model, state.joint_positions)
-    return derivatives_at(model, X_up, state, base_acceleration, np.asarray(joint_accelerations, dtype=float))
-
-
-def derivatives_at(model: Model, X_up: np.ndarray, state: State, base_acceleration, joint_accelerations
-                   ) -> ExtendedInverseDynamicsDerivatives:
-    """:func:`extended_inverse_dynamics_derivatives` with the body transforms given."""
-    n, n_bodies = model.n_joints, model.n_bodies
-    S, I = model.motion_subspaces, model.inertias
-    floating = model.floating_base
-    # Column offsets of the four state blocks.
-    col_s, col_v, col_r = (6, 6 + n, 12 + n) if floating else (0, None, n)
-    m = 2 * model.n_velocities
     g0 = base_gravity(model, state)
-    a0 = (np.asarray(base_acceleration, dtype=float) if floating else 0.0) - g0
-    v, a, f = newton_euler_forward(model, X_up, state, a0, joint_accelerations)
-    r = state.joint_velocities
-
-    dv = np.zeros((n_bodies, 6, m))
-    da = np.zeros((n_bodies, 6, m))
-    if floating:
-        dv[0][:, col_v:col_v + 6] = np.eye(6)  # Table 4.4 line 1
-        da[0][:3, 3:6] = -skew(g0[:3])  # gravity seen from a rotated base
-    for i in range(1, n_bodies):
-        p, k = model.parent[i], i - 1
-        X = X_up[i]
-        v_joint = S[i] * r[k]
-        # line 17: v_i = X v_λ + Γ r_i;  ∂(X v_λ)/∂s_i = −Γ×(X v_λ) = v_i × Γ
-        dv[i] = X @ dv[p]
-        dv[i][:, col_s + k] += cross_motion(v[i]) @ S[i]
-        dv[i][:, col_r + k] += S[i]
-        # line 18: a_i = X a_λ + Γ ṙ_i + v_i × v_Ji
-        Xa = X @ a[p]
-        da[i] = X @ da[p] - cross_motion(v_joint) @ dv[i]
-        da[i][:, col_s + k] += cross_motion(Xa) @ S[i]
-        da[i][:, col_r + k] += cross_motion(v[i]) @ S[i]
-    # line 22: f_i = M_i a_i + v_i ×̄* M_i v_i
-    df = np.einsum("bij,bjk->bik", I, da)
-    for i in range(n_bodies):
-        df[i] += (cross_force(v[i]) @ I[i] + cross_force_operand(I[i] @ v[i])) @ dv[i]
-    # line 27: f_λ += λ_X^i f_i;  ∂(λ_X^i)/∂s_i f_i = λ_X^i (Γ ×̄* f_i)
-    for i in range(n_bodies - 1, 0, -1):
-        p, k = model.parent[i], i - 1
-        XT = X_up[i].T
-        df[p] += XT @ df[i]
-        df[p][:, col_s + k] += XT @ (cross_force(S[i]) @ f[i])
-        f[p] += XT @ f[i]
-    # line 32 (τ_i = Γ^T f_i) and line 41 (τ̄_b = f_0)
-    joint_rows = np.einsum("bi,bik->bk", S[1:], df[1:])
-    D = np.vstack([df[0], joint_rows]) if floating else joint_rows
-    if not floating:
-        return ExtendedInverseDynamicsDerivatives(None, D[:, col_s:col_s + n], None, D[:, col_r:col_r + n])
-    return ExtendedInverseDynamicsDerivatives(
-        base_pose=D[:, 0:6],
-        joint_positions=D[:, col_s:col_s + n],
-        base_twist=D[:, col_v:col_v + 6],
-        joint_velocities=D[:, col_r:col_r + n],
-    )
+    a0 = (np.asarray(base_acceleration, dtype=float) if model.floating_base else 0.0) - g0
+    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
+    newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up, base_twist(model, state),
+                              a0, state.joint_velocities, np.ascontiguousarray(joint_accelerations, dtype=float),
+                              v, a, f)
+    columns = np.empty((3, n_bodies, 2 * N, 6))
+    D = np.empty((N, 2 * N))
+    derivatives_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.ancestors, model.depth,
+                     model.subtree_end, model.floating_base, g0, state.joint_velocities, v, a, f,
+                     columns[0], columns[1], columns[2], D, True)
+    if not model.floating_base:
+        return ExtendedInverseDynamicsDerivatives(None, D[:, :n], None, D[:, n:])
+    return ExtendedInverseDynamicsDerivatives(D[:, :6], D[:, 6:6 + n], D[:, 6 + n:12 + n], D[:, 12 + n:])

@@ -4,27 +4,92 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import kernel
 from ..model import Model, State
-from ..spatial import cross_force, cross_motion
+from ..spatial import (axpy, congruence_add, cross_force_into, cross_motion_into, dot6, lu_factor6, lu_solve6,
+                       mat_vec_into, transform_force_add, transform_motion_into)
 from .kinematics import base_gravity, base_twist, body_transforms
 
 
-def articulated_inertias(model: Model, X_up: np.ndarray):
+@kernel
+def articulated_inertias_into(parent, S, I, X_up, I_A, U, D):
     """Backward inertia pass shared by the ABA, the IMMA and the model check.
 
-    Returns (I_A (n+1, 6, 6) articulated inertias M^A_i, U (n+1, 6) = M^A_i Γ_i,
-    D (n+1,) = Γ_i^T M^A_i Γ_i); row 0 of U and D is unused.  For a floating
-    base, I_A[0] is the articulated inertia of the whole robot at the base.
+    Writes I_A (n+1, 6, 6) articulated inertias M^A_i, U (n+1, 6) = M^A_i Γ_i and
+    D (n+1,) = Γ_i^T M^A_i Γ_i (row 0 of U, D unused).  For a floating base,
+    I_A[0] is the articulated inertia of the whole robot at the base.
     """
-    S = model.motion_subspaces
-    I_A = model.inertias.copy()
+    tmp = np.empty((6, 6))
+    I_a = np.empty((6, 6))
+    I_A[:] = I
+    for i in range(I.shape[0] - 1, 0, -1):
+        mat_vec_into(I_A[i], S[i], U[i])
+        D[i] = dot6(U[i], S[i])
+        for r in range(6):
+            for c in range(6):
+                I_a[r, c] = I_A[i, r, c] - U[i, r] * U[i, c] / D[i]
+        congruence_add(X_up[i], I_a, I_A[parent[i]], tmp)
+
+
+@kernel
+def forward_dynamics_into(parent, S, I, X_up, floating_base, base_twist, gravity_acceleration, r, torques,
+                          I_A, U, D, v, c, p, a, accelerations):
+    """ABA(mb) into ``accelerations`` = ν̇ = [v̇ (6, floating only); ṙ (n)].
+
+    gravity_acceleration: g_0 (6,) as in base_gravity.  v, c, p, a (n+1, 6) and
+    I_A, U, D are scratch (the articulated quantities are left for reuse).
+    """
+    n_bodies = v.shape[0]
+    off = 6 if floating_base else 0
+    tmp = np.empty(6)
+    momentum = np.empty(6)
+    # forward: velocities, velocity-product accelerations c_i, bias wrenches p_i
+    v[0] = base_twist
+    c[0] = 0.0
+    for i in range(n_bodies):
+        if i > 0:
+            transform_motion_into(X_up[i], v[parent[i]], v[i])
+            axpy(r[i - 1], S[i], v[i])
+            cross_motion_into(v[i], S[i], c[i])
+            for k in range(6):
+                c[i, k] *= r[i - 1]
+        mat_vec_into(I[i], v[i], momentum)
+        cross_force_into(v[i], momentum, p[i])
+    articulated_inertias_into(parent, S, I, X_up, I_A, U, D)
+    # backward: articulated bias wrenches
+    for i in range(n_bodies - 1, 0, -1):
+        u = torques[i - 1] - dot6(S[i], p[i])
+        # p_a = p + I_a c + U u / D, with I_a c = I_A c − U (U·c) / D
+        mat_vec_into(I_A[i], c[i], tmp)
+        axpy(1.0, p[i], tmp)
+        axpy((u - dot6(U[i], c[i])) / D[i], U[i], tmp)
+        transform_force_add(X_up[i], tmp, p[parent[i]])
+        accelerations[off + i - 1] = u  # kept until the forward pass
+    # base: M^A_0 a_0 + p^A_0 = 0, with a_0 including the fictitious −g
+    if floating_base:
+        LU, pivots = np.empty((6, 6)), np.empty(6, dtype=np.int64)
+        lu_factor6(I_A[0], LU, pivots)
+        lu_solve6(LU, pivots, p[0], a[0])
+        a[0] *= -1.0
+    else:
+        a[0] = -gravity_acceleration
+    for i in range(1, n_bodies):
+        transform_motion_into(X_up[i], a[parent[i]], a[i])
+        axpy(1.0, c[i], a[i])
+        row = off + i - 1
+        accelerations[row] = (accelerations[row] - dot6(U[i], a[i])) / D[i]
+        axpy(accelerations[row], S[i], a[i])
+    if floating_base:
+        for k in range(6):
+            accelerations[k] = a[0, k] + gravity_acceleration[k]
+
+
+def articulated_inertias(model: Model, X_up: np.ndarray):
+    """(I_A, U, D) of :func:`articulated_inertias_into` as new arrays."""
+    I_A = np.empty_like(model.inertias)
     U = np.zeros((model.n_bodies, 6))
     D = np.zeros(model.n_bodies)
-    for i in range(model.n_bodies - 1, 0, -1):
-        U[i] = I_A[i] @ S[i]
-        D[i] = S[i] @ U[i]
-        I_a = I_A[i] - np.outer(U[i], U[i]) / D[i]
-        I_A[model.parent[i]] += X_up[i].T @ I_a @ X_up[i]
+    articulated_inertias_into(model.parent, model.motion_subspaces, model.inertias, X_up, I_A, U, D)
     return I_A, U, D
 
 
@@ -36,38 +101,14 @@ def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray):
     """
     state.check(model)
     X_up = body_transforms(model, state.joint_positions)
-    return forward_dynamics_at(model, X_up, state, np.asarray(joint_torques, dtype=float))
-
-
-def forward_dynamics_at(model: Model, X_up: np.ndarray, state: State, joint_torques: np.ndarray):
-    """:func:`forward_dynamics` with the body transforms already computed."""
-    S, I = model.motion_subspaces, model.inertias
     n_bodies = model.n_bodies
-    r = state.joint_velocities
-    v = np.zeros((n_bodies, 6))
-    c = np.zeros((n_bodies, 6))  # velocity-product accelerations v_i × v_Ji
-    p = np.zeros((n_bodies, 6))  # bias wrenches, becoming articulated bias wrenches
-    v[0] = base_twist(model, state)
-    p[0] = cross_force(v[0]) @ (I[0] @ v[0])
-    for i in range(1, n_bodies):
-        v_joint = S[i] * r[i - 1]
-        v[i] = X_up[i] @ v[model.parent[i]] + v_joint
-        c[i] = cross_motion(v[i]) @ v_joint
-        p[i] = cross_force(v[i]) @ (I[i] @ v[i])
-    I_A, U, D = articulated_inertias(model, X_up)
-    u = np.zeros(n_bodies)
-    for i in range(n_bodies - 1, 0, -1):
-        u[i] = joint_torques[i - 1] - S[i] @ p[i]
-        I_a = I_A[i] - np.outer(U[i], U[i]) / D[i]
-        p_a = p[i] + I_a @ c[i] + U[i] * (u[i] / D[i])
-        p[model.parent[i]] += X_up[i].T @ p_a
-    g0 = base_gravity(model, state)
-    a = np.zeros((n_bodies, 6))
-    a[0] = -np.linalg.solve(I_A[0], p[0]) if model.floating_base else -g0
-    joint_accelerations = np.zeros(model.n_joints)
-    for i in range(1, n_bodies):
-        a[i] = X_up[i] @ a[model.parent[i]] + c[i]
-        joint_accelerations[i - 1] = (u[i] - U[i] @ a[i]) / D[i]
-        a[i] += S[i] * joint_accelerations[i - 1]
-    base_acceleration = a[0] + g0 if model.floating_base else None
-    return base_acceleration, joint_accelerations
+    I_A = np.empty_like(model.inertias)
+    U, D = np.zeros((n_bodies, 6)), np.zeros(n_bodies)
+    v, c, p, a = (np.empty((n_bodies, 6)) for _ in range(4))
+    accelerations = np.empty(model.n_velocities)
+    forward_dynamics_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.floating_base,
+                          base_twist(model, state), base_gravity(model, state), state.joint_velocities,
+                          np.ascontiguousarray(joint_torques, dtype=float), I_A, U, D, v, c, p, a, accelerations)
+    if model.floating_base:
+        return accelerations[:6], accelerations[6:]
+    return None, accelerations

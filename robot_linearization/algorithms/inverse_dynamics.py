@@ -8,46 +8,58 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import kernel
 from ..model import Model, State
-from ..spatial import cross_force, cross_motion
+from ..spatial import axpy, cross_force_into, cross_motion_into, mat_vec_into, transform_force_add, transform_motion_into
 from .kinematics import base_gravity, base_twist, body_transforms
 from .mass_matrix import composite_inertias
 
 
-def newton_euler_forward(model: Model, X_up: np.ndarray, state: State, base_acceleration: np.ndarray,
-                         joint_accelerations: np.ndarray):
-    """Forward pass of Table 4.1 (lines 6–23): per-body twists v_i, accelerations
-    a_i and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, each (n+1, 6), in body frames.
+@kernel
+def newton_euler_forward_into(parent, S, I, X_up, base_twist, base_acceleration, r, rdot, v, a, f):
+    """Forward pass of Table 4.1 (lines 6–23) into v, a, f (n+1, 6): body twists,
+    accelerations and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, in body frames.
 
-    ``base_acceleration`` is the base's 6D acceleration *including* the fictitious
-    −gravity (a_0 in the passes below); the joint velocities come from ``state``.
+    ``base_acceleration`` is a_0, the base's 6D acceleration *including* the
+    fictitious −gravity; r, rdot (n,) are the joint velocities and accelerations.
     """
-    n_bodies = model.n_bodies
-    S, I = model.motion_subspaces, model.inertias
-    v = np.zeros((n_bodies, 6))
-    a = np.zeros((n_bodies, 6))
-    v[0] = base_twist(model, state)
+    tmp = np.empty(6)
+    momentum = np.empty(6)
+    v[0] = base_twist
     a[0] = base_acceleration
-    r = state.joint_velocities
-    for i in range(1, n_bodies):
-        p = model.parent[i]
-        v_joint = S[i] * r[i - 1]
-        v[i] = X_up[i] @ v[p] + v_joint
-        a[i] = X_up[i] @ a[p] + S[i] * joint_accelerations[i - 1] + cross_motion(v[i]) @ v_joint
-    f = np.einsum("bij,bj->bi", I, a)
-    for i in range(n_bodies):
-        f[i] += cross_force(v[i]) @ (I[i] @ v[i])
-    return v, a, f
+    for i in range(1, v.shape[0]):
+        p, k = parent[i], i - 1
+        transform_motion_into(X_up[i], v[p], v[i])  # line 17
+        axpy(r[k], S[i], v[i])
+        transform_motion_into(X_up[i], a[p], a[i])  # line 18
+        axpy(rdot[k], S[i], a[i])
+        cross_motion_into(v[i], S[i], tmp)
+        axpy(r[k], tmp, a[i])
+    for i in range(v.shape[0]):  # line 22
+        mat_vec_into(I[i], v[i], momentum)
+        mat_vec_into(I[i], a[i], f[i])
+        cross_force_into(v[i], momentum, tmp)
+        axpy(1.0, tmp, f[i])
 
 
-def accumulate_wrenches(model: Model, X_up: np.ndarray, f: np.ndarray) -> np.ndarray:
+@kernel
+def accumulate_wrenches(parent, X_up, f):
     """Backward pass (Table 4.1 lines 25–28): f_λ(i) += λ(i)_X^i f_i, in place.
 
     Afterwards f[i] is the wrench transmitted by joint i to the subtree of body i
     (for the base: the total wrench the extended input must supply).
     """
-    for i in range(model.n_bodies - 1, 0, -1):
-        f[model.parent[i]] += X_up[i].T @ f[i]
+    for i in range(f.shape[0] - 1, 0, -1):
+        transform_force_add(X_up[i], f[i], f[parent[i]])
+
+
+def _newton_euler(model: Model, X_up, state: State, base_acceleration, joint_accelerations):
+    n_bodies = model.n_bodies
+    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
+    newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
+                              base_twist(model, state), base_acceleration, state.joint_velocities,
+                              np.ascontiguousarray(joint_accelerations, dtype=float), v, a, f)
+    accumulate_wrenches(model.parent, X_up, f)
     return f
 
 
@@ -69,8 +81,7 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
         raise ValueError("extended_inverse_dynamics needs a floating-base model; use inverse_dynamics")
     X_up = body_transforms(model, state.joint_positions)
     a0 = np.asarray(base_acceleration, dtype=float) - base_gravity(model, state)
-    _, _, f = newton_euler_forward(model, X_up, state, a0, np.asarray(joint_accelerations, dtype=float))
-    accumulate_wrenches(model, X_up, f)
+    f = _newton_euler(model, X_up, state, a0, joint_accelerations)
     return f[0].copy(), np.einsum("bi,bi->b", model.motion_subspaces[1:], f[1:])
 
 
@@ -82,11 +93,9 @@ def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray
     wrench (Definition 3.1), computed as a_0 = −(M^c_0)⁻¹ b^c_0.
     """
     state.check(model)
-    rdot = np.asarray(joint_accelerations, dtype=float)
     X_up = body_transforms(model, state.joint_positions)
     g0 = base_gravity(model, state)
-    _, _, f = newton_euler_forward(model, X_up, state, -g0, rdot)
-    accumulate_wrenches(model, X_up, f)
+    f = _newton_euler(model, X_up, state, -g0, joint_accelerations)
     S = model.motion_subspaces
     if not model.floating_base:
         return np.einsum("bi,bi->b", S[1:], f[1:]), None

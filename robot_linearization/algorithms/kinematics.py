@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..joints import joint_transform
+from ..compiled import kernel
+from ..joints import joint_transform_into
 from ..model import Model, State
+from ..spatial import mat_mat_into
+
+
+@kernel
+def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_up):
+    """i_X_λ(i) = i_X_λ(i)|i(s_i) · λ(i)|i_X_λ(i) (Table 4.1 lines 14, 16) into
+    X_up (n+1, 6, 6); entry 0 (the base has no parent) is the identity."""
+    X_joint = np.empty((6, 6))
+    X_up[0] = np.eye(6)
+    for i in range(1, X_up.shape[0]):
+        joint_transform_into(motion_subspaces[i], joint_positions[i - 1], X_joint)
+        mat_mat_into(X_joint, tree_transforms[i], X_up[i])
 
 
 def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
-    """i_X_λ(i) for every body (Table 4.1 lines 14 and 16), shape (n+1, 6, 6).
-
-    Entry 0 (the base, which has no parent) is the identity.
-    """
+    """i_X_λ(i) for every body, shape (n+1, 6, 6)."""
     X_up = np.empty((model.n_bodies, 6, 6))
-    X_up[0] = np.eye(6)
-    for i in range(1, model.n_bodies):
-        X_up[i] = joint_transform(model.motion_subspaces[i], joint_positions[i - 1]) @ model.tree_transforms[i]
+    body_transforms_into(model.motion_subspaces, model.tree_transforms,
+                         np.ascontiguousarray(joint_positions, dtype=float), X_up)
     return X_up
 
 

@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import kernel
 from ..model import Model
+from ..spatial import congruence_add
 from .kinematics import body_transforms
 
 
+@kernel
+def composite_inertias_into(parent, X_up, I, I_c):
+    """M^c_i: inertia of the subtree rooted at body i, in frame i, into I_c (n+1, 6, 6)."""
+    tmp = np.empty((6, 6))
+    I_c[:] = I
+    for i in range(I.shape[0] - 1, 0, -1):
+        congruence_add(X_up[i], I_c[i], I_c[parent[i]], tmp)
+
+
 def composite_inertias(model: Model, X_up: np.ndarray) -> np.ndarray:
-    """M^c_i: inertia of the subtree rooted at body i, in frame i, (n+1, 6, 6)."""
-    I_c = model.inertias.copy()
-    for i in range(model.n_bodies - 1, 0, -1):
-        I_c[model.parent[i]] += X_up[i].T @ I_c[i] @ X_up[i]
+    I_c = np.empty_like(model.inertias)
+    composite_inertias_into(model.parent, X_up, model.inertias, I_c)
     return I_c
 
 
 def mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """Mass matrix M(s), (N, N): CRBAmb for a floating base (blocks M11 = M^c_0,
-    M12 = ₀F, M22, see (2.64)), CRBA for a fixed base."""
+    M12 = ₀F, M22, see (2.64)), CRBA for a fixed base.  A reference algorithm:
+    the linearization itself never forms M."""
     X_up = body_transforms(model, np.asarray(joint_positions, dtype=float))
     I_c = composite_inertias(model, X_up)
     S = model.motion_subspaces

@@ -1,0 +1,249 @@
+"""Benchmark: our A, B, M⁻¹ against Pinocchio's pipeline and finite differences.
+
+    .venv/bin/python bench/benchmark.py [--states 20] [--robots solo12 talos ...]
+
+Needs the test extra (pin, example-robot-data).  For every robot, on the same
+random states, prints the median time per linearization of: ours; Pinocchio's
+computeABADerivatives (+ its M⁻¹ and numpy assembly of A, B); central geometric
+finite differences over our own forward dynamics; the breakdown of ours; and
+checks that the matrices agree, so speed is never bought with wrong numbers.
+Then the MPC-horizon API, the first-call cost and the memory per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+import numpy as np
+
+import robot_linearization as rl
+from robot_linearization.algorithms.derivatives import derivatives_into
+from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
+from robot_linearization.algorithms.inverse_dynamics import newton_euler_forward_into
+from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
+from robot_linearization.algorithms.kinematics import body_transforms_into
+from robot_linearization.linearization import Workspace, linearize_trajectory
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.spatial import se3_exp
+from robot_linearization.validation import compare, finite_difference_linearization
+
+ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
+ROBOTS = {  # name -> (URDF, floating base, load options)
+    "solo12": (os.path.join(ROBOTS_DIR, "solo_description/robots/solo12.urdf"), True, {}),
+    "talos": (os.path.join(ROBOTS_DIR, "talos_data/robots/talos_reduced.urdf"), True, {}),
+    "talos_full": (os.path.join(ROBOTS_DIR, "talos_data/robots/talos_full_v2.urdf"), True,
+                   {"mimic_joints": "independent"}),
+    "panda": (os.path.join(ROBOTS_DIR, "panda_description/urdf/panda.urdf"), False, {"mimic_joints": "independent"}),
+    "rl_quadruped": (bundled_urdf_path(), True, {}),
+}
+
+
+def median_time(function, repeat: int) -> float:
+    function()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def random_states(model, rng, count):
+    states = []
+    for _ in range(count):
+        s, r = rng.uniform(-np.pi, np.pi, model.n_joints), rng.normal(size=model.n_joints)
+        if model.floating_base:
+            H = se3_exp(np.concatenate([rng.normal(size=3), rng.uniform(-np.pi, np.pi, 3)]))
+            states.append(rl.State(base_pose=H, joint_positions=s, base_twist=rng.normal(size=6), joint_velocities=r))
+        else:
+            states.append(rl.State(joint_positions=s, joint_velocities=r))
+    return states
+
+
+class PinocchioPipeline:
+    """What a user would call instead: computeABADerivatives, then A, B, M⁻¹ assembled."""
+
+    def __init__(self, path, model):
+        import pinocchio as pin
+
+        self.pin = pin
+        self.pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.floating_base \
+            else pin.buildModelFromUrdf(path)
+        self.data = self.pmodel.createData()
+        names = list(self.pmodel.names)
+        ids = [names.index(j) for j in model.joint_names]
+        off = 6 if model.floating_base else 0
+        self.perm = np.array(list(range(off)) + [self.pmodel.joints[j].idx_v for j in ids])
+        self.model, self.ids = model, ids
+
+    def inputs(self, state, torques):
+        """Our state in Pinocchio's coordinates (done once, outside the timing)."""
+        q = np.zeros(self.pmodel.nq)
+        v, tau = np.zeros(self.pmodel.nv), np.zeros(self.pmodel.nv)
+        off = 6 if self.model.floating_base else 0
+        if off:
+            q[:3] = state.base_pose[:3, 3]
+            q[3:7] = self.pin.Quaternion(state.base_pose[:3, :3]).coeffs()
+            v[:6] = state.base_twist
+        for k, jid in enumerate(self.ids):
+            joint = self.pmodel.joints[jid]
+            if joint.nq == 2:
+                q[joint.idx_q:joint.idx_q + 2] = np.cos(state.joint_positions[k]), np.sin(state.joint_positions[k])
+            else:
+                q[joint.idx_q] = state.joint_positions[k]
+        v[self.perm[off:]] = state.joint_velocities
+        tau[self.perm[off:]] = torques
+        return q, v, tau
+
+    def linearize(self, q, v, tau):
+        pin, N = self.pin, self.pmodel.nv
+        off = 6 if self.model.floating_base else 0
+        pin.computeABADerivatives(self.pmodel, self.data, q, v, tau)
+        M_inv = self.data.Minv
+        M_inv = np.triu(M_inv) + np.triu(M_inv, 1).T
+        A = np.zeros((2 * N, 2 * N))
+        A[:N, N:] = np.eye(N)
+        if off:
+            A[:6, :6] = -pin.Motion(v[:6]).action
+        A[N:, :N] = self.data.ddq_dq
+        A[N:, N:] = self.data.ddq_dv
+        B = np.zeros((2 * N, N - off))
+        B[N:] = M_inv[:, off:]
+        return A, B, M_inv
+
+    def _joint_order(self):
+        off = 6 if self.model.floating_base else 0
+        return self.perm[off:] - off
+
+
+def breakdown(model, state, torques, repeat):
+    """Median times of the parts of one linearization (all kernels, one workspace)."""
+    ws = Workspace(model)
+    S, I, N = model.motion_subspaces, model.inertias, model.n_velocities
+    n = model.n_joints
+    g0 = np.zeros(6)
+    g0[:3] = (state.base_pose[:3, :3].T if model.floating_base else np.eye(3)) @ model.gravity
+    twist = state.base_twist if model.floating_base else np.zeros(6)
+    acc, M_inv = np.empty(N), np.empty((N, N))
+    parts = {}
+    parts["kinematics (jcalc)"] = median_time(
+        lambda: body_transforms_into(S, model.tree_transforms, state.joint_positions, ws.X_up), repeat)
+    parts["ABAmb (accelerations)"] = median_time(lambda: forward_dynamics_into(
+        model.parent, S, I, ws.X_up, model.floating_base, twist, g0, state.joint_velocities, torques,
+        ws.I_A, ws.U, ws.D, ws.v, ws.c, ws.p, ws.a, acc), repeat)
+    a0 = -g0 + (acc[:6] if model.floating_base else 0.0)
+    parts["EIDAmb forward pass"] = median_time(lambda: newton_euler_forward_into(
+        model.parent, S, I, ws.X_up, twist, a0, state.joint_velocities, acc[N - n:], ws.v, ws.a, ws.f), repeat)
+    f0 = ws.f.copy()
+
+    def sweep():
+        ws.f[:] = f0
+        derivatives_into(model.parent, S, I, ws.X_up, model.ancestors, model.depth, model.subtree_end,
+                         model.floating_base, g0, state.joint_velocities, ws.v, ws.a, ws.f, ws.dv, ws.da, ws.df,
+                         ws.derivatives, False)
+    parts["derivatives D2..D4, one fused sweep (D1 closed form)"] = median_time(sweep, repeat)
+    parts["IMMAmb"] = median_time(lambda: inverse_mass_matrix_into(
+        model.parent, S, ws.X_up, model.subtree_end, model.floating_base, ws.I_A, ws.U, ws.D, ws.F, ws.P, M_inv),
+        repeat)
+    parts["assembly -M^-1 D"] = median_time(lambda: -(M_inv @ ws.derivatives), repeat)
+    return parts
+
+
+def first_call_cost(path, floating, options, cold: bool = False) -> float:
+    """Seconds from a new interpreter to the first A; ``cold`` compiles every
+    kernel from scratch (an empty numba cache), as on a fresh installation."""
+    code = ("import time; t = time.perf_counter(); import numpy as np, robot_linearization as rl; "
+            f"m = rl.load_urdf({path!r}, floating_base={floating}, **{options!r}); "
+            "s = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(m.n_joints), base_twist=np.zeros(6), "
+            "joint_velocities=np.zeros(m.n_joints)) if m.floating_base else "
+            "rl.State(joint_positions=np.zeros(m.n_joints), joint_velocities=np.zeros(m.n_joints)); "
+            "rl.linearize(m, s); print(time.perf_counter() - t)")
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as cache:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = cache
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--states", type=int, default=20, help="random states per robot")
+    parser.add_argument("--repeat", type=int, default=200, help="timing repetitions per state")
+    parser.add_argument("--robots", nargs="*", default=list(ROBOTS))
+    parser.add_argument("--horizon", type=int, default=32)
+    args = parser.parse_args()
+    rng = np.random.default_rng(2019)
+    us = 1e6
+    print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}")
+    print("median time per linearization (A, B, M^-1) in µs")
+    header = f"{'robot':<13}{'nv':>4}{'ours':>9}{'pinocchio':>11}{'FD (ours)':>11}{'ours/pin':>10}{'FD/ours':>9}" \
+             f"{'err vs pin':>12}{'err vs FD':>11}"
+    print(header)
+    details = {}
+    for name in args.robots:
+        path, floating, options = ROBOTS[name]
+        model = rl.load_urdf(path, floating_base=floating, **options)
+        states = random_states(model, rng, args.states)
+        torques = [rng.normal(size=model.n_joints) for _ in states]
+        pin = PinocchioPipeline(path, model)
+        ours_t, pin_t, err_pin = [], [], 0.0
+        for state, tau in zip(states, torques):
+            ours_t.append(median_time(lambda: rl.linearize(model, state, tau), args.repeat))
+            q, v, tau_pin = pin.inputs(state, tau)
+            pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), args.repeat))
+            lin = rl.linearize(model, state, tau)
+            A_p, B_p, M_p = pin.linearize(q, v, tau_pin)
+            P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
+            report = compare(model, lin.A, lin.B, lin.M_inv, A_p[np.ix_(P, P)], B_p[P][:, pin._joint_order()],
+                             M_p[np.ix_(pin.perm, pin.perm)])
+            err_pin = max(err_pin, report.max_rel)
+        fd_t = median_time(lambda: finite_difference_linearization(model, states[0], torques[0]), 5)
+        lin0 = rl.linearize(model, states[0], torques[0])
+        A_fd, B_fd = finite_difference_linearization(model, states[0], torques[0])
+        err_fd = compare(model, lin0.A, lin0.B, lin0.M_inv, A_fd, B_fd, lin0.M_inv).max_rel
+        ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+        print(f"{name:<13}{model.n_velocities:>4}{ours * us:>9.0f}{pin_med * us:>11.0f}{fd_t * us:>11.0f}"
+              f"{ours / pin_med:>10.2f}{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
+        details[name] = (model, path, floating, options, states, torques, pin_med)
+
+    for name, (model, path, floating, options, states, torques, pin_med) in details.items():
+        print(f"\nbreakdown of ours, {name} (µs):")
+        for part, t in breakdown(model, states[0], torques[0], args.repeat).items():
+            print(f"  {part:<54}{t * us:>8.1f}")
+        ws_bytes = Workspace(model).nbytes
+        model_bytes = sum(getattr(model, a).nbytes for a in
+                          ("parent", "subtree_end", "ancestors", "depth", "motion_subspaces", "tree_transforms",
+                           "inertias"))
+        print(f"  memory: model arrays {model_bytes / 1024:.0f} KiB, workspace {ws_bytes / 1024:.0f} KiB per thread")
+        print(f"  first call in a new process (import + load + linearize, compiled cache warm): "
+              f"{first_call_cost(path, floating, options):.2f} s")
+
+    name = next(iter(details))
+    _, path, floating, options, *_ = details[name]
+    print(f"\nfirst call with an empty compile cache (fresh install), {name}: "
+          f"{first_call_cost(path, floating, options, cold=True):.1f} s")
+
+    if "talos" in details:
+        model, *_, pin_med = details["talos"]
+        states = random_states(model, rng, args.horizon)
+        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 20) / len(states)
+                   for w in (1, os.cpu_count() or 1)}
+        single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
+        print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
+              + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}" for w, t in horizon.items())
+              + f"; Pinocchio single call {pin_med * us:.0f}")
+        batch = linearize_trajectory(model, states)
+        worst = max(np.abs(batch.A[k] - rl.linearize(model, s).A).max() / np.abs(batch.A[k]).max()
+                    for k, s in enumerate(states))
+        print(f"  horizon results equal single calls to {worst:.1e} (relative)")
+
+
+if __name__ == "__main__":
+    main()
