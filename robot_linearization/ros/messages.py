@@ -1,0 +1,245 @@
+"""ROS 2 messages <-> states and matrices, for any message implementation.
+
+Messages are *read* by attribute (rclpy and rosbags classes look alike) and
+*built* through a :class:`MessageFactory`, which knows how its implementation
+wants arrays and bytes.  :class:`RosbagsFactory` builds rosbags' typestore
+classes (real ROS 2 definitions, CDR-serialisable); the node supplies the
+rclpy equivalent.  Matrix layout (documented in README): row-major,
+layout.dim = [('rows', R, R·C), ('cols', C, C)], data_offset = 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+
+class InputError(ValueError):
+    """A message that cannot be used; the text names what is wrong."""
+
+
+class MessageFactory:
+    """Builds messages of one implementation: ``make(type_name, **fields)``."""
+
+    def make(self, type_name: str, **fields):
+        raise NotImplementedError
+
+    def float64_array(self, values: np.ndarray):
+        return np.ascontiguousarray(values, dtype=np.float64).ravel()
+
+    def uint8_array(self, values: np.ndarray):
+        return np.ascontiguousarray(values, dtype=np.uint8).ravel()
+
+    def byte(self, value: int):
+        return int(value)
+
+
+class RosbagsFactory(MessageFactory):
+    """rosbags typestore classes (ROS 2 Humble definitions by default)."""
+
+    def __init__(self, typestore=None):
+        if typestore is None:
+            from rosbags.typesys import Stores, get_typestore
+
+            typestore = get_typestore(Stores.ROS2_HUMBLE)
+        self.typestore = typestore
+
+    def make(self, type_name: str, **fields):
+        return self.typestore.types[type_name](**fields)
+
+
+# ---- time -------------------------------------------------------------------
+
+def stamp_to_ns(stamp) -> int:
+    """builtin_interfaces/Time -> integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def time_message(factory: MessageFactory, ns: int):
+    return factory.make("builtin_interfaces/msg/Time", sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+def header_message(factory: MessageFactory, ns: int, frame_id: str):
+    return factory.make("std_msgs/msg/Header", stamp=time_message(factory, ns), frame_id=frame_id)
+
+
+# ---- inputs -----------------------------------------------------------------
+
+def joint_state_arrays(msg, joint_names, *, need_effort: bool):
+    """sensor_msgs/JointState -> (positions, velocities, efforts or None) in the
+    model's joint order.  Extra joints are ignored; missing or duplicated names,
+    arrays whose length differs from ``name``, and NaN/inf raise InputError."""
+    names = list(msg.name)
+    count = len(names)
+    if len(set(names)) != count:
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"joint_states names joints more than once: {duplicated}")
+    fields = {"position": np.asarray(msg.position, dtype=float), "velocity": np.asarray(msg.velocity, dtype=float),
+              "effort": np.asarray(msg.effort, dtype=float)}
+    for field, values in fields.items():
+        if field == "effort" and not need_effort and len(values) == 0:
+            continue
+        if len(values) != count:
+            raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
+    index = {n: i for i, n in enumerate(names)}
+    missing = [j for j in joint_names if j not in index]
+    if missing:
+        raise InputError(f"joint_states lacks joints {missing[:10]}" + (" …" if len(missing) > 10 else ""))
+    order = np.array([index[j] for j in joint_names], dtype=int)
+    out = []
+    for field in ("position", "velocity", "effort"):
+        if field == "effort" and not need_effort:
+            out.append(None)
+            continue
+        values = fields[field][order] if len(order) else np.zeros(0)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise InputError(f"joint_states {field} of {[joint_names[i] for i in np.flatnonzero(bad)][:5]} is NaN or inf")
+        out.append(values)
+    return tuple(out)
+
+
+QUATERNION_TOLERANCE = 0.05
+"""|q| may differ from 1 by this much and is normalised; beyond it the message is rejected."""
+
+
+def odometry_base_state(msg, expected_child_frame: str):
+    """nav_msgs/Odometry -> (A_H_0 (4×4), body twist [v; ω] (6,) in the base frame).
+
+    The pose is the base in header.frame_id (the world); the twist is in
+    child_frame_id, which must be ``expected_child_frame`` (when given).
+    """
+    if expected_child_frame and msg.child_frame_id != expected_child_frame:
+        raise InputError(f"odometry child_frame_id is '{msg.child_frame_id}', expected the base frame "
+                         f"'{expected_child_frame}' (its twist must be expressed in the base frame)")
+    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+    t_lin, t_ang = msg.twist.twist.linear, msg.twist.twist.angular
+    position = np.array([p.x, p.y, p.z], dtype=float)
+    quaternion = np.array([q.w, q.x, q.y, q.z], dtype=float)
+    twist = np.array([t_lin.x, t_lin.y, t_lin.z, t_ang.x, t_ang.y, t_ang.z], dtype=float)
+    if not (np.isfinite(position).all() and np.isfinite(quaternion).all() and np.isfinite(twist).all()):
+        raise InputError("odometry contains NaN or inf")
+    norm = np.linalg.norm(quaternion)
+    if norm < 1e-9:
+        raise InputError("odometry orientation is the zero quaternion")
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise InputError(f"odometry orientation is not a unit quaternion (|q| = {norm:.3g})")
+    w, x, y, z = quaternion / norm
+    H = np.eye(4)
+    H[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                 [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                 [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+    H[:3, 3] = position
+    return H, twist
+
+
+def pose_quaternion(H: np.ndarray) -> np.ndarray:
+    """Unit quaternion [w, x, y, z] of the rotation of H (Shepperd's method)."""
+    R = H[:3, :3]
+    trace = np.trace(R)
+    if trace > 0:
+        s = 2.0 * np.sqrt(trace + 1.0)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = [0.0] * 4
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (R[j, i] + R[i, j]) / s
+        q[1 + k] = (R[k, i] + R[i, k]) / s
+    q = np.array(q)
+    return q if q[0] >= 0 else -q
+
+
+def joint_state_message(factory: MessageFactory, ns: int, names, positions, velocities, efforts=()):
+    """sensor_msgs/JointState (what a robot driver or the simulator publishes)."""
+    return factory.make("sensor_msgs/msg/JointState", header=header_message(factory, ns, ""), name=list(names),
+                        position=factory.float64_array(positions), velocity=factory.float64_array(velocities),
+                        effort=factory.float64_array(efforts))
+
+
+def odometry_message(factory: MessageFactory, ns: int, frame_id: str, child_frame_id: str, H: np.ndarray,
+                     twist: np.ndarray):
+    """nav_msgs/Odometry: pose A_H_0 in frame_id, body twist [v; ω] in child_frame_id."""
+    w, x, y, z = (float(c) for c in pose_quaternion(H))
+    vec = lambda v: factory.make("geometry_msgs/msg/Vector3", x=float(v[0]), y=float(v[1]), z=float(v[2]))  # noqa: E731
+    pose = factory.make("geometry_msgs/msg/Pose",
+                        position=factory.make("geometry_msgs/msg/Point", x=float(H[0, 3]), y=float(H[1, 3]),
+                                              z=float(H[2, 3])),
+                        orientation=factory.make("geometry_msgs/msg/Quaternion", x=x, y=y, z=z, w=w))
+    twist_msg = factory.make("geometry_msgs/msg/Twist", linear=vec(twist[:3]), angular=vec(twist[3:]))
+    zeros = factory.float64_array(np.zeros(36))
+    return factory.make("nav_msgs/msg/Odometry", header=header_message(factory, ns, frame_id),
+                        child_frame_id=child_frame_id,
+                        pose=factory.make("geometry_msgs/msg/PoseWithCovariance", pose=pose, covariance=zeros),
+                        twist=factory.make("geometry_msgs/msg/TwistWithCovariance", twist=twist_msg,
+                                           covariance=zeros))
+
+
+# ---- outputs ----------------------------------------------------------------
+
+def matrix_message(factory: MessageFactory, matrix: np.ndarray):
+    """std_msgs/Float64MultiArray, row-major: dim = [('rows', R, R·C), ('cols', C, C)]."""
+    rows, cols = matrix.shape
+    dims = [factory.make("std_msgs/msg/MultiArrayDimension", label="rows", size=rows, stride=rows * cols),
+            factory.make("std_msgs/msg/MultiArrayDimension", label="cols", size=cols, stride=cols)]
+    layout = factory.make("std_msgs/msg/MultiArrayLayout", dim=dims, data_offset=0)
+    return factory.make("std_msgs/msg/Float64MultiArray", layout=layout, data=factory.float64_array(matrix))
+
+
+def matrix_from_message(msg) -> np.ndarray:
+    """Inverse of :func:`matrix_message`; checks the documented layout."""
+    dims = list(msg.layout.dim)
+    if len(dims) != 2 or dims[0].label != "rows" or dims[1].label != "cols" or msg.layout.data_offset != 0:
+        raise InputError("Float64MultiArray is not a row-major matrix with dims ('rows', 'cols')")
+    rows, cols = int(dims[0].size), int(dims[1].size)
+    data = np.asarray(msg.data, dtype=float)
+    if dims[0].stride != rows * cols or dims[1].stride != cols or data.size != rows * cols:
+        raise InputError("Float64MultiArray strides or data size do not match its dims")
+    return data.reshape(rows, cols)
+
+
+def heatmap_rgb(matrix: np.ndarray, cell: int = 0) -> np.ndarray:
+    """(H, W, 3) uint8 picture of a matrix: red positive, blue negative, white
+    zero, on a log scale spanning 8 decades below the largest |entry|, so both
+    the big and the small couplings stay visible.  Each entry is a cell×cell block
+    (cell 0: chosen to make the long side at least 400 px)."""
+    m = np.asarray(matrix, dtype=float)
+    peak = np.abs(m).max() if m.size else 0.0
+    with np.errstate(divide="ignore"):
+        level = np.where(m != 0, np.clip((np.log10(np.abs(m) / peak) + 8.0) / 8.0, 0.0, 1.0), 0.0) if peak > 0 \
+            else np.zeros_like(m)
+    fade = (255 * (1.0 - level)).astype(np.uint8)
+    rgb = np.full(m.shape + (3,), 255, dtype=np.uint8)
+    positive, negative = m > 0, m < 0
+    rgb[positive, 1] = fade[positive]
+    rgb[positive, 2] = fade[positive]
+    rgb[negative, 0] = fade[negative]
+    rgb[negative, 1] = fade[negative]
+    cell = cell or max(1, -(-400 // max(1, max(m.shape))))  # ceil: at least 400 px along the long side
+    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
+
+
+def image_message(factory: MessageFactory, rgb: np.ndarray, ns: int, frame_id: str):
+    """sensor_msgs/Image, encoding rgb8."""
+    height, width, _ = rgb.shape
+    return factory.make("sensor_msgs/msg/Image", header=header_message(factory, ns, frame_id), height=height,
+                        width=width, encoding="rgb8", is_bigendian=0, step=3 * width,
+                        data=factory.uint8_array(rgb))
+
+
+def diagnostic_array_message(factory: MessageFactory, statuses, ns: int):
+    """diagnostic_msgs/DiagnosticArray from [(level, name, message, {key: value})]."""
+    status_msgs = [
+        factory.make("diagnostic_msgs/msg/DiagnosticStatus", level=factory.byte(level), name=name, message=message,
+                     hardware_id="", values=[factory.make("diagnostic_msgs/msg/KeyValue", key=k, value=str(v))
+                                             for k, v in values.items()])
+        for level, name, message, values in statuses]
+    return factory.make("diagnostic_msgs/msg/DiagnosticArray", header=header_message(factory, ns, ""),
+                        status=status_msgs)
+
+
+def string_message(factory: MessageFactory, text: str):
+    return factory.make("std_msgs/msg/String", data=text)

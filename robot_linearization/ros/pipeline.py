@@ -1,0 +1,264 @@
+"""Everything the linearization node does, without rclpy: model (re)loading,
+input checks, time pairing, the linearization, validation, diagnostics and
+the JSON the service returns.  node.py and the bag replay drive it.
+
+Times are integer nanoseconds: message stamps, and ``now`` from the caller's
+clock (the node's clock, or the bag's log time in replay).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..linearization import Linearization, linearize
+from ..model import Model, ModelError, State
+from ..urdf import load_urdf
+from ..validation import validate
+from .messages import InputError, joint_state_arrays, odometry_base_state, stamp_to_ns
+
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
+
+
+@dataclass
+class PipelineConfig:
+    """Parameters of the node (defaults as in config/linearization.yaml)."""
+
+    floating_base: bool = True
+    base_frame: str = ""  # odometry child_frame_id to expect; "" = the URDF root link
+    gravity: tuple = (0.0, 0.0, -9.81)
+    use_effort: bool = False  # τ from JointState.effort, else zeros
+    pairing_tolerance: float = 0.02  # s between a joint state and the odometry it is paired with
+    max_input_age: float = 0.5  # s; older inputs are stale and produce nothing
+    validation_tolerance: float = 1e-6
+    mimic_joints: str = "error"
+
+
+@dataclass
+class Output:
+    """One cycle's result: the linearization at the input stamp."""
+
+    stamp_ns: int
+    state: State
+    joint_torques: np.ndarray
+    linearization: Linearization
+    compute_time: float
+
+
+@dataclass
+class _Counters:
+    outputs: int = 0
+    rejected: collections.Counter = field(default_factory=collections.Counter)
+
+
+class LinearizationPipeline:
+    def __init__(self, config: PipelineConfig | None = None):
+        self.config = config or PipelineConfig()
+        self.model: Model | None = None
+        self.model_error = "no robot description received yet"
+        self._joint_state = None  # (stamp_ns, positions, velocities, efforts)
+        self._odometry: collections.deque = collections.deque(maxlen=ODOMETRY_BUFFER)  # (stamp_ns, H, v)
+        self._last_joint_stamp = None
+        self._last_odometry_stamp = None
+        self._last_output_stamp = None
+        self.latest: Output | None = None
+        self.last_problem: str | None = None
+        self.last_validation: dict | None = None
+        self._counters = _Counters()
+        self._output_times: collections.deque = collections.deque(maxlen=50)
+
+    # ---- model -----------------------------------------------------------
+    def set_description(self, description: str) -> str | None:
+        """Build the model from URDF XML (or a file path).  On failure keep the
+        previous model and return the error text; None on success."""
+        try:
+            model = load_urdf(description, floating_base=self.config.floating_base, gravity=self.config.gravity,
+                              mimic_joints=self.config.mimic_joints)
+        except (ModelError, ValueError) as e:
+            error = f"robot description rejected: {e}"
+            if self.model is None:
+                self.model_error = error
+            self.last_problem = error + (f"; keeping model '{self.model.name}'" if self.model else "")
+            return error
+        self.set_model(model)
+        return None
+
+    def set_model(self, model: Model) -> None:
+        self.model, self.model_error = model, ""
+        self._joint_state, self.latest, self._last_output_stamp = None, None, None
+        self._odometry.clear()
+
+    @property
+    def base_frame(self) -> str:
+        return self.config.base_frame or (self.model.body_names[0] if self.model else "")
+
+    # ---- inputs ----------------------------------------------------------
+    def _reject(self, reason: str, kind: str) -> bool:
+        self.last_problem = reason
+        self._counters.rejected[kind] += 1
+        return False
+
+    def on_joint_state(self, msg) -> bool:
+        """Check and keep the latest sensor_msgs/JointState; False (and a
+        diagnostic) if it cannot be used."""
+        if self.model is None:
+            return self._reject(self.model_error, "no_model")
+        stamp = stamp_to_ns(msg.header.stamp)
+        if self._last_joint_stamp is not None and stamp <= self._last_joint_stamp:
+            return self._reject(f"joint_states stamp {stamp * 1e-9:.9f} s is not newer than the previous one "
+                                f"({self._last_joint_stamp * 1e-9:.9f} s): dropped", "out_of_order")
+        try:
+            positions, velocities, efforts = joint_state_arrays(msg, self.model.joint_names,
+                                                                need_effort=self.config.use_effort)
+        except InputError as e:
+            return self._reject(str(e), "joint_states")
+        self._last_joint_stamp = stamp
+        self._joint_state = (stamp, positions, velocities, efforts)
+        return True
+
+    def on_odometry(self, msg) -> bool:
+        """Check and buffer a nav_msgs/Odometry (bounded buffer)."""
+        if self.model is None:
+            return self._reject(self.model_error, "no_model")
+        stamp = stamp_to_ns(msg.header.stamp)
+        if self._last_odometry_stamp is not None and stamp <= self._last_odometry_stamp:
+            return self._reject(f"odometry stamp {stamp * 1e-9:.9f} s is not newer than the previous one: dropped",
+                                "out_of_order")
+        try:
+            H, twist = odometry_base_state(msg, self.base_frame)
+        except InputError as e:
+            return self._reject(str(e), "odometry")
+        self._last_odometry_stamp = stamp
+        self._odometry.append((stamp, H, twist))
+        return True
+
+    # ---- the cycle -------------------------------------------------------
+    def step(self, now_ns: int) -> Output | None:
+        """Linearize the newest usable input; None (with ``last_problem`` set) when
+        there is nothing new, the input is stale, or no odometry pairs with it."""
+        if self.model is None:
+            self.last_problem = self.model_error
+            return None
+        if self._joint_state is None:
+            self.last_problem = self.last_problem or "waiting for joint_states"
+            return None
+        stamp, positions, velocities, efforts = self._joint_state
+        if stamp == self._last_output_stamp:
+            return None  # nothing new: not a problem
+        max_age = int(self.config.max_input_age * 1e9)
+        if now_ns - stamp > max_age:
+            return self._fail(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
+                              f"(max_input_age {self.config.max_input_age} s)", "stale")
+        if self.model.floating_base:
+            paired = self._pair_odometry(stamp)
+            if paired is None:
+                return self._fail(self.last_problem, "unpaired")
+            H, twist = paired
+            state = State(base_pose=H, joint_positions=positions, base_twist=twist, joint_velocities=velocities)
+        else:
+            state = State(joint_positions=positions, joint_velocities=velocities)
+        torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
+        start = time.perf_counter()
+        try:
+            lin = linearize(self.model, state, torques)
+        except ValueError as e:
+            return self._fail(f"cannot linearize: {e}", "invalid_state")
+        compute_time = time.perf_counter() - start
+        if not (np.isfinite(lin.A).all() and np.isfinite(lin.B).all() and np.isfinite(lin.M_inv).all()):
+            return self._fail("the linearization is not finite at this state (singular mass matrix?)", "not_finite")
+        self._last_output_stamp = stamp
+        self.latest = Output(stamp, state, torques, lin, compute_time)
+        self._counters.outputs += 1
+        self._output_times.append(now_ns)
+        self.last_problem = None
+        return self.latest
+
+    def _fail(self, reason: str, kind: str):
+        self._last_output_stamp = self._joint_state[0] if self._joint_state else None
+        self._reject(reason, kind)
+        return None
+
+    def _pair_odometry(self, stamp: int):
+        if not self._odometry:
+            self.last_problem = "waiting for odometry"
+            return None
+        best = min(self._odometry, key=lambda item: abs(item[0] - stamp))
+        gap = abs(best[0] - stamp) * 1e-9
+        if gap > self.config.pairing_tolerance:
+            self.last_problem = (f"no odometry within {self.config.pairing_tolerance} s of the joint state "
+                                 f"(nearest {gap:.3f} s away)")
+            return None
+        return best[1], best[2]
+
+    # ---- services and diagnostics ----------------------------------------
+    def validate_latest(self) -> tuple[bool, str]:
+        """The ~/validate service: (success, JSON text with a readable summary
+        and per-block errors) at the latest state."""
+        if self.latest is None:
+            return False, json.dumps({"summary": f"no linearization yet: {self.last_problem or 'no input'}"})
+        out = self.latest
+        start = time.perf_counter()
+        report = validate(self.model, out.state, out.linearization, out.joint_torques)
+        tolerance = self.config.validation_tolerance
+        passed = report.passed(tolerance)
+        result = {
+            "summary": f"{'PASS' if passed else 'FAIL'}: largest relative error {report.max_rel:.2e} "
+                       f"(tolerance {tolerance:g}) against finite differences and inv(CRBA)",
+            "passed": passed, "tolerance": tolerance, "stamp_ns": out.stamp_ns,
+            "max_rel": report.max_rel, "blocks": report.as_dict(),
+            "validation_time_s": time.perf_counter() - start,
+        }
+        self.last_validation = result
+        return passed, json.dumps(result)
+
+    def latest_json(self) -> tuple[bool, str]:
+        """The ~/get_linearization service: (success, JSON).  Schema in README."""
+        if self.latest is None:
+            return False, json.dumps({"error": f"no linearization yet: {self.last_problem or 'no input'}"})
+        out, lin = self.latest, self.latest.linearization
+        state = out.state
+        body = {
+            "stamp_ns": out.stamp_ns, "model": self.model.name, "floating_base": self.model.floating_base,
+            "joint_names": list(self.model.joint_names), "state_labels": list(lin.state_labels),
+            "state": {"base_pose": None if state.base_pose is None else state.base_pose.tolist(),
+                      "joint_positions": state.joint_positions.tolist(),
+                      "base_twist": None if state.base_twist is None else state.base_twist.tolist(),
+                      "joint_velocities": state.joint_velocities.tolist()},
+            "joint_torques": out.joint_torques.tolist(),
+            "base_acceleration": None if lin.base_acceleration is None else lin.base_acceleration.tolist(),
+            "joint_accelerations": lin.joint_accelerations.tolist(),
+            "A": lin.A.tolist(), "B": lin.B.tolist(), "M_inv": lin.M_inv.tolist(),
+            "compute_time_s": out.compute_time,
+        }
+        return True, json.dumps(body)
+
+    def diagnostics(self, now_ns: int, name: str = "robot_linearization"):
+        """[(level, name, message, values)] for diagnostic_msgs/DiagnosticArray."""
+        values = {"outputs": self._counters.outputs}
+        values.update({f"rejected_{k}": v for k, v in sorted(self._counters.rejected.items())})
+        if self.model is not None:
+            values.update(model=self.model.name, joints=self.model.n_joints)
+        if self.latest is not None:
+            values["compute_time_ms"] = f"{self.latest.compute_time * 1e3:.3f}"
+            values["input_age_ms"] = f"{(now_ns - self.latest.stamp_ns) * 1e-6:.1f}"
+        if len(self._output_times) > 1:
+            span = (self._output_times[-1] - self._output_times[0]) * 1e-9
+            values["output_rate_hz"] = f"{(len(self._output_times) - 1) / span:.1f}" if span > 0 else "inf"
+        if self.last_validation is not None:
+            values["last_validation"] = self.last_validation["summary"]
+        if self.model is None:
+            level, message = ERROR, self.model_error
+        elif self.last_validation is not None and not self.last_validation["passed"]:
+            level, message = ERROR, self.last_validation["summary"]
+        elif self.last_problem:
+            level, message = WARN, self.last_problem
+        elif self.latest is not None and now_ns - self.latest.stamp_ns > int(self.config.max_input_age * 1e9):
+            level, message = WARN, "no fresh input: last linearization is stale"
+        else:
+            level, message = OK, "linearizing"
+        return [(level, name, message, values)]

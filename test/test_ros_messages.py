@@ -1,0 +1,136 @@
+"""Message conversion with the real ROS 2 definitions (rosbags typestore),
+round-tripped through CDR serialization as on the wire."""
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_typestore
+
+from robot_linearization.ros.messages import (
+    InputError,
+    RosbagsFactory,
+    diagnostic_array_message,
+    heatmap_rgb,
+    image_message,
+    joint_state_arrays,
+    joint_state_message,
+    matrix_from_message,
+    matrix_message,
+    odometry_base_state,
+    odometry_message,
+    pose_quaternion,
+)
+from robot_linearization.spatial import se3_exp
+
+TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+FACTORY = RosbagsFactory(TYPESTORE)
+
+
+def wire(msg):
+    """Serialize to CDR and back, as a subscriber would receive it."""
+    raw = TYPESTORE.serialize_cdr(msg, msg.__msgtype__)
+    return TYPESTORE.deserialize_cdr(raw, msg.__msgtype__)
+
+
+def test_matrix_message_has_the_documented_row_major_layout(rng):
+    M = rng.normal(size=(3, 5))
+    msg = wire(matrix_message(FACTORY, M))
+    dims = msg.layout.dim
+    assert [(d.label, d.size, d.stride) for d in dims] == [("rows", 3, 15), ("cols", 5, 5)]
+    assert msg.layout.data_offset == 0
+    # element (i, j) lives at data[i * dim[1].stride + j], as the ROS documentation specifies
+    assert msg.data[1 * dims[1].stride + 4] == M[1, 4]
+    np.testing.assert_array_equal(matrix_from_message(msg), M)
+
+
+def test_matrix_from_message_rejects_a_wrong_layout(rng):
+    msg = matrix_message(FACTORY, rng.normal(size=(2, 2)))
+    msg.layout.dim[0].stride = 3
+    with pytest.raises(InputError, match="strides"):
+        matrix_from_message(msg)
+
+
+def test_odometry_roundtrip_gives_pose_and_body_twist(rng):
+    H, twist = se3_exp(rng.normal(size=6)), rng.normal(size=6)
+    msg = wire(odometry_message(FACTORY, 5, "odom", "base_link", H, twist))
+    H2, twist2 = odometry_base_state(msg, "base_link")
+    np.testing.assert_allclose(H2, H, atol=1e-12)
+    np.testing.assert_array_equal(twist2, twist)
+
+
+def test_quaternion_conversion_is_consistent_at_all_rotations(rng):
+    for angle in (0.0, 1.0, np.pi - 1e-9, np.pi):
+        for axis in np.eye(3):
+            H = se3_exp(np.concatenate([np.zeros(3), angle * axis]))
+            msg = odometry_message(FACTORY, 0, "w", "b", H, np.zeros(6))
+            np.testing.assert_allclose(odometry_base_state(msg, "b")[0], H, atol=1e-9)
+    assert pose_quaternion(np.eye(4))[0] == 1.0
+
+
+def _odometry_with(q=None, child="base_link", twist=np.zeros(6)):
+    msg = odometry_message(FACTORY, 0, "odom", child, np.eye(4), twist)
+    if q is not None:
+        o = msg.pose.pose.orientation
+        o.w, o.x, o.y, o.z = q
+    return msg
+
+
+def test_odometry_bad_input_is_rejected_or_normalised():
+    with pytest.raises(InputError, match="zero quaternion"):
+        odometry_base_state(_odometry_with(q=(0, 0, 0, 0)), "base_link")
+    with pytest.raises(InputError, match="not a unit quaternion"):
+        odometry_base_state(_odometry_with(q=(0.5, 0, 0, 0)), "base_link")
+    with pytest.raises(InputError, match="NaN"):
+        odometry_base_state(_odometry_with(q=(np.nan, 0, 0, 0)), "base_link")
+    with pytest.raises(InputError, match="NaN"):
+        odometry_base_state(_odometry_with(twist=np.array([0, 0, np.inf, 0, 0, 0])), "base_link")
+    with pytest.raises(InputError, match="child_frame_id is 'odom_child'"):
+        odometry_base_state(_odometry_with(child="odom_child"), "base_link")
+    H, _ = odometry_base_state(_odometry_with(q=(1.01, 0, 0, 0.0)), "base_link")
+    np.testing.assert_allclose(H[:3, :3], np.eye(3))  # slightly non-unit: normalised
+
+
+NAMES = ["a", "b", "c"]
+
+
+def _joint_state(names, pos, vel, eff=()):
+    return wire(joint_state_message(FACTORY, 1, names, pos, vel, eff))
+
+
+def test_joint_state_is_mapped_by_name_and_extra_joints_ignored():
+    msg = _joint_state(["c", "x", "a", "b"], [3, 9, 1, 2], [30, 90, 10, 20], [300, 900, 100, 200])
+    s, r, tau = joint_state_arrays(msg, NAMES, need_effort=True)
+    np.testing.assert_array_equal(s, [1, 2, 3])
+    np.testing.assert_array_equal(r, [10, 20, 30])
+    np.testing.assert_array_equal(tau, [100, 200, 300])
+    assert joint_state_arrays(_joint_state(NAMES, [1, 2, 3], [1, 2, 3]), NAMES, need_effort=False)[2] is None
+
+
+@pytest.mark.parametrize("names, pos, vel, eff, need_effort, message", [
+    (["a", "b"], [1, 2], [1, 2], [], False, r"lacks joints \['c'\]"),
+    (["a", "b", "c", "a"], [1, 2, 3, 4], [1, 2, 3, 4], [], False, r"more than once: \['a'\]"),
+    (NAMES, [1, 2], [1, 2, 3], [], False, "3 names but 2 position"),
+    (NAMES, [1, 2, 3], [], [], False, "3 names but 0 velocity"),
+    (NAMES, [1, 2, 3], [1, 2, 3], [], True, "3 names but 0 effort"),
+    (NAMES, [1, np.nan, 3], [1, 2, 3], [], False, r"position of \['b'\] is NaN"),
+    (NAMES, [1, 2, 3], [1, 2, -np.inf], [], False, r"velocity of \['c'\] is NaN or inf"),
+])
+def test_bad_joint_state_is_rejected_naming_the_problem(names, pos, vel, eff, need_effort, message):
+    with pytest.raises(InputError, match=message):
+        joint_state_arrays(_joint_state(names, pos, vel, eff), NAMES, need_effort=need_effort)
+
+
+def test_heatmap_image_and_diagnostics_serialize(rng):
+    M = rng.normal(size=(4, 6)) * 10.0 ** rng.integers(-6, 3, size=(4, 6))
+    M[0, 0] = 0.0
+    rgb = heatmap_rgb(M)
+    assert rgb.dtype == np.uint8 and rgb.shape[2] == 3 and rgb.shape[1] >= 400
+    cell = rgb.shape[0] // 4
+    assert tuple(rgb[0, 0]) == (255, 255, 255)  # zero is white
+    big = np.unravel_index(np.argmax(np.abs(M)), M.shape)
+    colour = rgb[big[0] * cell, big[1] * cell]
+    assert (colour[0] == 255 and colour[2] == 0) if M[big] > 0 else (colour[2] == 255 and colour[0] == 0)
+    msg = wire(image_message(FACTORY, rgb, 7, "base_link"))
+    assert msg.encoding == "rgb8" and msg.step == 3 * msg.width
+    np.testing.assert_array_equal(np.asarray(msg.data).reshape(rgb.shape), rgb)
+    diag = wire(diagnostic_array_message(FACTORY, [(1, "robot_linearization", "stale", {"age": 3})], 9))
+    assert diag.status[0].level == 1 and diag.status[0].values[0].value == "3"

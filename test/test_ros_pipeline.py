@@ -1,0 +1,252 @@
+"""The node's behaviour without rclpy: inputs as real ROS 2 messages (rosbags
+classes through CDR), bad input of every kind, pairing, services, diagnostics."""
+
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_typestore
+
+import robot_linearization as rl
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.messages import RosbagsFactory, joint_state_message, odometry_message
+from robot_linearization.ros.pipeline import ERROR, OK, WARN, LinearizationPipeline, PipelineConfig
+from robot_linearization.spatial import se3_exp
+
+from conftest import example_robot_path
+
+TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+FACTORY = RosbagsFactory(TYPESTORE)
+SEC = 1_000_000_000
+URDF = open(bundled_urdf_path()).read()
+MODEL = rl.load_urdf(URDF)
+
+
+def wire(msg):
+    return TYPESTORE.deserialize_cdr(TYPESTORE.serialize_cdr(msg, msg.__msgtype__), msg.__msgtype__)
+
+
+def joint_state(t, s, r, names=MODEL.joint_names, effort=()):
+    return wire(joint_state_message(FACTORY, t, names, s, r, effort))
+
+
+def odometry(t, H, v, child="base_link"):
+    return wire(odometry_message(FACTORY, t, "odom", child, H, v))
+
+
+@pytest.fixture
+def pipeline():
+    p = LinearizationPipeline(PipelineConfig())
+    assert p.set_description(URDF) is None
+    return p
+
+
+def _state(rng):
+    return se3_exp(rng.normal(size=6)), rng.normal(size=6), rng.normal(size=12), rng.normal(size=12)
+
+
+def test_paired_inputs_give_the_linearization_of_that_state(pipeline, rng):
+    H, v, s, r = _state(rng)
+    assert pipeline.on_odometry(odometry(10 * SEC, H, v))
+    assert pipeline.on_joint_state(joint_state(10 * SEC + 5_000_000, s, r))
+    out = pipeline.step(10 * SEC + 6_000_000)
+    assert out is not None and out.stamp_ns == 10 * SEC + 5_000_000
+    expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r))
+    np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
+    assert pipeline.step(10 * SEC + 7_000_000) is None  # nothing new: no duplicate output
+    level, _, message, values = pipeline.diagnostics(10 * SEC + 8_000_000)[0]
+    assert level == OK and values["outputs"] == 1 and "compute_time_ms" in values
+
+
+def test_effort_parameter_feeds_the_torques(rng):
+    p = LinearizationPipeline(PipelineConfig(use_effort=True))
+    p.set_description(URDF)
+    H, v, s, r = _state(rng)
+    tau = rng.normal(size=12)
+    p.on_odometry(odometry(SEC, H, v))
+    p.on_joint_state(joint_state(SEC, s, r, effort=tau))
+    out = p.step(SEC)
+    expected = rl.linearize(MODEL, out.state, tau)
+    np.testing.assert_array_equal(out.joint_torques, tau)
+    np.testing.assert_allclose(out.linearization.joint_accelerations, expected.joint_accelerations)
+
+
+def test_no_odometry_within_tolerance_means_no_output_and_a_warning(pipeline, rng):
+    H, v, s, r = _state(rng)
+    pipeline.on_odometry(odometry(SEC, H, v))
+    pipeline.on_joint_state(joint_state(SEC + 100_000_000, s, r))  # 0.1 s later, tolerance 0.02 s
+    assert pipeline.step(SEC + 100_000_000) is None
+    level, _, message, _ = pipeline.diagnostics(SEC + 100_000_000)[0]
+    assert level == WARN and "no odometry within 0.02 s" in message
+
+
+def test_stale_input_gives_no_output(pipeline, rng):
+    H, v, s, r = _state(rng)
+    pipeline.on_odometry(odometry(SEC, H, v))
+    pipeline.on_joint_state(joint_state(SEC, s, r))
+    assert pipeline.step(SEC + 2 * SEC) is None
+    assert "stale" in pipeline.last_problem
+
+
+def test_out_of_order_messages_are_dropped_never_paired(pipeline, rng):
+    H, v, s, r = _state(rng)
+    assert pipeline.on_joint_state(joint_state(5 * SEC, s, r))
+    assert not pipeline.on_joint_state(joint_state(4 * SEC, s + 1, r))
+    assert "not newer" in pipeline.last_problem
+    assert pipeline.on_odometry(odometry(5 * SEC, H, v))
+    assert not pipeline.on_odometry(odometry(3 * SEC, se3_exp(np.ones(6)), v))
+    out = pipeline.step(5 * SEC)
+    np.testing.assert_array_equal(out.state.joint_positions, s)
+    np.testing.assert_array_equal(out.state.base_pose, odometry_roundtrip(H, v)[0])
+
+
+def odometry_roundtrip(H, v):
+    from robot_linearization.ros.messages import odometry_base_state
+    return odometry_base_state(odometry(0, H, v), "base_link")
+
+
+@pytest.mark.parametrize("make_msg, message", [
+    (lambda s, r: joint_state(SEC, s[:11], r[:11], names=MODEL.joint_names[:11]), "lacks joints"),
+    (lambda s, r: joint_state(SEC, np.r_[s, 0.0], np.r_[r, 0.0], names=MODEL.joint_names + (MODEL.joint_names[0],)),
+     "more than once"),
+    (lambda s, r: joint_state(SEC, np.r_[s[:11], np.nan], r), "NaN"),
+    (lambda s, r: joint_state(SEC, s, np.r_[r[:11], np.inf]), "NaN or inf"),
+    (lambda s, r: wire(FACTORY.make("sensor_msgs/msg/JointState", header=joint_state(SEC, s, r).header,
+                                    name=list(MODEL.joint_names), position=s, velocity=r[:5],
+                                    effort=np.zeros(0))), "12 names but 5 velocity"),
+])
+def test_bad_joint_states_produce_a_diagnostic_and_no_matrix(pipeline, rng, make_msg, message):
+    H, v, s, r = _state(rng)
+    pipeline.on_odometry(odometry(SEC, H, v))
+    assert not pipeline.on_joint_state(make_msg(s, r))
+    assert pipeline.step(SEC) is None
+    level, _, text, values = pipeline.diagnostics(SEC)[0]
+    assert level == WARN and message in text and values["outputs"] == 0
+
+
+@pytest.mark.parametrize("q, child, message", [
+    ((0.0, 0.0, 0.0, 0.0), "base_link", "zero quaternion"),
+    ((np.nan, 0.0, 0.0, 0.0), "base_link", "NaN"),
+    ((1.0, 0.0, 0.0, 0.0), "odom", "child_frame_id is 'odom'"),
+])
+def test_bad_odometry_is_rejected(pipeline, rng, q, child, message):
+    msg = odometry(SEC, np.eye(4), np.zeros(6), child=child)
+    o = msg.pose.pose.orientation
+    o.w, o.x, o.y, o.z = q
+    assert not pipeline.on_odometry(msg)
+    assert message in pipeline.last_problem
+
+
+def test_slightly_non_unit_quaternion_is_normalised(pipeline, rng):
+    msg = odometry(SEC, np.eye(4), np.zeros(6))
+    msg.pose.pose.orientation.w = 1.003
+    assert pipeline.on_odometry(msg)
+    pipeline.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12)))
+    out = pipeline.step(SEC)
+    np.testing.assert_allclose(out.state.base_pose, np.eye(4))
+
+
+def test_configured_base_frame_is_checked():
+    p = LinearizationPipeline(PipelineConfig(base_frame="trunk"))
+    p.set_description(URDF)
+    assert not p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6), child="base_link"))
+    assert p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6), child="trunk"))
+
+
+def test_burst_of_ten_thousand_messages_keeps_memory_flat(pipeline, rng):
+    H, v, s, r = _state(rng)
+    msgs = [(odometry(k * 1_000_000, H, v), joint_state(k * 1_000_000, s, r)) for k in range(1, 10_001)]
+    pipeline.on_odometry(msgs[0][0])
+    pipeline.on_joint_state(msgs[0][1])
+    tracemalloc.start()
+    base, _ = tracemalloc.get_traced_memory()
+    for odo, js in msgs[1:]:
+        pipeline.on_odometry(odo)
+        pipeline.on_joint_state(js)
+    grown, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert grown - base < 200_000  # bytes: the buffers are bounded (latest joint state, 64 odometry)
+    out = pipeline.step(10_000 * 1_000_000)
+    assert out.stamp_ns == 10_000 * 1_000_000  # the newest one is used
+
+
+def test_services_before_any_state_answer_cleanly(pipeline):
+    ok, text = pipeline.validate_latest()
+    assert not ok and "no linearization yet" in json.loads(text)["summary"]
+    ok, text = pipeline.latest_json()
+    assert not ok and "no linearization yet" in json.loads(text)["error"]
+
+
+def test_validate_and_get_linearization_services(pipeline, rng):
+    H, v, s, r = _state(rng)
+    pipeline.on_odometry(odometry(SEC, H, v))
+    pipeline.on_joint_state(joint_state(SEC, s, r))
+    out = pipeline.step(SEC)
+    ok, text = pipeline.validate_latest()
+    result = json.loads(text)
+    assert ok and result["passed"] and result["max_rel"] < 1e-6 and "A[rdot,s]" in result["blocks"]
+    assert result["summary"].startswith("PASS")
+    ok, text = pipeline.latest_json()
+    body = json.loads(text)
+    assert ok and body["stamp_ns"] == SEC and len(body["state_labels"]) == 36
+    np.testing.assert_array_equal(np.array(body["A"]), out.linearization.A)
+    np.testing.assert_array_equal(np.array(body["M_inv"]), out.linearization.M_inv)
+    assert body["state_labels"][0] == "H:x" and body["joint_names"][0] == MODEL.joint_names[0]
+    assert "last_validation" in pipeline.diagnostics(SEC)[0][3]
+
+
+def test_failed_validation_is_an_error_diagnostic(pipeline, rng):
+    p = LinearizationPipeline(PipelineConfig(validation_tolerance=1e-30))
+    p.set_description(URDF)
+    H, v, s, r = _state(rng)
+    p.on_odometry(odometry(SEC, H, v))
+    p.on_joint_state(joint_state(SEC, s, r))
+    p.step(SEC)
+    ok, _ = p.validate_latest()
+    assert not ok and p.diagnostics(SEC)[0][0] == ERROR
+
+
+def test_invalid_description_keeps_the_previous_model(pipeline):
+    error = pipeline.set_description("<robot name='x'><link name='a'>")
+    assert "not well-formed" in error and pipeline.model.name == "rl_quadruped"
+    assert "keeping model 'rl_quadruped'" in pipeline.last_problem
+
+
+@pytest.mark.parametrize("description, message", [
+    ("<robot name='x'><link name='a'>", "not well-formed"),
+    ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+     '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><robot name="&c;"/>', "DOCTYPE/ENTITY"),
+    ("<robot name='x'>" + "<!-- padding -->" * 2_000_000 + "</robot>", "more than the"),
+    ("<html><body/></html>", "not a URDF"),
+])
+def test_hostile_or_invalid_description_fails_fast_without_a_model(description, message):
+    import time
+    p = LinearizationPipeline(PipelineConfig())
+    start = time.perf_counter()
+    error = p.set_description(description)
+    assert time.perf_counter() - start < 1.0
+    assert message in error and p.model is None
+    assert not p.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12)))
+    level, _, text, _ = p.diagnostics(SEC)[0]
+    assert level == ERROR and message in text
+
+
+def test_fixed_base_robot_needs_no_odometry(rng):
+    p = LinearizationPipeline(PipelineConfig(floating_base=False))
+    assert p.set_description(example_robot_path("ur5")) is None
+    names = p.model.joint_names
+    p.on_joint_state(joint_state(SEC, rng.normal(size=6), rng.normal(size=6), names=names))
+    out = p.step(SEC)
+    assert out.linearization.A.shape == (12, 12) and out.state.base_pose is None
+
+
+def test_a_singular_state_never_publishes_nan():
+    """A model whose mass matrix is singular away from the checked configurations:
+    two coaxial revolute joints with a massless link between would do; here we
+    force it through a torque that is not finite, which must be refused."""
+    p = LinearizationPipeline(PipelineConfig(use_effort=True))
+    p.set_description(URDF)
+    p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6)))
+    assert not p.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12), effort=np.full(12, np.nan)))
+    assert p.step(SEC) is None and p.latest is None
