@@ -1,70 +1,147 @@
-"""Command line: ``robot-linearization demo`` (or ``python -m robot_linearization demo``)."""
+"""Command line: ``robot-linearization demo | replay`` (or ``python -m robot_linearization``)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import time
 
 import numpy as np
 
 from . import load_urdf, linearize
-from .model import ModelError, State
+from .model import ModelError
 from .robots import bundled_urdf_path
-from .spatial import se3_exp
 from .validation import validate
 
 VALIDATION_TOLERANCE = 1e-6
 
 
-def _demo_state(model, rng: np.random.Generator) -> State:
-    """A moving robot: random joint positions and velocities, base tilted and
-    lifted, twisting in its own frame."""
-    n = model.n_joints
-    s, r = rng.uniform(-1.0, 1.0, n), rng.normal(size=n)
-    if not model.floating_base:
-        return State(joint_positions=s, joint_velocities=r)
-    pose = se3_exp(np.array([0.0, 0.0, 0.35, 0.1, -0.2, 0.3]))
-    return State(base_pose=pose, joint_positions=s, base_twist=rng.normal(scale=0.5, size=6), joint_velocities=r)
-
-
 def demo(args: argparse.Namespace) -> int:
+    """Simulate the bundled robot, record a bag, replay it through the node's
+    pipeline (linearizing every step), validate a sample, draw A and B."""
+    from .ros.bag import replay, write_simulation_bag
+    from .ros.images import heatmap_rgb, side_by_side, write_png
+    from .ros.pipeline import PipelineConfig
+    from .ros.simulation import Simulation
+
     path = args.urdf or bundled_urdf_path()
     try:
         model = load_urdf(path, floating_base=not args.fixed_base)
     except ModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    rng = np.random.default_rng(args.seed)
-    state = _demo_state(model, rng)
-    torques = rng.normal(size=model.n_joints)
-    lin = linearize(model, state, torques)
-    times = []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        linearize(model, state, torques)
-        times.append(time.perf_counter() - start)
-    report = validate(model, state, lin, torques)
+    description = open(path).read()
+    out_dir = args.output_dir
+    if os.path.exists(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
     kind = "floating" if model.floating_base else "fixed"
     print(f"robot: {model.name} ({kind} base, {model.n_joints} joints) from {path}")
+
+    simulation = Simulation(model, dt=args.dt, seed=args.seed)
+    input_bag, output_bag = os.path.join(out_dir, "input_bag"), os.path.join(out_dir, "output_bag")
+    start = time.perf_counter()
+    steps = write_simulation_bag(input_bag, simulation, description, args.duration)
+    print(f"simulated {args.duration:g} s ({steps} steps of {args.dt * 1e3:g} ms) -> {input_bag} "
+          f"in {time.perf_counter() - start:.1f} s")
+
+    config = PipelineConfig(floating_base=model.floating_base, use_effort=True)
+    start = time.perf_counter()
+    summary = replay(input_bag, output_bag, config=config, progress=False)
+    print(f"replayed through the node pipeline -> {output_bag} in {time.perf_counter() - start:.1f} s")
+    print(summary.text())
+    last = summary.last_output
+    if last is None:
+        print("error: no linearization was produced", file=sys.stderr)
+        return 1
+    lin = last.linearization
     print(f"A: {lin.A.shape}  B: {lin.B.shape}  M_inv: {lin.M_inv.shape}  (state order [z_H, z_s, z_v, z_r])")
-    print(f"time per linearization: median {1e3 * np.median(times):.2f} ms over {args.repeat} runs")
-    print("validation against geometric finite differences (A, B) and inv(CRBA) (M_inv):")
-    print(report.summary())
-    ok = report.passed(VALIDATION_TOLERANCE)
-    print(f"{'PASS' if ok else 'FAIL'}: largest relative error {report.max_rel:.2e} (tolerance {VALIDATION_TOLERANCE:g})")
+    times = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        linearize(model, last.state, last.joint_torques)
+        times.append(time.perf_counter() - t0)
+    print(f"time per linearization: median {np.median(times) * 1e6:.0f} µs over {args.repeat} runs")
+
+    # validate a sample of the recorded states against finite differences and inv(CRBA)
+    rng = np.random.default_rng(args.seed)
+    worst = None
+    for _ in range(args.samples):
+        sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)))
+        for _ in range(int(rng.integers(1, steps))):
+            state, torques = sim_state.step()
+        report = validate(model, state, linearize(model, state, torques), torques)
+        worst = report if worst is None or report.max_rel > worst.max_rel else worst
+    print(f"validation of {args.samples} sampled states (worst shown), against geometric finite differences "
+          "(A, B) and inv(CRBA) (M_inv):")
+    print(worst.summary())
+    png = os.path.join(out_dir, "heatmap_A_B.png")
+    write_png(png, side_by_side(heatmap_rgb(lin.A), heatmap_rgb(lin.B)))
+    print(f"heatmap of A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
+    ok = worst.passed(VALIDATION_TOLERANCE)
+    print(f"{'PASS' if ok else 'FAIL'}: largest relative error {worst.max_rel:.2e} (tolerance {VALIDATION_TOLERANCE:g})")
     return 0 if ok else 1
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    from .ros.bag import replay
+    from .ros.pipeline import PipelineConfig
+
+    out = args.output or args.in_bag.rstrip("/") + "_linearized"
+    if os.path.exists(out):
+        print(f"error: {out} exists; choose another -o", file=sys.stderr)
+        return 2
+    urdf = None
+    if args.urdf:
+        urdf = args.urdf
+    config = PipelineConfig(floating_base=not args.fixed_base, base_frame=args.base_frame, use_effort=args.effort,
+                            pairing_tolerance=args.pairing_tolerance, max_input_age=args.max_input_age,
+                            mimic_joints=args.mimic_joints)
+    try:
+        summary = replay(args.in_bag, out, urdf=urdf, joint_states_topic=args.joint_states_topic,
+                         odom_topic=args.odom_topic, config=config, heatmaps=not args.no_heatmaps,
+                         storage=args.storage)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # rosbags reader errors on a broken bag
+        print(f"error: cannot read {args.in_bag}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    print(summary.text())
+    return 0 if summary.outputs else 1
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="robot-linearization", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="linearize the bundled robot, time it, and validate it")
+    p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write a bag and PNG")
     p.add_argument("--urdf", help="use this URDF instead of the bundled quadruped")
     p.add_argument("--fixed-base", action="store_true", help="weld the root link to the world")
-    p.add_argument("--repeat", type=int, default=50, help="timing runs (default 50)")
+    p.add_argument("--duration", type=float, default=3.0, help="simulated seconds (default 3)")
+    p.add_argument("--dt", type=float, default=0.002, help="simulation step [s] (default 0.002)")
+    p.add_argument("--samples", type=int, default=5, help="states validated against finite differences")
+    p.add_argument("--repeat", type=int, default=200, help="timing runs (default 200)")
+    p.add_argument("--output-dir", default="demo_output")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=demo)
+    r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs")
+    r.add_argument("in_bag")
+    r.add_argument("--urdf", help="URDF file (default: the bag's /robot_description)")
+    r.add_argument("-o", "--output", help="output bag (default IN_BAG_linearized)")
+    r.add_argument("--joint-states-topic", default="/joint_states")
+    r.add_argument("--odom-topic", default="/odom")
+    r.add_argument("--fixed-base", action="store_true")
+    r.add_argument("--base-frame", default="", help="expected odometry child_frame_id (default: URDF root link)")
+    r.add_argument("--effort", action="store_true", help="take joint torques from JointState.effort")
+    r.add_argument("--pairing-tolerance", type=float, default=0.02)
+    r.add_argument("--max-input-age", type=float, default=0.5)
+    r.add_argument("--mimic-joints", choices=["error", "independent"], default="error")
+    r.add_argument("--no-heatmaps", action="store_true")
+    r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap")
+    r.set_defaults(run=replay_command)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -9,7 +9,6 @@ from robot_linearization.ros.messages import (
     InputError,
     RosbagsFactory,
     diagnostic_array_message,
-    heatmap_rgb,
     image_message,
     joint_state_arrays,
     joint_state_message,
@@ -19,6 +18,7 @@ from robot_linearization.ros.messages import (
     odometry_message,
     pose_quaternion,
 )
+from robot_linearization.ros.images import heatmap_rgb
 from robot_linearization.spatial import se3_exp
 
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)

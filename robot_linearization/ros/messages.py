@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .images import heatmap_rgb
+
 
 
 class InputError(ValueError):
@@ -201,27 +203,6 @@ def matrix_from_message(msg) -> np.ndarray:
     return data.reshape(rows, cols)
 
 
-def heatmap_rgb(matrix: np.ndarray, cell: int = 0) -> np.ndarray:
-    """(H, W, 3) uint8 picture of a matrix: red positive, blue negative, white
-    zero, on a log scale spanning 8 decades below the largest |entry|, so both
-    the big and the small couplings stay visible.  Each entry is a cell×cell block
-    (cell 0: chosen to make the long side at least 400 px)."""
-    m = np.asarray(matrix, dtype=float)
-    peak = np.abs(m).max() if m.size else 0.0
-    with np.errstate(divide="ignore"):
-        level = np.where(m != 0, np.clip((np.log10(np.abs(m) / peak) + 8.0) / 8.0, 0.0, 1.0), 0.0) if peak > 0 \
-            else np.zeros_like(m)
-    fade = (255 * (1.0 - level)).astype(np.uint8)
-    rgb = np.full(m.shape + (3,), 255, dtype=np.uint8)
-    positive, negative = m > 0, m < 0
-    rgb[positive, 1] = fade[positive]
-    rgb[positive, 2] = fade[positive]
-    rgb[negative, 0] = fade[negative]
-    rgb[negative, 1] = fade[negative]
-    cell = cell or max(1, -(-400 // max(1, max(m.shape))))  # ceil: at least 400 px along the long side
-    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
-
-
 def image_message(factory: MessageFactory, rgb: np.ndarray, ns: int, frame_id: str):
     """sensor_msgs/Image, encoding rgb8."""
     height, width, _ = rgb.shape
@@ -243,3 +224,30 @@ def diagnostic_array_message(factory: MessageFactory, statuses, ns: int):
 
 def string_message(factory: MessageFactory, text: str):
     return factory.make("std_msgs/msg/String", data=text)
+
+
+# ---- one cycle's output, as the node publishes it and the replay records it ----
+
+OUTPUT_TYPES = {
+    "A": "std_msgs/msg/Float64MultiArray",
+    "B": "std_msgs/msg/Float64MultiArray",
+    "M_inv": "std_msgs/msg/Float64MultiArray",
+    "stamp": "std_msgs/msg/Header",
+    "A_heatmap": "sensor_msgs/msg/Image",
+    "B_heatmap": "sensor_msgs/msg/Image",
+}
+"""Output topics, relative to the node (~/A …).  ~/stamp carries the input stamp
+of the A, B, M_inv published just before it; ~/state_labels (latched String,
+JSON list) names the rows/columns of A."""
+
+
+def output_messages(factory: MessageFactory, output, frame_id: str, heatmaps: bool = True) -> dict:
+    """{topic suffix: message} for one pipeline Output, in publishing order."""
+    lin = output.linearization
+    messages = {"A": matrix_message(factory, lin.A), "B": matrix_message(factory, lin.B),
+                "M_inv": matrix_message(factory, lin.M_inv),
+                "stamp": header_message(factory, output.stamp_ns, frame_id)}
+    if heatmaps:
+        messages["A_heatmap"] = image_message(factory, heatmap_rgb(lin.A), output.stamp_ns, frame_id)
+        messages["B_heatmap"] = image_message(factory, heatmap_rgb(lin.B), output.stamp_ns, frame_id)
+    return messages

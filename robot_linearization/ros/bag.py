@@ -1,0 +1,160 @@
+"""Offline pipeline on real ROS 2 bags (rosbags): replay recorded joint states and
+odometry through exactly the node's pipeline and record its outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .messages import (OUTPUT_TYPES, RosbagsFactory, diagnostic_array_message, joint_state_message,
+                       odometry_message, output_messages, string_message)
+from .pipeline import LinearizationPipeline, PipelineConfig
+
+DEFAULT_NAMESPACE = "/robot_linearization"
+DIAGNOSTICS_PERIOD_NS = 1_000_000_000
+
+
+@dataclass
+class ReplaySummary:
+    messages_read: int = 0
+    outputs: int = 0
+    compute_times: list = field(default_factory=list)
+    problems: dict = field(default_factory=dict)
+    last_output: object = None
+    pipeline: object = None
+
+    def text(self) -> str:
+        lines = [f"read {self.messages_read} messages, wrote {self.outputs} linearizations"]
+        if self.compute_times:
+            t = np.array(self.compute_times) * 1e6
+            lines.append(f"compute time per linearization: median {np.median(t):.0f} µs, max {t.max():.0f} µs")
+        for problem, count in sorted(self.problems.items(), key=lambda kv: -kv[1])[:5]:
+            lines.append(f"  {count}× {problem}")
+        return "\n".join(lines)
+
+
+def _writer(path, storage: str):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+    return Writer(Path(path), version=9, storage_plugin=plugin)
+
+
+def _progress(done: int, total: int, last: list) -> None:
+    now = time.monotonic()
+    if done == total or now - last[0] > 0.2:
+        last[0] = now
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} messages")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str = "/joint_states",
+           odom_topic: str = "/odom", description_topic: str = "/robot_description",
+           config: PipelineConfig | None = None, heatmaps: bool = True, storage: str = "mcap",
+           namespace: str = DEFAULT_NAMESPACE, progress: bool = True) -> ReplaySummary:
+    """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
+    to OUT_BAG, stamped with the log time of the joint state that produced them.
+
+    urdf: XML or path; without it the bag's ``description_topic`` is used (a new
+    description there rebuilds the model, as in the node).
+    """
+    from rosbags.highlevel import AnyReader
+
+    factory = RosbagsFactory()
+    typestore = factory.typestore
+    pipeline = LinearizationPipeline(config or PipelineConfig())
+    if urdf is not None:
+        error = pipeline.set_description(urdf)
+        if error:
+            raise ValueError(error)
+    summary = ReplaySummary()
+    with AnyReader([Path(in_bag)], default_typestore=typestore) as reader:
+        wanted = {joint_states_topic, odom_topic} | ({description_topic} if urdf is None else set())
+        connections = [c for c in reader.connections if c.topic in wanted]
+        if not any(c.topic == joint_states_topic for c in connections):
+            raise ValueError(f"bag has no topic {joint_states_topic}; topics: {sorted(reader.topics)}")
+        total = sum(c.msgcount for c in connections)
+        writer = _writer(out_bag, storage)
+        writer.open()
+        try:
+            outs = {name: writer.add_connection(f"{namespace}/{name}", msgtype, typestore=typestore)
+                    for name, msgtype in OUTPUT_TYPES.items() if heatmaps or "heatmap" not in name}
+            labels_conn = writer.add_connection(f"{namespace}/state_labels", "std_msgs/msg/String",
+                                                typestore=typestore)
+            diagnostics_conn = writer.add_connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
+                                                     typestore=typestore)
+            labels_model, next_diagnostics, tick = None, None, [0.0]
+
+            def write(conn, t, msg):
+                writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
+
+            for conn, t, raw in reader.messages(connections=connections):
+                summary.messages_read += 1
+                msg = reader.deserialize(raw, conn.msgtype)
+                if conn.topic == description_topic:
+                    pipeline.set_description(msg.data)
+                elif conn.topic == odom_topic:
+                    pipeline.on_odometry(msg)
+                else:
+                    pipeline.on_joint_state(msg)
+                    out = pipeline.step(t)
+                    if out is not None:
+                        if labels_model is not pipeline.model:
+                            labels_model = pipeline.model
+                            write(labels_conn, t, string_message(factory, json.dumps(list(labels_model.state_labels))))
+                        for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
+                            write(outs[name], t, message)
+                        summary.outputs += 1
+                        summary.compute_times.append(out.compute_time)
+                        summary.last_output = out
+                    elif pipeline.last_problem:
+                        summary.problems[pipeline.last_problem] = summary.problems.get(pipeline.last_problem, 0) + 1
+                if next_diagnostics is None or t >= next_diagnostics:
+                    next_diagnostics = t + DIAGNOSTICS_PERIOD_NS
+                    write(diagnostics_conn, t, diagnostic_array_message(factory, pipeline.diagnostics(t), t))
+                if progress:
+                    _progress(summary.messages_read, total, tick)
+        finally:
+            writer.close()
+    summary.pipeline = pipeline
+    return summary
+
+
+def write_simulation_bag(path, simulation, description: str, duration: float, *, start_ns: int = 1_000_000_000,
+                         world_frame: str = "odom", storage: str = "mcap") -> int:
+    """Record a :class:`~robot_linearization.ros.simulation.Simulation` as a robot
+    would publish it: /robot_description once, /joint_states (with effort) and
+    /odom every step.  Returns the number of steps."""
+    factory = RosbagsFactory()
+    typestore = factory.typestore
+    model = simulation.model
+    steps = int(round(duration / simulation.dt))
+    writer = _writer(path, storage)
+    writer.open()
+    try:
+        desc = writer.add_connection("/robot_description", "std_msgs/msg/String", typestore=typestore)
+        js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=typestore)
+        odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=typestore) \
+            if model.floating_base else None
+        writer.write(desc, start_ns, typestore.serialize_cdr(string_message(factory, description), desc.msgtype))
+        for k in range(steps):
+            state, torques = simulation.step()
+            t = start_ns + int(round(k * simulation.dt * 1e9)) + 1
+            if odom is not None:
+                msg = odometry_message(factory, t, world_frame, model.body_names[0], state.base_pose, state.base_twist)
+                writer.write(odom, t, typestore.serialize_cdr(msg, odom.msgtype))
+            msg = joint_state_message(factory, t, model.joint_names, state.joint_positions, state.joint_velocities,
+                                      torques)
+            writer.write(js, t, typestore.serialize_cdr(msg, js.msgtype))
+    finally:
+        writer.close()
+    return steps

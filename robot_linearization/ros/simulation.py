@@ -1,0 +1,49 @@
+"""A simulated robot driven by our own forward dynamics (ABAmb), for the demo
+and the ROS demo launch: it produces exactly what a robot driver and a state
+estimator would publish, the joint state and the base odometry."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..algorithms.forward_dynamics import forward_dynamics
+from ..model import Model, State
+from ..spatial import se3_exp
+
+
+class Simulation:
+    """Semi-implicit Euler on the state's Lie group: v += dt·v̇, r += dt·ṙ,
+    H ← H·exp(dt·v^), s += dt·r.  Joint torques: a PD hold of a posture plus a
+    slow sinusoid, so the robot keeps moving (it floats: there is no ground)."""
+
+    def __init__(self, model: Model, dt: float = 0.002, seed: int = 0, gains=(20.0, 1.0), amplitude: float = 2.0):
+        self.model, self.dt = model, dt
+        rng = np.random.default_rng(seed)
+        n = model.n_joints
+        self.posture = rng.uniform(-0.5, 0.5, n)
+        self.phase = rng.uniform(0, 2 * np.pi, n)
+        self.gains, self.amplitude = gains, amplitude
+        self.time = 0.0
+        self.state = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=self.posture.copy(),
+                           base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
+
+    def torques(self) -> np.ndarray:
+        kp, kd = self.gains
+        s, r = self.state.joint_positions, self.state.joint_velocities
+        return kp * (self.posture - s) - kd * r + self.amplitude * np.sin(2.0 * self.time + self.phase)
+
+    def step(self) -> tuple[State, np.ndarray]:
+        """Advance one step; returns (the state before the step, the torques applied)."""
+        state, torques = self.state, self.torques()
+        base_acc, joint_acc = forward_dynamics(self.model, state, torques)
+        dt = self.dt
+        r = state.joint_velocities + dt * joint_acc
+        s = state.joint_positions + dt * r
+        if self.model.floating_base:
+            v = state.base_twist + dt * base_acc
+            self.state = State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v,
+                               joint_velocities=r)
+        else:
+            self.state = State(joint_positions=s, joint_velocities=r)
+        self.time += dt
+        return state, torques
