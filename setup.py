@@ -17,8 +17,9 @@ setup(
         ("share/" + package_name + "/urdf", glob(package_name + "/robots/*.urdf")),
     ],
     python_requires=">=3.10",
-    install_requires=["setuptools", "numpy>=1.24", "scipy>=1.10", "numba>=0.58", "urdf-parser-py>=0.0.4"],
-    extras_require={"test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9"]},
+    install_requires=["setuptools", "numpy>=1.24", "scipy>=1.10", "numba>=0.58", "urdf-parser-py>=0.0.4",
+                      "rosbags>=0.9"],
+    extras_require={"test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1"]},
     zip_safe=True,
     maintainer="robot_linearization developers",
     maintainer_email="robot-linearization@example.invalid",
@@ -27,6 +28,8 @@ setup(
     entry_points={
         "console_scripts": [
             "robot-linearization = robot_linearization.cli:main",
+            "linearization_node = robot_linearization.ros.node:main",
+            "simulated_robot = robot_linearization.ros.sim_node:main",
         ],
     },
 )

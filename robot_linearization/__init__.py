@@ -43,5 +43,6 @@ __all__ = [
     "linearize_trajectory",
     "load_urdf",
     "mass_matrix",
+    "robots",
     "validate",
 ]

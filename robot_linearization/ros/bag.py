@@ -28,6 +28,9 @@ class ReplaySummary:
     last_output: object = None
     pipeline: object = None
 
+    def count(self, problem: str) -> None:
+        self.problems[problem] = self.problems.get(problem, 0) + 1
+
     def text(self) -> str:
         lines = [f"read {self.messages_read} messages, wrote {self.outputs} linearizations"]
         if self.compute_times:
@@ -101,13 +104,18 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                 summary.messages_read += 1
                 msg = reader.deserialize(raw, conn.msgtype)
                 if conn.topic == description_topic:
-                    pipeline.set_description(msg.data)
+                    if pipeline.set_description(msg.data):
+                        summary.count(pipeline.last_problem)
                 elif conn.topic == odom_topic:
-                    pipeline.on_odometry(msg)
+                    if not pipeline.on_odometry(msg):
+                        summary.count(pipeline.last_problem)
+                elif not pipeline.on_joint_state(msg):
+                    summary.count(pipeline.last_problem)
                 else:
-                    pipeline.on_joint_state(msg)
                     out = pipeline.step(t)
-                    if out is not None:
+                    if out is None:
+                        summary.count(pipeline.last_problem)
+                    else:
                         if labels_model is not pipeline.model:
                             labels_model = pipeline.model
                             write(labels_conn, t, string_message(factory, json.dumps(list(labels_model.state_labels))))
@@ -116,8 +124,6 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                         summary.outputs += 1
                         summary.compute_times.append(out.compute_time)
                         summary.last_output = out
-                    elif pipeline.last_problem:
-                        summary.problems[pipeline.last_problem] = summary.problems.get(pipeline.last_problem, 0) + 1
                 if next_diagnostics is None or t >= next_diagnostics:
                     next_diagnostics = t + DIAGNOSTICS_PERIOD_NS
                     write(diagnostics_conn, t, diagnostic_array_message(factory, pipeline.diagnostics(t), t))

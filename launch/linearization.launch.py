@@ -1,0 +1,41 @@
+"""Launch the linearization node.
+
+  ros2 launch robot_linearization linearization.launch.py urdf_file:=/path/robot.urdf
+  ros2 launch robot_linearization linearization.launch.py description_topic:=/robot_description \
+      joint_states_topic:=/my/joint_states odom_topic:=/my/odom namespace:=robot1
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    share = get_package_share_directory("robot_linearization")
+    arguments = [
+        DeclareLaunchArgument("urdf_file", default_value="", description="URDF file; empty: subscribe to the description topic"),
+        DeclareLaunchArgument("description_topic", default_value="/robot_description"),
+        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states"),
+        DeclareLaunchArgument("odom_topic", default_value="/odom"),
+        DeclareLaunchArgument("namespace", default_value=""),
+        DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "linearization.yaml")),
+        DeclareLaunchArgument("floating_base", default_value="true"),
+    ]
+    node = Node(
+        package="robot_linearization",
+        executable="linearization_node",
+        name="robot_linearization",
+        namespace=LaunchConfiguration("namespace"),
+        parameters=[LaunchConfiguration("params_file"),
+                    {"urdf_path": LaunchConfiguration("urdf_file"),
+                     "floating_base": LaunchConfiguration("floating_base")}],
+        remappings=[("robot_description", LaunchConfiguration("description_topic")),
+                    ("joint_states", LaunchConfiguration("joint_states_topic")),
+                    ("odom", LaunchConfiguration("odom_topic"))],
+        output="screen",
+    )
+    return LaunchDescription(arguments + [node])

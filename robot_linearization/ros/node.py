@@ -1,0 +1,161 @@
+"""The ROS 2 node: rclpy glue around :class:`~robot_linearization.ros.pipeline.LinearizationPipeline`.
+
+Every decision (checks, pairing, validation, message contents) is made in the
+rclpy-free modules; this file only wires parameters, subscriptions, publishers,
+services and timers to them.  Run: ``ros2 run robot_linearization linearization_node``.
+"""
+
+from __future__ import annotations
+
+import array
+import importlib
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+from std_srvs.srv import Trigger
+
+from .messages import MessageFactory, OUTPUT_TYPES, diagnostic_array_message, output_messages, string_message
+from .pipeline import LinearizationPipeline, PipelineConfig
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class RclpyFactory(MessageFactory):
+    """Builds rclpy message classes, with the array types rclpy accepts fastest."""
+
+    def make(self, type_name: str, **fields):
+        package, _, name = type_name.split("/")
+        return getattr(importlib.import_module(f"{package}.msg"), name)(**fields)
+
+    def float64_array(self, values):
+        out = array.array("d")
+        out.frombytes(super().float64_array(values).tobytes())
+        return out
+
+    def uint8_array(self, values):
+        return array.array("B", super().uint8_array(values).tobytes())
+
+    def byte(self, value: int):
+        return bytes([value])
+
+
+PARAMETERS = {  # name: (default, description); defaults also in config/linearization.yaml
+    "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
+    "urdf_path": ("", "URDF file, used when robot_description is empty"),
+    "floating_base": (True, "the URDF root link floats (needs odometry); false: welded to the world"),
+    "base_frame": ("", "odometry child_frame_id to expect; empty: the URDF root link"),
+    "gravity": ([0.0, 0.0, -9.81], "gravitational acceleration in the world frame [m/s^2]"),
+    "use_effort": (False, "joint torques from JointState.effort (else zero)"),
+    "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s]"),
+    "max_input_age": (0.5, "inputs older than this (node clock) are stale [s]"),
+    "rate_hz": (0.0, "linearize at this rate; 0: on every joint state"),
+    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images)"),
+    "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this"),
+    "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
+    "diagnostics_period": (1.0, "seconds between /diagnostics messages"),
+}
+
+
+class LinearizationNode(Node):
+    def __init__(self):
+        super().__init__("robot_linearization")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.factory = RclpyFactory()
+        self.pipeline = LinearizationPipeline(PipelineConfig(
+            floating_base=p["floating_base"], base_frame=p["base_frame"], gravity=tuple(p["gravity"]),
+            use_effort=p["use_effort"], pairing_tolerance=p["pairing_tolerance"], max_input_age=p["max_input_age"],
+            validation_tolerance=p["validation_tolerance"], mimic_joints=p["mimic_joints"]))
+        self.heatmaps = p["publish_heatmaps"]
+        self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
+                                                        t.split("/")[2]), f"~/{name}", 10)
+                    for name, t in OUTPUT_TYPES.items() if self.heatmaps or "heatmap" not in name}
+        from diagnostic_msgs.msg import DiagnosticArray
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+
+        self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        description = p["robot_description"] or p["urdf_path"]
+        if description:
+            self._set_description(description)
+        else:
+            self.create_subscription(String, "robot_description", lambda m: self._set_description(m.data), LATCHED)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos_profile_sensor_data)
+        self.create_subscription(Odometry, "odom", self._guard(self.pipeline.on_odometry), qos_profile_sensor_data)
+        self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
+        self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
+        self.on_joint_state_step = p["rate_hz"] <= 0.0
+        if not self.on_joint_state_step:
+            self.create_timer(1.0 / p["rate_hz"], self._step)
+        self.create_timer(p["diagnostics_period"], self._publish_diagnostics)
+
+    def _now(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _guard(self, callback):
+        """Never let one bad message take the node down: log and carry on."""
+        def guarded(msg):
+            try:
+                callback(msg)
+            except Exception as e:  # noqa: BLE001 - reported, the node keeps running
+                self.get_logger().error(f"unexpected error handling a message: {e!r}")
+        return guarded
+
+    def _set_description(self, description: str) -> None:
+        error = self.pipeline.set_description(description)
+        if error:
+            self.get_logger().error(error)
+            return
+        import json
+
+        model = self.pipeline.model
+        self.labels_pub.publish(string_message(self.factory, json.dumps(list(model.state_labels))))
+        self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
+                               f"{'floating' if model.floating_base else 'fixed'} base")
+
+    def _on_joint_state(self, msg) -> None:
+        self._guard(self.pipeline.on_joint_state)(msg)
+        if self.on_joint_state_step:
+            self._step()
+
+    def _step(self) -> None:
+        try:
+            out = self.pipeline.step(self._now())
+            if out is None:
+                return
+            for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
+                                                 self.heatmaps).items():
+                self.out[name].publish(message)
+        except Exception as e:  # noqa: BLE001
+            self.get_logger().error(f"linearization cycle failed: {e!r}")
+
+    def _publish_diagnostics(self) -> None:
+        now = self._now()
+        self.diagnostics_pub.publish(diagnostic_array_message(
+            self.factory, self.pipeline.diagnostics(now, f"{self.get_name()}: linearization"), now))
+
+    def _service(self, handler):
+        def serve(request, response):
+            response.success, response.message = handler()
+            return response
+        return serve
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = LinearizationNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()

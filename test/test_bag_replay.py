@@ -1,0 +1,112 @@
+"""Offline pipeline on real ROS 2 bags written and read by rosbags (mcap and sqlite3)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rosbags.highlevel import AnyReader
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+import robot_linearization as rl
+from robot_linearization.cli import main
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.bag import replay, write_simulation_bag
+from robot_linearization.ros.messages import (RosbagsFactory, joint_state_message, matrix_from_message,
+                                              odometry_base_state, odometry_message)
+from robot_linearization.ros.pipeline import PipelineConfig
+from robot_linearization.ros.simulation import Simulation
+
+TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+URDF = open(bundled_urdf_path()).read()
+MODEL = rl.load_urdf(URDF)
+
+
+def read_bag(path):
+    """{topic: [(log time, message)]}"""
+    out = {}
+    with AnyReader([Path(path)], default_typestore=TYPESTORE) as reader:
+        for conn, t, raw in reader.messages():
+            out.setdefault(conn.topic, []).append((t, reader.deserialize(raw, conn.msgtype)))
+    return out
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, storage):
+    simulation = Simulation(MODEL, dt=0.01, seed=1)
+    steps = write_simulation_bag(tmp_path / "in", simulation, URDF, 0.3, storage=storage)
+    summary = replay(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False,
+                     storage=storage)
+    assert summary.outputs == steps == 30
+    inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
+    for topic in ("/robot_linearization/A", "/robot_linearization/B", "/robot_linearization/M_inv",
+                  "/robot_linearization/stamp", "/robot_linearization/A_heatmap"):
+        assert len(outputs[topic]) == steps, topic
+    labels = json.loads(outputs["/robot_linearization/state_labels"][0][1].data)
+    assert labels == list(MODEL.state_labels)
+    assert outputs["/diagnostics"]
+    odometry = {t: m for t, m in inputs["/odom"]}
+    for k, (t, js) in enumerate(inputs["/joint_states"][::7]):
+        H, v = odometry_base_state(odometry[t], "base_link")
+        state = rl.State(base_pose=H, joint_positions=js.position, base_twist=v, joint_velocities=js.velocity)
+        expected = rl.linearize(MODEL, state, js.effort)
+        index = [tt for tt, _ in outputs["/robot_linearization/A"]].index(t)
+        A = matrix_from_message(outputs["/robot_linearization/A"][index][1])
+        np.testing.assert_allclose(A, expected.A, rtol=1e-12, atol=1e-12)
+        stamp = outputs["/robot_linearization/stamp"][index][1].stamp
+        assert stamp.sec * 1_000_000_000 + stamp.nanosec == t
+
+
+def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
+    factory = RosbagsFactory(TYPESTORE)
+    writer = Writer(tmp_path / "in", version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
+    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
+    n = MODEL.n_joints
+    good_odom = lambda t: odometry_message(factory, t, "odom", "base_link", np.eye(4), np.zeros(6))  # noqa: E731
+    zero_q = odometry_message(factory, 50, "odom", "base_link", np.eye(4), np.zeros(6))
+    zero_q.pose.pose.orientation.w = 0.0
+    events = [
+        (10, odom, good_odom(10)), (11, js, joint_state_message(factory, 11, MODEL.joint_names, np.zeros(n), np.zeros(n))),
+        (20, js, joint_state_message(factory, 20, MODEL.joint_names, np.full(n, np.nan), np.zeros(n))),
+        (30, js, joint_state_message(factory, 5, MODEL.joint_names, np.ones(n), np.zeros(n))),  # out of order
+        (40, js, joint_state_message(factory, 40, MODEL.joint_names[:3], np.ones(3), np.zeros(3))),  # missing
+        (50, odom, zero_q),
+        (60, js, joint_state_message(factory, 60, MODEL.joint_names, np.ones(n), np.ones(n))),
+    ]
+    for t, conn, msg in events:
+        writer.write(conn, t, TYPESTORE.serialize_cdr(msg, conn.msgtype))
+    writer.close()
+    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmaps=False)
+    assert summary.outputs == 2  # t=11 and t=60 (paired with the odometry of t=10)
+    outputs = read_bag(tmp_path / "out")
+    for _, msg in outputs["/robot_linearization/A"]:
+        assert np.isfinite(np.asarray(msg.data)).all()
+    assert "/robot_linearization/A_heatmap" not in outputs
+    counts = summary.pipeline.diagnostics(60)[0][3]
+    assert counts["rejected_joint_states"] == 2  # NaN, missing joints
+    assert counts["rejected_out_of_order"] == 1
+    assert counts["rejected_odometry"] == 1  # zero quaternion
+    assert any("NaN" in p for p in summary.problems) and any("zero quaternion" in p for p in summary.problems)
+
+
+def test_cli_replay_and_its_errors(tmp_path, capsys):
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.1)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort"]) == 0
+    assert "wrote 10 linearizations" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 2  # exists
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--joint-states-topic", "/js"]) == 2
+    assert "no topic /js" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "nope"), "-o", str(tmp_path / "o3")]) == 2
+
+
+def test_cli_demo_writes_bags_png_and_passes(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--duration", "0.2", "--samples", "2", "--repeat", "5", "--output-dir", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "PASS" in text and "A: (36, 36)" in text and "time per linearization" in text
+    png = (out / "heatmap_A_B.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+    assert len(read_bag(out / "output_bag")["/robot_linearization/A"]) == 100

@@ -1,0 +1,67 @@
+"""ROS 2 package hygiene: what the node imports is declared, what setup.py
+installs exists, the launch files are valid Python."""
+
+import ast
+import py_compile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ROS_PACKAGES = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_srvs",
+                "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros", "ament_index_python"}
+
+
+def _source_tree():
+    if not (ROOT / "package.xml").exists():
+        pytest.fail(f"run the tests from a checkout: {ROOT} has no package.xml")
+    return ROOT
+
+
+def test_every_ros_package_imported_is_an_exec_depend():
+    root = _source_tree()
+    depends = {e.text for e in ET.parse(root / "package.xml").getroot().iter("exec_depend")}
+    imported = set()
+    for path in list((root / "robot_linearization").rglob("*.py")) + list((root / "launch").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+    ros_imports = imported & ROS_PACKAGES
+    assert ros_imports and ros_imports <= depends, ros_imports - depends
+    # messages built by name (messages.py) need their packages too
+    for package in ("std_msgs", "sensor_msgs", "nav_msgs", "geometry_msgs", "diagnostic_msgs", "std_srvs"):
+        assert package in depends
+    for python_dep in ("python3-numpy", "python3-scipy", "python3-numba", "urdfdom_py"):
+        assert python_dep in depends
+
+
+def test_package_xml_is_format_3_ament_python():
+    root = ET.parse(_source_tree() / "package.xml").getroot()
+    assert root.get("format") == "3" and root.find("name").text == "robot_linearization"
+    assert root.find("export/build_type").text == "ament_python"
+
+
+def test_installed_files_exist_and_launch_files_compile(tmp_path):
+    root = _source_tree()
+    for path in ["resource/robot_linearization", "config/linearization.yaml", "launch/linearization.launch.py",
+                 "launch/demo.launch.py", "robot_linearization/robots/rl_quadruped.urdf"]:
+        assert (root / path).exists(), path
+    for launch_file in (root / "launch").glob("*.py"):
+        py_compile.compile(str(launch_file), cfile=str(tmp_path / "x.pyc"), doraise=True)
+    setup_cfg = (root / "setup.cfg").read_text()
+    assert "$base/lib/robot_linearization" in setup_cfg
+
+
+def test_parameter_defaults_in_yaml_match_the_node():
+    """config/linearization.yaml lists exactly the node's parameters, with its defaults."""
+    from ruamel.yaml import YAML  # a dependency of rosbags
+
+    root = _source_tree()
+    params = YAML(typ="safe").load((root / "config/linearization.yaml").read_text())["/**"]["ros__parameters"]
+    tree = ast.parse((root / "robot_linearization/ros/node.py").read_text())
+    table = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARAMETERS")
+    defaults = {k.value: ast.literal_eval(v.elts[0]) for k, v in zip(table.value.keys, table.value.values)}
+    assert params == defaults
