@@ -66,6 +66,17 @@ def _wrench_derivative(I_i, v_i, momentum_i, dv, da, out, tmp, tmp2):
     axpy(1.0, tmp2, out)
 
 
+@kernel(inline=True)
+def _path_columns(path, depth, col_s, col_r, columns, count):
+    """Append the z_s and z_r columns of the joints path[:depth] to columns[count:];
+    returns the new count."""
+    for d in range(depth):
+        columns[count] = col_s + path[d]
+        columns[count + 1] = col_r + path[d]
+        count += 2
+    return count
+
+
 @kernel
 def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration,
                      r, v, a, f, dv, da, df, derivatives, with_base_pose):
@@ -115,12 +126,8 @@ def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating
     for i in range(1, n_bodies):
         p, k = parent[i], i - 1
         X = X_up[i]
-        # inherited columns: z_H, z_v and the joints on the parent's path
-        count = n_fixed
-        for d in range(depth[p]):
-            columns[count] = col_s + ancestors[p, d]
-            columns[count + 1] = col_r + ancestors[p, d]
-            count += 2
+        # inherited columns: z_v, z_H and the joints on the parent's path
+        count = _path_columns(ancestors[p], depth[p], col_s, col_r, columns, n_fixed)
         for ci in range(count):
             c = columns[ci]
             transform_motion_into(X, dv[p, c], dv[i, c])  # line 17
@@ -148,11 +155,7 @@ def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating
     for i in range(n_bodies - 1, 0, -1):
         p, k = parent[i], i - 1
         X = X_up[i]
-        count = n_fixed
-        for d in range(depth[i]):
-            columns[count] = col_s + ancestors[i, d]
-            columns[count + 1] = col_r + ancestors[i, d]
-            count += 2
+        count = _path_columns(ancestors[i], depth[i], col_s, col_r, columns, n_fixed)
         for j in range(i, subtree_end[i]):
             columns[count] = col_s + j
             columns[count + 1] = col_r + j

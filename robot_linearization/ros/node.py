@@ -147,11 +147,13 @@ class LinearizationNode(Node):
         return serve
 
 
-def main(args=None) -> None:
+def run(node_class, args=None) -> None:
+    """Spin one node until shutdown (rclpy.init … try … finally: the context-manager
+    form of rclpy.init does not exist on Humble/Jazzy)."""
     rclpy.init(args=args)
     node = None
     try:
-        node = LinearizationNode()
+        node = node_class()
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -159,3 +161,7 @@ def main(args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def main(args=None) -> None:
+    run(LinearizationNode, args)

@@ -4,15 +4,13 @@ in real time.  Run: ``ros2 run robot_linearization simulated_robot``."""
 
 from __future__ import annotations
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from ..robots import bundled_urdf_path
 from ..urdf import load_urdf
 from .messages import joint_state_message, odometry_message, string_message
-from .node import LATCHED, RclpyFactory
+from .node import LATCHED, RclpyFactory, run
 from .simulation import Simulation
 
 
@@ -60,14 +58,4 @@ class SimulatedRobot(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimulatedRobot()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run(SimulatedRobot, args)
