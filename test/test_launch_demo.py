@@ -1,0 +1,44 @@
+"""launch_testing: the demo launch brings up the simulated robot and the node, and
+the node publishes A.  Runs on a ROS 2 machine (``launch_test`` or pytest with
+launch_pytest); skipped elsewhere."""
+
+import time
+import unittest
+
+import pytest
+
+launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed: needs ROS 2")
+rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed: needs ROS 2")
+
+import launch  # noqa: E402
+import launch_ros.actions  # noqa: E402
+import launch_testing.actions  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    return launch.LaunchDescription([
+        launch_ros.actions.Node(package="robot_linearization", executable="simulated_robot"),
+        launch_ros.actions.Node(package="robot_linearization", executable="linearization_node",
+                                name="robot_linearization", parameters=[{"use_effort": True}]),
+        launch_testing.actions.ReadyToTest(),
+    ])
+
+
+class TestDemoPublishesA(unittest.TestCase):
+    def test_a_arrives(self):
+        rclpy.init()
+        try:
+            node = rclpy.create_node("demo_probe")
+            received = []
+            node.create_subscription(Float64MultiArray, "/robot_linearization/A", received.append, 10)
+            deadline = time.monotonic() + 20.0
+            while not received and time.monotonic() < deadline:
+                rclpy.spin_once(node, timeout_sec=0.1)
+            self.assertTrue(received, "no A within 20 s")
+            dims = received[0].layout.dim
+            self.assertEqual((dims[0].label, dims[1].label), ("rows", "cols"))
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown()
