@@ -233,7 +233,7 @@ def main() -> None:
     if "talos" in details:
         model, *_, pin_med = details["talos"]
         states = random_states(model, rng, args.horizon)
-        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 20) / len(states)
+        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 50) / len(states)
                    for w in (1, os.cpu_count() or 1)}
         single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
         print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "

@@ -8,6 +8,7 @@ For a fixed base, z = [z_s, z_r].
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,10 +44,18 @@ class Linearization:
 
 
 class Workspace:
-    """Every scratch array of one linearization, allocated once per model and thread."""
+    """Every scratch array of one linearization, allocated once per model and thread.
+
+    It also holds this thread's own copy of the model's (small) arrays: compiled
+    code reference-counts every array view it takes, and two threads viewing the
+    same array contend for one cache line on every access.
+    """
 
     def __init__(self, model: Model):
         n_bodies, N = model.n_bodies, model.n_velocities
+        self.model_arrays = tuple(np.array(a) for a in (
+            model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
+            model.depth, model.subtree_end)) + (model.floating_base, np.array(model.gravity))
         self.X_up = np.empty((n_bodies, 6, 6))
         self.I_A = np.empty((n_bodies, 6, 6))
         self.U = np.zeros((n_bodies, 6))
@@ -58,7 +67,7 @@ class Workspace:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in vars(self).values())
+        return sum(a.nbytes for a in self.arrays()) + sum(getattr(a, "nbytes", 0) for a in self.model_arrays)
 
     def arrays(self):
         return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f,
@@ -141,9 +150,7 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
 
 def _linearize_stack(model: Model, arrays, out) -> None:
     ws = workspace(model)
-    linearize_into(model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
-                   model.depth, model.subtree_end, model.floating_base, model.gravity, *arrays,
-                   *ws.arrays(), *out)
+    linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *out)
 
 
 def _allocate(model: Model, K: int):
@@ -187,10 +194,15 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     else:
         bounds = np.linspace(0, K, workers + 1).astype(int)
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
-                          chunks))
+        list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
+                                chunks))
     return _result(model, *out)
+
+
+@functools.lru_cache(maxsize=None)
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """One long-lived pool per size, so its threads keep their warm workspaces."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="linearize")
 
 
 def _result(model: Model, A, B, M_inv, nu_dot) -> Linearization:
