@@ -93,14 +93,11 @@ def replay_command(args: argparse.Namespace) -> int:
     if os.path.exists(out):
         print(f"error: {out} exists; choose another -o", file=sys.stderr)
         return 2
-    urdf = None
-    if args.urdf:
-        urdf = args.urdf
     config = PipelineConfig(floating_base=not args.fixed_base, base_frame=args.base_frame, use_effort=args.effort,
                             pairing_tolerance=args.pairing_tolerance, max_input_age=args.max_input_age,
                             mimic_joints=args.mimic_joints)
     try:
-        summary = replay(args.in_bag, out, urdf=urdf, joint_states_topic=args.joint_states_topic,
+        summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config, heatmaps=not args.no_heatmaps,
                          storage=args.storage)
     except (ValueError, FileNotFoundError) as e:

@@ -78,11 +78,6 @@ class Model:
         """Size of the generalised velocity ν: 6 + n (floating) or n (fixed)."""
         return self.n_joints + (6 if self.floating_base else 0)
 
-    @property
-    def state_dimension(self) -> int:
-        """Size of the perturbation z: 2·n_velocities."""
-        return 2 * self.n_velocities
-
     def joint_index(self, name: str) -> int:
         """Position of joint ``name`` in s, r and τ."""
         try:

@@ -217,26 +217,6 @@ def mat_vec_into(M, x, out):
 
 
 @kernel(inline=True)
-def mat_vec_add(M, x, out):
-    """out += M x."""
-    for r in range(6):
-        acc = 0.0
-        for k in range(6):
-            acc += M[r, k] * x[k]
-        out[r] += acc
-
-
-@kernel(inline=True)
-def mat_t_vec_add(M, x, out):
-    """out += M^T x (e.g. a wrench carried to the parent: λ_X^i f = (i_X_λ)^T f)."""
-    for r in range(6):
-        acc = 0.0
-        for k in range(6):
-            acc += M[k, r] * x[k]
-        out[r] += acc
-
-
-@kernel(inline=True)
 def transform_motion_into(X, x, out):
     """out = X x for a velocity transform X = [[R, p^R], [0, R]] (its zero block skipped)."""
     for r in range(3):

@@ -7,7 +7,7 @@ import unittest
 
 import pytest
 
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed: needs ROS 2")
+pytest.importorskip("launch_testing", reason="launch_testing is not installed: needs ROS 2")
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed: needs ROS 2")
 
 import launch  # noqa: E402

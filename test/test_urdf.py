@@ -33,6 +33,9 @@ def test_joint_names_follow_depth_first_order_and_frames_include_merged_links():
     assert model.body_names[body] == "front_left_shank"
     np.testing.assert_allclose(H[:3, 3], [0, 0, -0.2])
     assert model.frames["imu_link"][0] == 0
+    assert model.joint_index("front_left_knee") == 2
+    with pytest.raises(KeyError, match="no joint 'elbow'"):
+        model.joint_index("elbow")
     # every subtree is a contiguous range
     for i in range(1, model.n_bodies):
         assert all(model.parent[k] >= i for k in range(i + 1, model.subtree_end[i] + 1))
