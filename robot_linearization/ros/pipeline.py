@@ -89,6 +89,10 @@ class LinearizationPipeline:
         return None
 
     def set_model(self, model: Model) -> None:
+        # Compile (or load from cache) the kernels now, not in the first control cycle.
+        n = model.n_joints
+        linearize(model, State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.zeros(n),
+                               base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n)))
         self.model, self.model_error = model, ""
         self._joint_state, self.latest, self._last_output_stamp = None, None, None
         self._odometry.clear()
