@@ -58,6 +58,21 @@ def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, stora
         assert stamp.sec * 1_000_000_000 + stamp.nanosec == t
 
 
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_written_bags_have_metadata_that_humble_can_parse(tmp_path, storage):
+    """Humble's rosbag2 (metadata_io.cpp) reads offered_qos_profiles as a string for
+    versions >= 4; from version 9 the field is a YAML list, which it rejects."""
+    from ruamel.yaml import YAML  # rosbags' own YAML dependency
+
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=1), URDF, 0.05, storage=storage)
+    replay(tmp_path / "in", tmp_path / "out", progress=False, storage=storage)
+    for bag in ("in", "out"):
+        info = YAML(typ="safe").load((tmp_path / bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        assert 4 <= info["version"] <= 8
+        topics = info["topics_with_message_count"]
+        assert topics and all(isinstance(t["topic_metadata"]["offered_qos_profiles"], str) for t in topics)
+
+
 def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
     factory = RosbagsFactory(TYPESTORE)
     writer = Writer(tmp_path / "in", version=9, storage_plugin=StoragePlugin.MCAP)

@@ -17,6 +17,10 @@ from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
 DIAGNOSTICS_PERIOD_NS = 1_000_000_000
+# rosbag2 metadata version of written bags. Version 9 stores offered_qos_profiles
+# as a YAML list, which Humble's reader (it parses a string, format <= 8) rejects;
+# version 8 is read by Humble, Jazzy and newer.
+BAG_FORMAT_VERSION = 8
 
 
 @dataclass
@@ -45,7 +49,7 @@ def _writer(path, storage: str):
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-    return Writer(Path(path), version=9, storage_plugin=plugin)
+    return Writer(Path(path), version=BAG_FORMAT_VERSION, storage_plugin=plugin)
 
 
 def _progress(done: int, total: int, last: list) -> None:
