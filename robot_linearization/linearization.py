@@ -20,7 +20,7 @@ from .algorithms.derivatives import derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from .algorithms.kinematics import body_transforms_into
+from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import kernel
 from .model import Model, State, stack_states
 
@@ -118,9 +118,7 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
     g0 = np.zeros(6)
     for k in range(joint_positions.shape[0]):
         body_transforms_into(S, tree_X, joint_positions[k], X_up)
-        for j in range(3):  # g_0 = [R^T g; 0] (floating) or [g; 0] (fixed: R = I)
-            g0[j] = base_poses[k, 0, j] * gravity[0] + base_poses[k, 1, j] * gravity[1] \
-                + base_poses[k, 2, j] * gravity[2]
+        base_gravity_into(base_poses[k], gravity, g0)
         twist = base_twists[k]
         r = joint_velocities[k]
         forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, torques[k],

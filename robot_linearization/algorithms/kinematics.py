@@ -29,6 +29,15 @@ def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     return X_up
 
 
+@kernel(inline=True)
+def base_gravity_into(base_pose, gravity, g0):
+    """g_0 = [R^T g; 0] (6,) for the base pose A_H_0 (4, 4) with rotation R and the
+    world gravity g (3,); a fixed base passes the identity (its root frame is the world)."""
+    for j in range(3):
+        g0[j] = base_pose[0, j] * gravity[0] + base_pose[1, j] * gravity[1] + base_pose[2, j] * gravity[2]
+        g0[3 + j] = 0.0
+
+
 def base_gravity(model: Model, state: State) -> np.ndarray:
     """Gravitational acceleration as a 6D acceleration of the base frame, (6,).
 
@@ -37,10 +46,10 @@ def base_gravity(model: Model, state: State) -> np.ndarray:
     trick of giving the base the fictitious acceleration −base_gravity (the
     "base accelerates upwards"), so no body needs its own gravity term.
     """
-    g = model.gravity
-    if model.floating_base:
-        g = state.base_pose[:3, :3].T @ g
-    return np.concatenate([g, np.zeros(3)])
+    pose = np.asarray(state.base_pose, dtype=float) if model.floating_base else np.eye(4)
+    g0 = np.empty(6)
+    base_gravity_into(pose, np.asarray(model.gravity, dtype=float), g0)
+    return g0
 
 
 def base_twist(model: Model, state: State) -> np.ndarray:
