@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from robot_linearization.ros.parameters import PARAMETERS
+
 ROOT = Path(__file__).resolve().parent.parent
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_srvs",
                 "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros", "ament_index_python"}
@@ -61,7 +63,5 @@ def test_parameter_defaults_in_yaml_match_the_node():
 
     root = _source_tree()
     params = YAML(typ="safe").load((root / "config/linearization.yaml").read_text())["/**"]["ros__parameters"]
-    tree = ast.parse((root / "robot_linearization/ros/node.py").read_text())
-    table = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARAMETERS")
-    defaults = {k.value: ast.literal_eval(v.elts[0]) for k, v in zip(table.value.keys, table.value.values)}
+    defaults = {name: default for name, (default, _) in PARAMETERS.items()}
     assert params == defaults

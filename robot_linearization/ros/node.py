@@ -18,7 +18,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
 from .messages import MessageFactory, OUTPUT_TYPES, diagnostic_array_message, output_messages, string_message
-from .pipeline import LinearizationPipeline, PipelineConfig
+from .parameters import PARAMETERS, node_settings
+from .pipeline import LinearizationPipeline
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -42,35 +43,26 @@ class RclpyFactory(MessageFactory):
         return bytes([value])
 
 
-PARAMETERS = {  # name: (default, description); defaults also in config/linearization.yaml
-    "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
-    "urdf_path": ("", "URDF file, used when robot_description is empty"),
-    "floating_base": (True, "the URDF root link floats (needs odometry); false: welded to the world"),
-    "base_frame": ("", "odometry child_frame_id to expect; empty: the URDF root link"),
-    "gravity": ([0.0, 0.0, -9.81], "gravitational acceleration in the world frame [m/s^2]"),
-    "use_effort": (False, "joint torques from JointState.effort (else zero)"),
-    "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s]"),
-    "max_input_age": (0.5, "inputs older than this (node clock) are stale [s]"),
-    "rate_hz": (0.0, "linearize at this rate; 0: on every joint state"),
-    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images)"),
-    "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this"),
-    "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
-    "diagnostics_period": (1.0, "seconds between /diagnostics messages"),
-}
+def declare_parameters(node: Node, table: dict) -> dict:
+    """Declare {name: (default, description)} and return {name: value}.
+
+    Parameters are read once at start-up: read_only makes `ros2 param set` refuse
+    instead of silently doing nothing; dynamic_typing lets `-p rate_hz:=100` (an
+    int) through to the rclpy-free checks, which name any bad value.
+    """
+    for name, (default, description) in table.items():
+        node.declare_parameter(name, default, ParameterDescriptor(
+            description=description, read_only=True, dynamic_typing=True))
+    return {name: node.get_parameter(name).value for name in table}
 
 
 class LinearizationNode(Node):
     def __init__(self):
         super().__init__("robot_linearization")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        settings = node_settings(declare_parameters(self, PARAMETERS))
         self.factory = RclpyFactory()
-        self.pipeline = LinearizationPipeline(PipelineConfig(
-            floating_base=p["floating_base"], base_frame=p["base_frame"], gravity=tuple(p["gravity"]),
-            use_effort=p["use_effort"], pairing_tolerance=p["pairing_tolerance"], max_input_age=p["max_input_age"],
-            validation_tolerance=p["validation_tolerance"], mimic_joints=p["mimic_joints"]))
-        self.heatmaps = p["publish_heatmaps"]
+        self.pipeline = LinearizationPipeline(settings.pipeline)
+        self.heatmaps = settings.publish_heatmaps
         self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
                                                         t.split("/")[2]), f"~/{name}", 10)
                     for name, t in OUTPUT_TYPES.items() if self.heatmaps or "heatmap" not in name}
@@ -81,19 +73,18 @@ class LinearizationNode(Node):
 
         self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        description = p["robot_description"] or p["urdf_path"]
-        if description:
-            self._set_description(description)
+        if settings.description:
+            self._set_description(settings.description)
         else:
             self.create_subscription(String, "robot_description", lambda m: self._set_description(m.data), LATCHED)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, qos_profile_sensor_data)
         self.create_subscription(Odometry, "odom", self._guard(self.pipeline.on_odometry), qos_profile_sensor_data)
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
         self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
-        self.on_joint_state_step = p["rate_hz"] <= 0.0
+        self.on_joint_state_step = settings.rate_hz == 0.0
         if not self.on_joint_state_step:
-            self.create_timer(1.0 / p["rate_hz"], self._step)
-        self.create_timer(p["diagnostics_period"], self._publish_diagnostics)
+            self.create_timer(1.0 / settings.rate_hz, self._step)
+        self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -142,18 +133,29 @@ class LinearizationNode(Node):
 
     def _service(self, handler):
         def serve(request, response):
-            response.success, response.message = handler()
+            try:
+                response.success, response.message = handler()
+            except Exception as e:  # noqa: BLE001 - answered, the node keeps running
+                self.get_logger().error(f"service failed: {e!r}")
+                response.success, response.message = False, f"internal error: {e!r}"
             return response
         return serve
 
 
-def run(node_class, args=None) -> None:
-    """Spin one node until shutdown (rclpy.init … try … finally: the context-manager
-    form of rclpy.init does not exist on Humble/Jazzy)."""
+def run(node_class, args=None) -> int:
+    """Spin one node until shutdown; the exit status (1 when it cannot start).
+
+    rclpy.init … try … finally: the context-manager form of rclpy.init does not
+    exist on Humble/Jazzy.
+    """
     rclpy.init(args=args)
     node = None
     try:
-        node = node_class()
+        try:
+            node = node_class()
+        except (ValueError, OSError) as e:  # an invalid parameter or an unreadable URDF, named
+            rclpy.logging.get_logger(node_class.__name__).fatal(str(e))
+            return 1
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -161,7 +163,8 @@ def run(node_class, args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+    return 0
 
 
 def main(args=None) -> None:
-    run(LinearizationNode, args)
+    raise SystemExit(run(LinearizationNode, args))

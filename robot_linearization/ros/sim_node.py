@@ -4,32 +4,25 @@ in real time.  Run: ``ros2 run robot_linearization simulated_robot``."""
 
 from __future__ import annotations
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from ..robots import bundled_urdf_path
 from ..urdf import load_urdf
 from .messages import joint_state_message, odometry_message, string_message
-from .node import LATCHED, RclpyFactory, run
+from .node import LATCHED, RclpyFactory, declare_parameters, run
+from .parameters import SIMULATION_PARAMETERS, simulation_settings
 from .simulation import Simulation
 
 
 class SimulatedRobot(Node):
     def __init__(self):
         super().__init__("simulated_robot")
-        descriptor = ParameterDescriptor
-        self.declare_parameter("urdf_path", "", descriptor(description="URDF; empty: the bundled quadruped"))
-        self.declare_parameter("floating_base", True, descriptor(description="simulate a free-floating base"))
-        self.declare_parameter("dt", 0.002, descriptor(description="simulation step [s]"))
-        self.declare_parameter("publish_rate", 100.0, descriptor(description="joint_states/odom rate [Hz]"))
-        self.declare_parameter("world_frame", "odom", descriptor(description="odometry header.frame_id"))
-        self.declare_parameter("reset_after", 10.0, descriptor(description="restart the simulation after [s]"))
-        path = self.get_parameter("urdf_path").value or bundled_urdf_path()
-        self.description = open(path).read()
-        self.model = load_urdf(self.description, floating_base=self.get_parameter("floating_base").value)
-        self.dt = self.get_parameter("dt").value
-        self.world = self.get_parameter("world_frame").value
-        self.reset_after = self.get_parameter("reset_after").value
+        settings = simulation_settings(declare_parameters(self, SIMULATION_PARAMETERS))
+        self.description = open(settings.urdf_path or bundled_urdf_path()).read()
+        self.model = load_urdf(self.description, floating_base=settings.floating_base)
+        self.dt = settings.dt
+        self.world = settings.world_frame
+        self.reset_after = settings.reset_after
         self.factory = RclpyFactory()
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import JointState
@@ -40,7 +33,7 @@ class SimulatedRobot(Node):
         self.joint_states = self.create_publisher(JointState, "joint_states", 10)
         self.odom = self.create_publisher(Odometry, "odom", 10) if self.model.floating_base else None
         self.simulation = Simulation(self.model, dt=self.dt)
-        period = 1.0 / self.get_parameter("publish_rate").value
+        period = 1.0 / settings.publish_rate
         self.steps_per_publish = max(1, round(period / self.dt))
         self.create_timer(period, self._tick)
 
@@ -58,4 +51,4 @@ class SimulatedRobot(Node):
 
 
 def main(args=None) -> None:
-    run(SimulatedRobot, args)
+    raise SystemExit(run(SimulatedRobot, args))

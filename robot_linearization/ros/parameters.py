@@ -1,0 +1,137 @@
+"""The nodes' parameters: names, defaults, descriptions and their checks (rclpy-free).
+
+The linearization node's defaults are repeated in config/linearization.yaml (a
+test keeps the two equal).
+Values arrive as ROS delivers them: a double parameter given as ``1`` on the
+command line is an integer, so numbers are accepted as int or float and checked
+here, where a wrong value gets a message naming the parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .pipeline import PipelineConfig
+
+MIMIC_MODES = ("error", "independent")
+
+PARAMETERS = {  # name: (default, description)
+    "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
+    "urdf_path": ("", "URDF file, used when robot_description is empty"),
+    "floating_base": (True, "the URDF root link floats (needs odometry); false: welded to the world"),
+    "base_frame": ("", "odometry child_frame_id to expect; empty: the URDF root link"),
+    "gravity": ([0.0, 0.0, -9.81], "gravitational acceleration in the world frame [m/s^2]"),
+    "use_effort": (False, "joint torques from JointState.effort (else zero)"),
+    "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s], > 0"),
+    "max_input_age": (0.5, "inputs older than this (node clock) are stale [s], > 0"),
+    "rate_hz": (0.0, "linearize at this rate [Hz]; 0: on every joint state"),
+    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images)"),
+    "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
+    "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
+    "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
+}
+
+
+SIMULATION_PARAMETERS = {  # the demo's simulated robot: name: (default, description)
+    "urdf_path": ("", "URDF; empty: the bundled quadruped"),
+    "floating_base": (True, "simulate a free-floating base"),
+    "dt": (0.002, "simulation step [s], > 0"),
+    "publish_rate": (100.0, "joint_states/odom rate [Hz], > 0"),
+    "world_frame": ("odom", "odometry header.frame_id"),
+    "reset_after": (10.0, "restart the simulation after this many seconds, > 0"),
+}
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """Checked parameter values: the pipeline's configuration and the node's own."""
+
+    pipeline: PipelineConfig
+    description: str  # URDF XML or a path; "" = wait for the robot_description topic
+    rate_hz: float
+    publish_heatmaps: bool
+    diagnostics_period: float
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    urdf_path: str  # "" = the bundled robot
+    floating_base: bool
+    dt: float
+    publish_rate: float
+    world_frame: str
+    reset_after: float
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"parameter '{name}' must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _positive(name: str, value) -> float:
+    number = _number(name, value)
+    if number <= 0.0:
+        raise ValueError(f"parameter '{name}' must be > 0, got {value!r}")
+    return number
+
+
+def _typed(name: str, value, kind: type):
+    if not isinstance(value, kind):
+        raise ValueError(f"parameter '{name}' must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _with_defaults(values: dict, table: dict) -> dict:
+    unknown = sorted(set(values) - set(table))
+    if unknown:
+        raise ValueError(f"unknown parameters: {', '.join(unknown)}")
+    return {name: values.get(name, default) for name, (default, _) in table.items()}
+
+
+def node_settings(values: dict) -> NodeSettings:
+    """Check and convert {parameter name: value} (missing names take their default).
+
+    Raises ValueError naming the parameter for an unknown name, a wrong type,
+    NaN/inf, a non-positive tolerance or period, a negative rate, a gravity that
+    is not three numbers, or an unknown mimic_joints mode.
+    """
+    v = _with_defaults(values, PARAMETERS)
+    gravity = v["gravity"]
+    if isinstance(gravity, (str, bytes)) or not hasattr(gravity, "__len__") or len(gravity) != 3:
+        raise ValueError(f"parameter 'gravity' must be three numbers [x, y, z], got {gravity!r}")
+    mimic = _typed("mimic_joints", v["mimic_joints"], str)
+    if mimic not in MIMIC_MODES:
+        raise ValueError(f"parameter 'mimic_joints' must be one of {MIMIC_MODES}, got {mimic!r}")
+    rate = _number("rate_hz", v["rate_hz"])
+    if rate < 0.0:
+        raise ValueError(f"parameter 'rate_hz' must be >= 0 (0: on every joint state), got {rate!r}")
+    config = PipelineConfig(
+        floating_base=_typed("floating_base", v["floating_base"], bool),
+        base_frame=_typed("base_frame", v["base_frame"], str),
+        gravity=tuple(_number("gravity", g) for g in gravity),
+        use_effort=_typed("use_effort", v["use_effort"], bool),
+        pairing_tolerance=_positive("pairing_tolerance", v["pairing_tolerance"]),
+        max_input_age=_positive("max_input_age", v["max_input_age"]),
+        validation_tolerance=_positive("validation_tolerance", v["validation_tolerance"]),
+        mimic_joints=mimic)
+    return NodeSettings(
+        pipeline=config,
+        description=_typed("robot_description", v["robot_description"], str)
+        or _typed("urdf_path", v["urdf_path"], str),
+        rate_hz=rate,
+        publish_heatmaps=_typed("publish_heatmaps", v["publish_heatmaps"], bool),
+        diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]))
+
+
+def simulation_settings(values: dict) -> SimulationSettings:
+    """Check and convert the simulated robot's parameters (as :func:`node_settings`)."""
+    v = _with_defaults(values, SIMULATION_PARAMETERS)
+    return SimulationSettings(
+        urdf_path=_typed("urdf_path", v["urdf_path"], str),
+        floating_base=_typed("floating_base", v["floating_base"], bool),
+        dt=_positive("dt", v["dt"]),
+        publish_rate=_positive("publish_rate", v["publish_rate"]),
+        world_frame=_typed("world_frame", v["world_frame"], str),
+        reset_after=_positive("reset_after", v["reset_after"]))

@@ -1,0 +1,64 @@
+"""Parameter checks of both nodes (rclpy-free): values as ROS delivers them."""
+
+import array
+
+import pytest
+
+from robot_linearization.ros.parameters import (PARAMETERS, SIMULATION_PARAMETERS, node_settings,
+                                                simulation_settings)
+
+
+def test_defaults_give_the_documented_configuration():
+    settings = node_settings({})
+    assert settings.pipeline.gravity == (0.0, 0.0, -9.81)
+    assert settings.pipeline.floating_base and not settings.pipeline.use_effort
+    assert settings.rate_hz == 0.0 and settings.publish_heatmaps and settings.description == ""
+    assert node_settings({name: default for name, (default, _) in PARAMETERS.items()}) == settings
+
+
+def test_ros_typed_values_are_converted():
+    # `-p rate_hz:=100` arrives as an int, `-p gravity:=[0,0,-10]` as an integer array
+    settings = node_settings({"rate_hz": 100, "gravity": array.array("q", [0, 0, -10]), "pairing_tolerance": 1,
+                              "urdf_path": "/robot.urdf"})
+    assert settings.rate_hz == 100.0 and isinstance(settings.rate_hz, float)
+    assert settings.pipeline.gravity == (0.0, 0.0, -10.0)
+    assert settings.pipeline.pairing_tolerance == 1.0
+    assert settings.description == "/robot.urdf"
+    assert node_settings({"robot_description": "<robot/>", "urdf_path": "/x.urdf"}).description == "<robot/>"
+    assert node_settings({"gravity": array.array("d", [0.0, 9.81, 0.0])}).pipeline.gravity == (0.0, 9.81, 0.0)
+
+
+@pytest.mark.parametrize("values, named", [
+    ({"rate_hz": -1.0}, "rate_hz"),
+    ({"rate_hz": float("nan")}, "rate_hz"),
+    ({"pairing_tolerance": 0.0}, "pairing_tolerance"),
+    ({"max_input_age": -0.5}, "max_input_age"),
+    ({"validation_tolerance": float("inf")}, "validation_tolerance"),
+    ({"diagnostics_period": 0}, "diagnostics_period"),
+    ({"gravity": [0.0, -9.81]}, "gravity"),
+    ({"gravity": "down"}, "gravity"),
+    ({"gravity": [0.0, 0.0, float("nan")]}, "gravity"),
+    ({"floating_base": "yes"}, "floating_base"),
+    ({"use_effort": 1}, "use_effort"),
+    ({"publish_heatmaps": 0.0}, "publish_heatmaps"),
+    ({"pairing_tolerance": True}, "pairing_tolerance"),
+    ({"mimic_joints": "ignore"}, "mimic_joints"),
+    ({"base_frame": 3}, "base_frame"),
+    ({"urdf_path": 0}, "urdf_path"),
+    ({"rate_hertz": 10.0}, "rate_hertz"),
+])
+def test_bad_values_are_refused_naming_the_parameter(values, named):
+    with pytest.raises(ValueError, match=named):
+        node_settings(values)
+
+
+def test_simulation_parameters():
+    settings = simulation_settings({"dt": 0.001, "publish_rate": 50})
+    assert settings.dt == 0.001 and settings.publish_rate == 50.0 and settings.world_frame == "odom"
+    assert simulation_settings({name: default for name, (default, _) in SIMULATION_PARAMETERS.items()}) \
+        == simulation_settings({})
+    for values, named in [({"dt": 0.0}, "dt"), ({"publish_rate": -5.0}, "publish_rate"),
+                          ({"reset_after": "soon"}, "reset_after"), ({"floating_base": 1}, "floating_base"),
+                          ({"rate_hz": 1.0}, "rate_hz")]:
+        with pytest.raises(ValueError, match=named):
+            simulation_settings(values)
