@@ -1,8 +1,11 @@
 """Launch the linearization node.
 
   ros2 launch robot_linearization linearization.launch.py urdf_file:=/path/robot.urdf
-  ros2 launch robot_linearization linearization.launch.py description_topic:=/robot_description \
-      joint_states_topic:=/my/joint_states odom_topic:=/my/odom namespace:=robot1
+  ros2 launch robot_linearization linearization.launch.py namespace:=robot1 \
+      joint_states_topic:=/my/joint_states odom_topic:=/my/odom
+
+Topic arguments default to relative names, resolved in the namespace
+(/robot1/joint_states …); give absolute names to reach topics outside it.
 """
 
 import os
@@ -17,10 +20,13 @@ from launch_ros.actions import Node
 def generate_launch_description():
     share = get_package_share_directory("robot_linearization")
     arguments = [
-        DeclareLaunchArgument("urdf_file", default_value="", description="URDF file; empty: subscribe to the description topic"),
-        DeclareLaunchArgument("description_topic", default_value="/robot_description"),
-        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states"),
-        DeclareLaunchArgument("odom_topic", default_value="/odom"),
+        DeclareLaunchArgument("urdf_file", default_value="",
+                              description="URDF file; empty: subscribe to the description topic"),
+        DeclareLaunchArgument("description_topic", default_value="robot_description",
+                              description="std_msgs/String URDF topic (transient local)"),
+        DeclareLaunchArgument("joint_states_topic", default_value="joint_states"),
+        DeclareLaunchArgument("odom_topic", default_value="odom",
+                              description="nav_msgs/Odometry of the base (floating base only)"),
         DeclareLaunchArgument("namespace", default_value=""),
         DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "linearization.yaml")),
         DeclareLaunchArgument("floating_base", default_value="true"),

@@ -1,5 +1,6 @@
-"""The rclpy node end to end.  Needs a ROS 2 installation (source its setup.bash);
-skipped elsewhere — the behaviour itself is tested without ROS in test_ros_*.py."""
+"""The rclpy nodes end to end on a real ROS 2 graph.  Needs a ROS 2 installation
+(source its setup.bash); skipped elsewhere — the behaviour itself is tested
+without ROS in test_ros_*.py, this checks the glue."""
 
 import json
 import time
@@ -9,15 +10,67 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed: ROS 2 node tests run on a ROS 2 machine")
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, Header, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.robots import bundled_urdf_path  # noqa: E402
 from robot_linearization.ros.messages import joint_state_message, matrix_from_message, odometry_message  # noqa: E402
-from robot_linearization.ros.node import LinearizationNode, RclpyFactory  # noqa: E402
+from robot_linearization.ros.node import LinearizationNode, RclpyFactory, run  # noqa: E402
+from robot_linearization.ros.sim_node import SimulatedRobot  # noqa: E402
+from robot_linearization.spatial import se3_exp  # noqa: E402
+
+URDF = open(bundled_urdf_path()).read()
+MODEL = rl.load_urdf(URDF)
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+NS = "/robot_linearization"
+
+
+class Graph:
+    """One node under test plus a client node that feeds it and records what it publishes."""
+
+    def __init__(self, node):
+        self.node = node
+        self.client = rclpy.create_node("test_client")
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(node)
+        self.executor.add_node(self.client)
+        self.received = {}
+        for topic, msg_type, qos in [(f"{NS}/A", Float64MultiArray, 10), (f"{NS}/B", Float64MultiArray, 10),
+                                     (f"{NS}/M_inv", Float64MultiArray, 10), (f"{NS}/stamp", Header, 10),
+                                     (f"{NS}/A_heatmap", Image, 10), (f"{NS}/state_labels", String, LATCHED),
+                                     ("/diagnostics", DiagnosticArray, 10), ("/joint_states", JointState, 10),
+                                     ("/odom", Odometry, 10), ("/robot_description", String, LATCHED)]:
+            self.client.create_subscription(msg_type, topic, self._recorder(topic), qos)
+        self.factory = RclpyFactory()
+
+    def _recorder(self, topic):
+        return lambda msg: self.received.setdefault(topic, []).append(msg)
+
+    def spin_until(self, condition, timeout=20.0, each=None):
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            if each is not None:
+                each()
+            self.executor.spin_once(timeout_sec=0.02)
+        return condition()
+
+    def call(self, service):
+        client = self.client.create_client(Trigger, service)
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done)
+        return future.result()
+
+    def close(self):
+        self.node.destroy_node()
+        self.client.destroy_node()
 
 
 @pytest.fixture
@@ -27,44 +80,98 @@ def ros():
     rclpy.try_shutdown()
 
 
-def _spin_until(executor, condition, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    return condition()
-
-
-def test_node_round_trip_on_ros(ros):
-    from rclpy.executors import SingleThreadedExecutor
-    urdf = open(bundled_urdf_path()).read()
-    context_args = ["--ros-args", "-p", f"urdf_path:={bundled_urdf_path()}"]
-    rclpy.try_shutdown()
-    rclpy.init(args=context_args)
-    node = LinearizationNode()
-    client = rclpy.create_node("test_client")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    executor.add_node(client)
-    received = {}
-    client.create_subscription(Float64MultiArray, "/robot_linearization/A", lambda m: received.setdefault("A", m), 10)
-    js_pub = client.create_publisher(JointState, "/joint_states", 10)
-    odom_pub = client.create_publisher(Odometry, "/odom", 10)
-    factory = RclpyFactory()
-    model = rl.load_urdf(urdf)
+def test_linearization_node_round_trip(ros):
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
     rng = np.random.default_rng(0)
-    s, r = rng.normal(size=12), rng.normal(size=12)
-    now = node.get_clock().now().nanoseconds
-    odom_pub.publish(odometry_message(factory, now, "odom", "base_link", np.eye(4), np.zeros(6)))
-    js_pub.publish(joint_state_message(factory, now, model.joint_names, s, r))
-    assert _spin_until(executor, lambda: "A" in received)
-    A = matrix_from_message(received["A"])
-    expected = rl.linearize(model, rl.State(base_pose=np.eye(4), joint_positions=s, base_twist=np.zeros(6),
-                                            joint_velocities=r))
-    np.testing.assert_allclose(A, expected.A, rtol=1e-12, atol=1e-12)
-    cli = client.create_client(Trigger, "/robot_linearization/validate")
-    assert cli.wait_for_service(timeout_sec=5.0)
-    future = cli.call_async(Trigger.Request())
-    assert _spin_until(executor, future.done)
-    assert future.result().success and json.loads(future.result().message)["passed"]
+    s, r, tau = rng.normal(size=12), rng.normal(size=12), rng.normal(size=12)
+    H = se3_exp(rng.normal(size=6))
+    v = rng.normal(size=6)
+    sent = []
+
+    def publish_inputs():  # until discovery has matched the publishers, messages may be lost
+        now = graph.node.get_clock().now().nanoseconds
+        sent.append(now)
+        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, v))
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, r, tau))
+
+    assert graph.spin_until(lambda: f"{NS}/stamp" in graph.received, each=publish_inputs)
+    stamp = graph.received[f"{NS}/stamp"][0].stamp
+    assert stamp.sec * 1_000_000_000 + stamp.nanosec in sent
+    expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r))
+    graph.spin_until(lambda: all(graph.received.get(f"{NS}/{k}") for k in ("A", "B", "M_inv", "A_heatmap")))
+    for name in ("A", "B", "M_inv"):  # use_effort defaults to false: τ = 0
+        np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/{name}"][0]), getattr(expected, name),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)
+    image = graph.received[f"{NS}/A_heatmap"][0]
+    assert image.encoding == "rgb8" and len(image.data) == image.height * image.step > 0
+    assert graph.spin_until(lambda: f"{NS}/state_labels" in graph.received)
+    assert json.loads(graph.received[f"{NS}/state_labels"][0].data) == list(MODEL.state_labels)
+
+    answer = graph.call(f"{NS}/get_linearization")
+    body = json.loads(answer.message)
+    assert answer.success and body["stamp_ns"] in sent and np.array(body["A"]).shape == expected.A.shape
+    answer = graph.call(f"{NS}/validate")
+    assert answer.success and json.loads(answer.message)["passed"]
+
+    # a joint state missing names: no new output, a diagnostic that names them
+    graph.spin_until(lambda: False, timeout=0.5)  # outputs of the inputs still in flight
+    outputs = len(graph.received[f"{NS}/stamp"])
+    now = graph.node.get_clock().now().nanoseconds
+    js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names[1:], s[1:], r[1:]))
+
+    def names_missing_joint():
+        return any(MODEL.joint_names[0] in status.message and status.level == DiagnosticStatus.WARN
+                   for array in graph.received.get("/diagnostics", []) for status in array.status)
+    assert graph.spin_until(names_missing_joint, timeout=5.0)
+    assert len(graph.received[f"{NS}/stamp"]) == outputs
+    graph.close()
+
+
+def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("floating_base", value=False)]))
+    description = graph.client.create_publisher(String, "/robot_description", LATCHED)
+    description.publish(String(data=URDF))
+    assert graph.spin_until(lambda: graph.node.pipeline.model is not None)
+    assert graph.node.pipeline.model.n_joints == MODEL.n_joints and not graph.node.pipeline.model.floating_base
+    description.publish(String(data="<robot name='broken'><link name='a'/>"))
+    graph.spin_until(lambda: False, timeout=1.0)
+    assert graph.node.pipeline.model.name == MODEL.name
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    s = np.linspace(-1.0, 1.0, 12)
+
+    def publish_joint_state():  # fixed base: no odometry needed
+        now = graph.node.get_clock().now().nanoseconds
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, np.zeros(12)))
+    assert graph.spin_until(lambda: f"{NS}/A" in graph.received, each=publish_joint_state)
+    fixed = rl.load_urdf(URDF, floating_base=False)
+    expected = rl.linearize(fixed, rl.State(joint_positions=s, joint_velocities=np.zeros(12)))
+    np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/A"][0]), expected.A, rtol=1e-12, atol=1e-12)
+    graph.close()
+
+
+def test_read_only_parameters_and_bad_values(ros):
+    node = LinearizationNode(parameter_overrides=[Parameter("rate_hz", value=50)])  # an int for a double: accepted
+    assert not node.set_parameters([Parameter("rate_hz", value=10.0)])[0].successful  # read-only after start-up
     node.destroy_node()
-    client.destroy_node()
+    with pytest.raises(ValueError, match="pairing_tolerance"):
+        LinearizationNode(parameter_overrides=[Parameter("pairing_tolerance", value=-1.0)])
+
+
+def test_run_exits_1_naming_a_bad_parameter(capfd):
+    assert run(LinearizationNode, ["--ros-args", "-p", "gravity:=[0.0, 1.0]"]) == 1
+    assert "gravity" in capfd.readouterr().err
+
+
+def test_simulated_robot_publishes_description_joint_states_and_odometry(ros):
+    graph = Graph(SimulatedRobot(parameter_overrides=[Parameter("publish_rate", value=200)]))
+    assert graph.spin_until(lambda: all(graph.received.get(t) for t in ("/joint_states", "/odom",
+                                                                         "/robot_description")))
+    assert graph.received["/robot_description"][0].data == URDF
+    js, odom = graph.received["/joint_states"][-1], graph.received["/odom"][-1]
+    assert list(js.name) == list(MODEL.joint_names) and np.all(np.isfinite(js.position))
+    assert odom.child_frame_id == MODEL.body_names[0] and odom.header.frame_id == "odom"
+    q = odom.pose.pose.orientation
+    assert abs(np.linalg.norm([q.x, q.y, q.z, q.w]) - 1.0) < 1e-9
+    graph.close()

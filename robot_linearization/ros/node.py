@@ -57,8 +57,9 @@ def declare_parameters(node: Node, table: dict) -> dict:
 
 
 class LinearizationNode(Node):
-    def __init__(self):
-        super().__init__("robot_linearization")
+    def __init__(self, **node_options):
+        """node_options: rclpy.node.Node keywords (parameter_overrides, namespace …)."""
+        super().__init__("robot_linearization", **node_options)
         settings = node_settings(declare_parameters(self, PARAMETERS))
         self.factory = RclpyFactory()
         self.pipeline = LinearizationPipeline(settings.pipeline)
@@ -76,7 +77,10 @@ class LinearizationNode(Node):
         if settings.description:
             self._set_description(settings.description)
         else:
-            self.create_subscription(String, "robot_description", lambda m: self._set_description(m.data), LATCHED)
+            subscription = self.create_subscription(String, "robot_description",
+                                                    lambda m: self._set_description(m.data), LATCHED)
+            self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
+                                   f"{subscription.topic_name}")
         self.create_subscription(JointState, "joint_states", self._on_joint_state, qos_profile_sensor_data)
         self.create_subscription(Odometry, "odom", self._guard(self.pipeline.on_odometry), qos_profile_sensor_data)
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))

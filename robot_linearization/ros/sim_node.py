@@ -15,8 +15,9 @@ from .simulation import Simulation
 
 
 class SimulatedRobot(Node):
-    def __init__(self):
-        super().__init__("simulated_robot")
+    def __init__(self, **node_options):
+        """node_options: rclpy.node.Node keywords (parameter_overrides, namespace …)."""
+        super().__init__("simulated_robot", **node_options)
         settings = simulation_settings(declare_parameters(self, SIMULATION_PARAMETERS))
         self.description = open(settings.urdf_path or bundled_urdf_path()).read()
         self.model = load_urdf(self.description, floating_base=settings.floating_base)
