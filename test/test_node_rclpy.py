@@ -175,3 +175,23 @@ def test_simulated_robot_publishes_description_joint_states_and_odometry(ros):
     q = odom.pose.pose.orientation
     assert abs(np.linalg.norm([q.x, q.y, q.z, q.w]) - 1.0) < 1e-9
     graph.close()
+
+
+def test_rate_mode_linearizes_on_a_timer(ros):
+    graph = Graph(LinearizationNode(parameter_overrides=[
+        Parameter("urdf_path", value=bundled_urdf_path()), Parameter("floating_base", value=False),
+        Parameter("rate_hz", value=20), Parameter("publish_heatmaps", value=False)]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    published = []
+
+    def publish_fast():  # ≈ 50 Hz of joint states; the node answers at 20 Hz
+        now = graph.node.get_clock().now().nanoseconds
+        if not published or now - published[-1] > 20_000_000:
+            published.append(now)
+            js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, np.zeros(12), np.zeros(12)))
+    assert graph.spin_until(lambda: len(graph.received.get(f"{NS}/stamp", [])) >= 10, each=publish_fast)
+    stamps = [m.stamp.sec * 1_000_000_000 + m.stamp.nanosec for m in graph.received[f"{NS}/stamp"]]
+    assert len(published) > 1.5 * len(stamps)  # not one output per input
+    assert all(s in published for s in stamps) and stamps == sorted(set(stamps))
+    assert f"{NS}/A_heatmap" not in graph.received  # switched off
+    graph.close()
