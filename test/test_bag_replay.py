@@ -59,6 +59,29 @@ def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, stora
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage):
+    """Bags written by rosbag2 (Jazzy, test/data/README.md): the model comes from the
+    recorded /robot_description, every joint state is linearized with the odometry of
+    its own stamp, although that odometry is recorded just after it."""
+    recorded = Path(__file__).parent / "data" / f"jazzy_{storage}"
+    summary = replay(recorded, tmp_path / "out", progress=False, storage=storage)
+    inputs, outputs = read_bag(recorded), read_bag(tmp_path / "out")
+    assert summary.outputs == len(inputs["/joint_states"]) > 40 and not summary.problems
+    odometry = {stamp_ns(m.header.stamp): m for _, m in inputs["/odom"]}
+    stamps = [stamp_ns(m.stamp) for _, m in outputs["/robot_linearization/stamp"]]
+    for (_, js), A in zip(inputs["/joint_states"], outputs["/robot_linearization/A"]):
+        stamp = stamps.pop(0)
+        assert stamp == stamp_ns(js.header.stamp)
+        H, v = odometry_base_state(odometry[stamp], "base_link")
+        state = rl.State(base_pose=H, joint_positions=js.position, base_twist=v, joint_velocities=js.velocity)
+        np.testing.assert_allclose(matrix_from_message(A[1]), rl.linearize(MODEL, state).A, rtol=1e-12, atol=1e-12)
+
+
+def stamp_ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_written_bags_have_metadata_that_humble_can_parse(tmp_path, storage):
     """Humble's rosbag2 (metadata_io.cpp) reads offered_qos_profiles as a string for
     versions >= 4; from version 9 the field is a YAML list, which it rejects."""

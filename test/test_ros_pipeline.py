@@ -50,11 +50,11 @@ def test_paired_inputs_give_the_linearization_of_that_state(pipeline, rng):
     H, v, s, r = _state(rng)
     assert pipeline.on_odometry(odometry(10 * SEC, H, v))
     assert pipeline.on_joint_state(joint_state(10 * SEC + 5_000_000, s, r))
-    out = pipeline.step(10 * SEC + 6_000_000)
-    assert out is not None and out.stamp_ns == 10 * SEC + 5_000_000
+    (out,) = pipeline.step(10 * SEC + 6_000_000 + 20_000_000)  # the tolerance has passed: no better odometry
+    assert out.stamp_ns == 10 * SEC + 5_000_000
     expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r))
     np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
-    assert pipeline.step(10 * SEC + 7_000_000) is None  # nothing new: no duplicate output
+    assert pipeline.step(10 * SEC + 7_000_000) == []  # nothing new: no duplicate output
     level, _, message, values = pipeline.diagnostics(10 * SEC + 8_000_000)[0]
     assert level == OK and values["outputs"] == 1 and "compute_time_ms" in values
 
@@ -66,17 +66,46 @@ def test_effort_parameter_feeds_the_torques(rng):
     tau = rng.normal(size=12)
     p.on_odometry(odometry(SEC, H, v))
     p.on_joint_state(joint_state(SEC, s, r, effort=tau))
-    out = p.step(SEC)
+    (out,) = p.step(SEC)
     expected = rl.linearize(MODEL, out.state, tau)
     np.testing.assert_array_equal(out.joint_torques, tau)
     np.testing.assert_allclose(out.linearization.joint_accelerations, expected.joint_accelerations)
+
+
+def test_a_joint_state_waits_for_the_odometry_of_its_own_stamp(pipeline, rng):
+    """A robot publishes joint_states and odometry with the same stamp, one just
+    after the other: the older odometry (within tolerance) must not be taken."""
+    (H0, v0, s, r), (H1, v1, _, _) = _state(rng), _state(rng)
+    pipeline.on_odometry(odometry(SEC, H0, v0))
+    pipeline.on_joint_state(joint_state(SEC + 10_000_000, s, r))
+    assert pipeline.step(SEC + 10_100_000) == []  # 10 ms old odometry: wait for a closer one
+    pipeline.on_odometry(odometry(SEC + 10_000_000, H1, v1))
+    (out,) = pipeline.step(SEC + 10_200_000)
+    np.testing.assert_array_equal(out.state.base_pose, odometry_roundtrip(H1, v1)[0])
+    assert pipeline.diagnostics(SEC + 10_200_000)[0][0] == OK
+
+
+def test_a_newer_joint_state_completes_the_waiting_one_with_the_best_odometry(pipeline, rng):
+    """Odometry slower than joint states: each joint state is linearized (one joint
+    state late) with the nearest odometry within tolerance, none is skipped."""
+    H, v, s, r = _state(rng)
+    pipeline.on_odometry(odometry(SEC, H, v))
+    pipeline.on_joint_state(joint_state(SEC + 2_000_000, s, r))
+    assert pipeline.step(SEC + 2_100_000) == []
+    pipeline.on_joint_state(joint_state(SEC + 4_000_000, s, r))
+    (out,) = pipeline.step(SEC + 4_100_000)
+    assert out.stamp_ns == SEC + 2_000_000
+    np.testing.assert_array_equal(out.state.base_pose, odometry_roundtrip(H, v)[0])
+    pipeline.on_odometry(odometry(SEC + 20_000_000, H, v))
+    assert [o.stamp_ns for o in pipeline.step(SEC + 20_100_000)] == [SEC + 4_000_000]
 
 
 def test_no_odometry_within_tolerance_means_no_output_and_a_warning(pipeline, rng):
     H, v, s, r = _state(rng)
     pipeline.on_odometry(odometry(SEC, H, v))
     pipeline.on_joint_state(joint_state(SEC + 100_000_000, s, r))  # 0.1 s later, tolerance 0.02 s
-    assert pipeline.step(SEC + 100_000_000) is None
+    assert pipeline.step(SEC + 100_000_000) == []  # waits: a closer odometry may still come
+    assert pipeline.step(SEC + 130_000_000) == []  # it did not
     level, _, message, _ = pipeline.diagnostics(SEC + 100_000_000)[0]
     assert level == WARN and "no odometry within 0.02 s" in message
 
@@ -85,7 +114,7 @@ def test_stale_input_gives_no_output(pipeline, rng):
     H, v, s, r = _state(rng)
     pipeline.on_odometry(odometry(SEC, H, v))
     pipeline.on_joint_state(joint_state(SEC, s, r))
-    assert pipeline.step(SEC + 2 * SEC) is None
+    assert pipeline.step(SEC + 2 * SEC) == []
     assert "stale" in pipeline.last_problem
 
 
@@ -96,7 +125,7 @@ def test_out_of_order_messages_are_dropped_never_paired(pipeline, rng):
     assert "not newer" in pipeline.last_problem
     assert pipeline.on_odometry(odometry(5 * SEC, H, v))
     assert not pipeline.on_odometry(odometry(3 * SEC, se3_exp(np.ones(6)), v))
-    out = pipeline.step(5 * SEC)
+    (out,) = pipeline.step(5 * SEC)
     np.testing.assert_array_equal(out.state.joint_positions, s)
     np.testing.assert_array_equal(out.state.base_pose, odometry_roundtrip(H, v)[0])
 
@@ -120,7 +149,7 @@ def test_bad_joint_states_produce_a_diagnostic_and_no_matrix(pipeline, rng, make
     H, v, s, r = _state(rng)
     pipeline.on_odometry(odometry(SEC, H, v))
     assert not pipeline.on_joint_state(make_msg(s, r))
-    assert pipeline.step(SEC) is None
+    assert pipeline.step(SEC) == []
     level, _, text, values = pipeline.diagnostics(SEC)[0]
     assert level == WARN and message in text and values["outputs"] == 0
 
@@ -143,7 +172,7 @@ def test_slightly_non_unit_quaternion_is_normalised(pipeline, rng):
     msg.pose.pose.orientation.w = 1.003
     assert pipeline.on_odometry(msg)
     pipeline.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12)))
-    out = pipeline.step(SEC)
+    (out,) = pipeline.step(SEC)
     np.testing.assert_allclose(out.state.base_pose, np.eye(4))
 
 
@@ -166,12 +195,14 @@ def test_burst_of_ten_thousand_messages_keeps_memory_flat(pipeline, rng):
         pipeline.on_joint_state(js)
     grown, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert grown - base < 200_000  # bytes: the buffers are bounded (latest joint state, 64 odometry)
-    out = pipeline.step(10_000 * 1_000_000)
+    assert grown - base < 200_000  # bytes: the buffers are bounded (8 joint states, 64 odometry)
+    (out,) = pipeline.step(10_000 * 1_000_000, newest_only=True)
     assert out.stamp_ns == 10_000 * 1_000_000  # the newest one is used
 
 
 def test_services_before_any_state_answer_cleanly(pipeline):
+    level, _, message, _ = pipeline.diagnostics(SEC)[0]
+    assert level == WARN and "waiting for joint_states and odometry" in message
     ok, text = pipeline.validate_latest()
     assert not ok and "no linearization yet" in json.loads(text)["summary"]
     ok, text = pipeline.latest_json()
@@ -182,7 +213,7 @@ def test_validate_and_get_linearization_services(pipeline, rng):
     H, v, s, r = _state(rng)
     pipeline.on_odometry(odometry(SEC, H, v))
     pipeline.on_joint_state(joint_state(SEC, s, r))
-    out = pipeline.step(SEC)
+    (out,) = pipeline.step(SEC)
     ok, text = pipeline.validate_latest()
     result = json.loads(text)
     assert ok and result["passed"] and result["max_rel"] < 1e-6 and "A[rdot,s]" in result["blocks"]
@@ -237,7 +268,7 @@ def test_fixed_base_robot_needs_no_odometry(rng):
     assert p.set_description(example_robot_path("ur5")) is None
     names = p.model.joint_names
     p.on_joint_state(joint_state(SEC, rng.normal(size=6), rng.normal(size=6), names=names))
-    out = p.step(SEC)
+    (out,) = p.step(SEC)
     assert out.linearization.A.shape == (12, 12) and out.state.base_pose is None
 
 
@@ -249,4 +280,4 @@ def test_a_singular_state_never_publishes_nan():
     p.set_description(URDF)
     p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6)))
     assert not p.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12), effort=np.full(12, np.nan)))
-    assert p.step(SEC) is None and p.latest is None
+    assert p.step(SEC) == [] and p.latest is None

@@ -69,7 +69,8 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
            config: PipelineConfig | None = None, heatmaps: bool = True, storage: str = "mcap",
            namespace: str = DEFAULT_NAMESPACE, progress: bool = True) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
-    to OUT_BAG, stamped with the log time of the joint state that produced them.
+    to OUT_BAG, at the log time of the message that completed them (the joint
+    state, or the odometry it waited for; see LinearizationPipeline.step).
 
     urdf: XML or path; without it the bag's ``description_topic`` is used (a new
     description there rebuilds the model, as in the node).
@@ -79,11 +80,12 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     factory = RosbagsFactory()
     typestore = factory.typestore
     pipeline = LinearizationPipeline(config or PipelineConfig())
+    summary = ReplaySummary()
+    pipeline.on_problem = summary.count
     if urdf is not None:
         error = pipeline.set_description(urdf)
         if error:
             raise ValueError(error)
-    summary = ReplaySummary()
     with AnyReader([Path(in_bag)], default_typestore=typestore) as reader:
         wanted = {joint_states_topic, odom_topic} | ({description_topic} if urdf is None else set())
         connections = [c for c in reader.connections if c.topic in wanted]
@@ -104,35 +106,35 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
             def write(conn, t, msg):
                 writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
 
+            def emit(t, now):
+                nonlocal labels_model
+                for out in pipeline.step(now):
+                    if labels_model is not pipeline.model:
+                        labels_model = pipeline.model
+                        write(labels_conn, t, string_message(factory, json.dumps(list(labels_model.state_labels))))
+                    for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
+                        write(outs[name], t, message)
+                    summary.outputs += 1
+                    summary.compute_times.append(out.compute_time)
+                    summary.last_output = out
+
             for conn, t, raw in reader.messages(connections=connections):
                 summary.messages_read += 1
                 msg = reader.deserialize(raw, conn.msgtype)
                 if conn.topic == description_topic:
-                    if pipeline.set_description(msg.data):
-                        summary.count(pipeline.last_problem)
+                    pipeline.set_description(msg.data)
                 elif conn.topic == odom_topic:
-                    if not pipeline.on_odometry(msg):
-                        summary.count(pipeline.last_problem)
-                elif not pipeline.on_joint_state(msg):
-                    summary.count(pipeline.last_problem)
+                    pipeline.on_odometry(msg)
                 else:
-                    out = pipeline.step(t)
-                    if out is None:
-                        summary.count(pipeline.last_problem)
-                    else:
-                        if labels_model is not pipeline.model:
-                            labels_model = pipeline.model
-                            write(labels_conn, t, string_message(factory, json.dumps(list(labels_model.state_labels))))
-                        for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
-                            write(outs[name], t, message)
-                        summary.outputs += 1
-                        summary.compute_times.append(out.compute_time)
-                        summary.last_output = out
+                    pipeline.on_joint_state(msg)
+                emit(t, t)
                 if next_diagnostics is None or t >= next_diagnostics:
                     next_diagnostics = t + DIAGNOSTICS_PERIOD_NS
                     write(diagnostics_conn, t, diagnostic_array_message(factory, pipeline.diagnostics(t), t))
                 if progress:
                     _progress(summary.messages_read, total, tick)
+            if summary.messages_read:  # the last joint state may still wait for odometry that never comes
+                emit(t, t + int(pipeline.config.pairing_tolerance * 1e9) + 1)
         finally:
             writer.close()
     summary.pipeline = pipeline

@@ -81,12 +81,13 @@ class LinearizationNode(Node):
                                                     lambda m: self._set_description(m.data), LATCHED)
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos_profile_sensor_data)
-        self.create_subscription(Odometry, "odom", self._guard(self.pipeline.on_odometry), qos_profile_sensor_data)
+        self.create_subscription(JointState, "joint_states", self._input(self.pipeline.on_joint_state),
+                                 qos_profile_sensor_data)
+        self.create_subscription(Odometry, "odom", self._input(self.pipeline.on_odometry), qos_profile_sensor_data)
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
         self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
-        self.on_joint_state_step = settings.rate_hz == 0.0
-        if not self.on_joint_state_step:
+        self.on_input_step = settings.rate_hz == 0.0
+        if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
 
@@ -114,19 +115,24 @@ class LinearizationNode(Node):
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
                                f"{'floating' if model.floating_base else 'fixed'} base")
 
-    def _on_joint_state(self, msg) -> None:
-        self._guard(self.pipeline.on_joint_state)(msg)
-        if self.on_joint_state_step:
-            self._step()
+    def _input(self, handler):
+        """Subscription callback: hand the message to the pipeline, then (without
+        rate_hz) publish whatever it has made ready — a joint state waiting for
+        its odometry is completed by the odometry callback."""
+        guarded = self._guard(handler)
+
+        def on_message(msg):
+            guarded(msg)
+            if self.on_input_step:
+                self._step()
+        return on_message
 
     def _step(self) -> None:
         try:
-            out = self.pipeline.step(self._now())
-            if out is None:
-                return
-            for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
-                                                 self.heatmaps).items():
-                self.out[name].publish(message)
+            for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
+                for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
+                                                     self.heatmaps).items():
+                    self.out[name].publish(message)
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"linearization cycle failed: {e!r}")
 

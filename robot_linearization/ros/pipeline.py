@@ -23,6 +23,7 @@ from .messages import InputError, joint_state_arrays, odometry_base_state, stamp
 
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
+JOINT_STATE_QUEUE = 8  # joint states waiting for their odometry (bounded likewise)
 
 
 @dataclass
@@ -61,11 +62,12 @@ class LinearizationPipeline:
         self.config = config or PipelineConfig()
         self.model: Model | None = None
         self.model_error = "no robot description received yet"
-        self._joint_state = None  # (stamp_ns, positions, velocities, efforts)
+        # joint states not linearized yet: (stamp_ns, positions, velocities, efforts), oldest first
+        self._joint_states: collections.deque = collections.deque(maxlen=JOINT_STATE_QUEUE)
         self._odometry: collections.deque = collections.deque(maxlen=ODOMETRY_BUFFER)  # (stamp_ns, H, v)
         self._last_joint_stamp = None
         self._last_odometry_stamp = None
-        self._last_output_stamp = None
+        self.on_problem = None  # optional callable(reason): told of every rejected input (bag replay's summary)
         self.latest: Output | None = None
         self.last_problem: str | None = None
         self.last_validation: dict | None = None
@@ -83,7 +85,7 @@ class LinearizationPipeline:
             error = f"robot description rejected: {e}"
             if self.model is None:
                 self.model_error = error
-            self.last_problem = error + (f"; keeping model '{self.model.name}'" if self.model else "")
+            self._reject(error + (f"; keeping model '{self.model.name}'" if self.model else ""), "description")
             return error
         self.set_model(model)
         return None
@@ -94,7 +96,8 @@ class LinearizationPipeline:
         linearize(model, State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.zeros(n),
                                base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n)))
         self.model, self.model_error = model, ""
-        self._joint_state, self.latest, self._last_output_stamp = None, None, None
+        self.latest = None
+        self._joint_states.clear()
         self._odometry.clear()
 
     @property
@@ -105,6 +108,8 @@ class LinearizationPipeline:
     def _reject(self, reason: str, kind: str) -> bool:
         self.last_problem = reason
         self._counters.rejected[kind] += 1
+        if self.on_problem is not None:
+            self.on_problem(reason)
         return False
 
     def on_joint_state(self, msg) -> bool:
@@ -122,7 +127,7 @@ class LinearizationPipeline:
         except InputError as e:
             return self._reject(str(e), "joint_states")
         self._last_joint_stamp = stamp
-        self._joint_state = (stamp, positions, velocities, efforts)
+        self._joint_states.append((stamp, positions, velocities, efforts))  # full: the oldest goes (rate_hz)
         return True
 
     def on_odometry(self, msg) -> bool:
@@ -142,26 +147,45 @@ class LinearizationPipeline:
         return True
 
     # ---- the cycle -------------------------------------------------------
-    def step(self, now_ns: int) -> Output | None:
-        """Linearize the newest usable input; None (with ``last_problem`` set) when
-        there is nothing new, the input is stale, or no odometry pairs with it."""
-        if self.model is None:
-            self.last_problem = self.model_error
-            return None
-        if self._joint_state is None:
-            self.last_problem = self.last_problem or "waiting for joint_states"
-            return None
-        stamp, positions, velocities, efforts = self._joint_state
-        if stamp == self._last_output_stamp:
-            return None  # nothing new: not a problem
+    def step(self, now_ns: int, newest_only: bool = False) -> list[Output]:
+        """Linearize the joint states that are ready; their outputs, oldest first.
+
+        A joint state is ready when its odometry can no longer improve: the
+        odometry stream has reached its stamp, a newer joint state has arrived,
+        or pairing_tolerance has passed (node clock); a fixed base needs no
+        odometry.  It is then paired with the nearest odometry within
+        pairing_tolerance, or rejected with a diagnostic — never linearized with
+        a base state further away than that.  newest_only (the rate_hz timer):
+        only the newest ready joint state; older ones are skipped.
+        """
+        if self.model is None:  # (no joint state is queued without a model)
+            return []
+        ready = len(self._joint_states)
+        if ready and not self._newest_is_ready(now_ns):
+            ready -= 1
+        batch = [self._joint_states.popleft() for _ in range(ready)]
+        if newest_only:
+            batch = batch[-1:]
+        outputs = (self._linearize(joint_state, now_ns) for joint_state in batch)
+        return [out for out in outputs if out is not None]
+
+    def _newest_is_ready(self, now_ns: int) -> bool:
+        stamp = self._joint_states[-1][0]
+        return (not self.model.floating_base
+                or (self._last_odometry_stamp is not None and self._last_odometry_stamp >= stamp)
+                or now_ns - stamp > int(self.config.pairing_tolerance * 1e9))
+
+    def _linearize(self, joint_state, now_ns: int) -> Output | None:
+        """One joint state's output, or None after rejecting it with the reason."""
+        stamp, positions, velocities, efforts = joint_state
         max_age = int(self.config.max_input_age * 1e9)
         if now_ns - stamp > max_age:
-            return self._fail(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
+            return self._drop(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
                               f"(max_input_age {self.config.max_input_age} s)", "stale")
         if self.model.floating_base:
             paired = self._pair_odometry(stamp)
-            if paired is None:
-                return self._fail(self.last_problem, "unpaired")
+            if isinstance(paired, str):
+                return self._drop(paired, "unpaired")
             H, twist = paired
             state = State(base_pose=H, joint_positions=positions, base_twist=twist, joint_velocities=velocities)
         else:
@@ -171,32 +195,29 @@ class LinearizationPipeline:
         try:
             lin = linearize(self.model, state, torques)
         except ValueError as e:
-            return self._fail(f"cannot linearize: {e}", "invalid_state")
+            return self._drop(f"cannot linearize: {e}", "invalid_state")
         compute_time = time.perf_counter() - start
         if not (np.isfinite(lin.A).all() and np.isfinite(lin.B).all() and np.isfinite(lin.M_inv).all()):
-            return self._fail("the linearization is not finite at this state (singular mass matrix?)", "not_finite")
-        self._last_output_stamp = stamp
+            return self._drop("the linearization is not finite at this state (singular mass matrix?)", "not_finite")
         self.latest = Output(stamp, state, torques, lin, compute_time)
         self._counters.outputs += 1
         self._output_times.append(now_ns)
         self.last_problem = None
         return self.latest
 
-    def _fail(self, reason: str, kind: str):
-        self._last_output_stamp = self._joint_state[0] if self._joint_state else None
+    def _drop(self, reason: str, kind: str) -> None:
         self._reject(reason, kind)
         return None
 
     def _pair_odometry(self, stamp: int):
+        """(H, twist) of the odometry nearest to ``stamp``, or the reason there is none."""
         if not self._odometry:
-            self.last_problem = "waiting for odometry"
-            return None
+            return "no odometry received yet"
         best = min(self._odometry, key=lambda item: abs(item[0] - stamp))
         gap = abs(best[0] - stamp) * 1e-9
         if gap > self.config.pairing_tolerance:
-            self.last_problem = (f"no odometry within {self.config.pairing_tolerance} s of the joint state "
-                                 f"(nearest {gap:.3f} s away)")
-            return None
+            return (f"no odometry within {self.config.pairing_tolerance} s of the joint state "
+                    f"(nearest {gap:.3f} s away)")
         return best[1], best[2]
 
     # ---- services and diagnostics ----------------------------------------
@@ -257,6 +278,9 @@ class LinearizationPipeline:
             values["last_validation"] = self.last_validation["summary"]
         if self.model is None:
             level, message = ERROR, self.model_error
+        elif self.latest is None and not self.last_problem:
+            level, message = WARN, "no linearization yet: waiting for " + (
+                "joint_states and odometry" if self.model.floating_base else "joint_states")
         elif self.last_validation is not None and not self.last_validation["passed"]:
             level, message = ERROR, self.last_validation["summary"]
         elif self.last_problem:
