@@ -3,7 +3,6 @@ odometry through exactly the node's pipeline and record its outputs."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .messages import (OUTPUT_TYPES, RosbagsFactory, diagnostic_array_message, joint_state_message,
-                       odometry_message, output_messages, string_message)
+                       odometry_message, output_messages, state_labels_message, string_message)
 from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
@@ -111,7 +110,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                 for out in pipeline.step(now):
                     if labels_model is not pipeline.model:
                         labels_model = pipeline.model
-                        write(labels_conn, t, string_message(factory, json.dumps(list(labels_model.state_labels))))
+                        write(labels_conn, t, state_labels_message(factory, labels_model))
                     for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
                         write(outs[name], t, message)
                     summary.outputs += 1

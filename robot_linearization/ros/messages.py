@@ -10,6 +10,8 @@ layout.dim = [('rows', R, R·C), ('cols', C, C)], data_offset = 0.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from .images import heatmap_rgb
@@ -96,7 +98,8 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool):
         values = fields[field][order] if len(order) else np.zeros(0)
         bad = ~np.isfinite(values)
         if bad.any():
-            raise InputError(f"joint_states {field} of {[joint_names[i] for i in np.flatnonzero(bad)][:5]} is NaN or inf")
+            names = [joint_names[i] for i in np.flatnonzero(bad)][:5]
+            raise InputError(f"joint_states {field} of {names} is NaN or inf")
         out.append(values)
     return tuple(out)
 
@@ -224,6 +227,11 @@ def diagnostic_array_message(factory: MessageFactory, statuses, ns: int):
 
 def string_message(factory: MessageFactory, text: str):
     return factory.make("std_msgs/msg/String", data=text)
+
+
+def state_labels_message(factory: MessageFactory, model):
+    """~/state_labels: std_msgs/String holding the JSON list that names A's rows and columns."""
+    return string_message(factory, json.dumps(list(model.state_labels)))
 
 
 # ---- one cycle's output, as the node publishes it and the replay records it ----

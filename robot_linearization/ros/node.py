@@ -17,7 +17,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from .messages import MessageFactory, OUTPUT_TYPES, diagnostic_array_message, output_messages, string_message
+from .messages import MessageFactory, OUTPUT_TYPES, diagnostic_array_message, output_messages, state_labels_message
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
 
@@ -78,7 +78,7 @@ class LinearizationNode(Node):
             self._set_description(settings.description)
         else:
             subscription = self.create_subscription(String, "robot_description",
-                                                    lambda m: self._set_description(m.data), LATCHED)
+                                                    self._guard(lambda m: self._set_description(m.data)), LATCHED)
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
         self.create_subscription(JointState, "joint_states", self._input(self.pipeline.on_joint_state),
@@ -108,10 +108,8 @@ class LinearizationNode(Node):
         if error:
             self.get_logger().error(error)
             return
-        import json
-
         model = self.pipeline.model
-        self.labels_pub.publish(string_message(self.factory, json.dumps(list(model.state_labels))))
+        self.labels_pub.publish(state_labels_message(self.factory, model))
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
                                f"{'floating' if model.floating_base else 'fixed'} base")
 

@@ -25,8 +25,10 @@ class Simulation:
         self.phase = rng.uniform(0, 2 * np.pi, n)
         self.gains, self.amplitude = gains, amplitude
         self.time = 0.0
-        self.state = self.initial_state = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=self.posture.copy(),
-                           base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
+        floating = model.floating_base
+        self.state = self.initial_state = State(
+            base_pose=np.eye(4) if floating else None, joint_positions=self.posture.copy(),
+            base_twist=np.zeros(6) if floating else None, joint_velocities=np.zeros(n))
 
     def torques(self) -> np.ndarray:
         kp, kd = self.gains
