@@ -151,6 +151,12 @@ def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
     graph.close()
 
 
+def test_model_from_the_robot_description_parameter(ros):
+    node = LinearizationNode(parameter_overrides=[Parameter("robot_description", value=URDF)])
+    assert node.pipeline.model is not None and node.pipeline.model.joint_names == MODEL.joint_names
+    node.destroy_node()
+
+
 def test_read_only_parameters_and_bad_values(ros):
     node = LinearizationNode(parameter_overrides=[Parameter("rate_hz", value=50)])  # an int for a double: accepted
     assert not node.set_parameters([Parameter("rate_hz", value=10.0)])[0].successful  # read-only after start-up

@@ -13,6 +13,7 @@ from robot_linearization.ros.parameters import PARAMETERS
 ROOT = Path(__file__).resolve().parent.parent
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_srvs",
                 "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros", "ament_index_python"}
+TEST_ROS_PACKAGES = {"launch_testing", "rosbag2_py", "rosidl_runtime_py"}
 
 
 def _source_tree():
@@ -21,16 +22,36 @@ def _source_tree():
     return ROOT
 
 
-def test_every_ros_package_imported_is_an_exec_depend():
-    root = _source_tree()
-    depends = {e.text for e in ET.parse(root / "package.xml").getroot().iter("exec_depend")}
+def _imported_packages(paths) -> set:
     imported = set()
-    for path in list((root / "robot_linearization").rglob("*.py")) + list((root / "launch").glob("*.py")):
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 imported.add(node.module.split(".")[0])
+            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip"
+                  and isinstance(node.args[0], ast.Constant)):
+                imported.add(node.args[0].value.split(".")[0])
+    return imported
+
+
+def _depends(kind: str) -> set:
+    return {e.text for e in ET.parse(_source_tree() / "package.xml").getroot().iter(kind)}
+
+
+def test_every_ros_package_the_tests_import_is_a_depend():
+    imported = _imported_packages((_source_tree() / "test").glob("*.py"))
+    ros_imports = imported & (ROS_PACKAGES | TEST_ROS_PACKAGES)
+    assert {"rclpy", "launch_testing", "rosbag2_py"} <= ros_imports
+    assert ros_imports <= _depends("exec_depend") | _depends("test_depend"), ros_imports
+
+
+def test_every_ros_package_imported_is_an_exec_depend():
+    root = _source_tree()
+    depends = _depends("exec_depend")
+    sources = list((root / "robot_linearization").rglob("*.py")) + list((root / "launch").glob("*.py"))
+    imported = _imported_packages(sources)
     ros_imports = imported & ROS_PACKAGES
     assert ros_imports and ros_imports <= depends, ros_imports - depends
     # messages built by name (messages.py) need their packages too
