@@ -6,6 +6,7 @@ import pytest
 
 from robot_linearization.ros.parameters import (PARAMETERS, SIMULATION_PARAMETERS, node_settings,
                                                 simulation_settings)
+from robot_linearization.ros.pipeline import PipelineConfig
 
 
 def test_defaults_give_the_documented_configuration():
@@ -14,6 +15,11 @@ def test_defaults_give_the_documented_configuration():
     assert settings.pipeline.floating_base and not settings.pipeline.use_effort
     assert settings.rate_hz == 0.0 and settings.publish_heatmaps and settings.description == ""
     assert node_settings({name: default for name, (default, _) in PARAMETERS.items()}) == settings
+
+
+def test_node_defaults_equal_the_offline_pipeline_defaults():
+    """PARAMETERS (node, yaml) and PipelineConfig (replay, demo) state the same defaults."""
+    assert node_settings({}).pipeline == PipelineConfig()
 
 
 def test_ros_typed_values_are_converted():
