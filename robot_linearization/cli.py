@@ -18,6 +18,39 @@ from .validation import validate
 VALIDATION_TOLERANCE = 1e-6
 
 
+DEMO_MARKER = ".robot_linearization_demo"
+"""Written into every demo output directory: what the demo may replace on its next run."""
+DEMO_OUTPUTS = ("input_bag", "output_bag", "heatmap_A_B.png", DEMO_MARKER)
+
+
+def prepare_demo_directory(path: str) -> str | None:
+    """Make ``path`` ready for the demo's outputs; the reason it cannot be, or None.
+
+    The demo writes only into a directory that is new, empty, or a previous demo
+    output (it holds DEMO_MARKER); there it replaces only its own outputs
+    (DEMO_OUTPUTS) and leaves every other file alone.  Anything else is refused:
+    the user's data is never deleted.
+    """
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"--output-dir {path} exists and is not a directory"
+    if os.path.isdir(path):
+        entries = os.listdir(path)
+        if entries and DEMO_MARKER not in entries:
+            return (f"--output-dir {path} is not empty and is not a previous demo output: refusing to write into it "
+                    "(choose a new or empty directory)")
+        for name in DEMO_OUTPUTS:
+            target = os.path.join(path, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            elif os.path.lexists(target):
+                os.remove(target)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, DEMO_MARKER), "w") as f:
+        f.write("robot-linearization demo output: the next demo run with this --output-dir replaces "
+                + ", ".join(DEMO_OUTPUTS[:-1]) + " here and nothing else.\n")
+    return None
+
+
 def demo(args: argparse.Namespace) -> int:
     """Simulate the bundled robot, record a bag, replay it through the node's
     pipeline (linearizing every step), validate a sample, draw A and B."""
@@ -34,9 +67,10 @@ def demo(args: argparse.Namespace) -> int:
         return 2
     description = open(path).read()
     out_dir = args.output_dir
-    if os.path.exists(out_dir):
-        shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
+    problem = prepare_demo_directory(out_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     kind = "floating" if model.floating_base else "fixed"
     print(f"robot: {model.name} ({kind} base, {model.n_joints} joints) from {path}")
 

@@ -148,3 +148,56 @@ def test_cli_demo_writes_bags_png_and_passes(tmp_path, capsys):
     png = (out / "heatmap_A_B.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
     assert len(read_bag(out / "output_bag")["/robot_linearization/A"]) == 100
+
+
+DEMO_QUICK = ["demo", "--duration", "0.05", "--samples", "1", "--repeat", "2"]
+
+
+def test_demo_refuses_a_directory_it_did_not_create_and_deletes_nothing(tmp_path, capsys):
+    users = tmp_path / "my_project"
+    users.mkdir()
+    (users / "notes.txt").write_text("three weeks of lab notes")
+    (users / "input_bag").mkdir()  # even a name the demo uses is the user's here
+    assert main(DEMO_QUICK + ["--output-dir", str(users)]) == 2
+    assert "is not empty and is not a previous demo output" in capsys.readouterr().err
+    assert (users / "notes.txt").read_text() == "three weeks of lab notes"
+    assert sorted(p.name for p in users.iterdir()) == ["input_bag", "notes.txt"]
+    a_file = tmp_path / "results.csv"
+    a_file.write_text("1,2,3")
+    assert main(DEMO_QUICK + ["--output-dir", str(a_file)]) == 2
+    assert a_file.read_text() == "1,2,3"
+
+
+def test_demo_rerun_replaces_only_its_own_outputs(tmp_path):
+    out = tmp_path / "demo"
+    assert main(DEMO_QUICK + ["--output-dir", str(out)]) == 0
+    first = (out / "output_bag" / "metadata.yaml").stat().st_mtime_ns
+    (out / "my_plot.py").write_text("print('mine')")
+    assert main(DEMO_QUICK + ["--output-dir", str(out)]) == 0
+    assert (out / "my_plot.py").read_text() == "print('mine')"
+    assert (out / "output_bag" / "metadata.yaml").stat().st_mtime_ns != first  # a new bag
+    assert {"input_bag", "output_bag", "heatmap_A_B.png", "my_plot.py"} <= {p.name for p in out.iterdir()}
+
+
+def test_an_interrupted_replay_leaves_no_half_written_bag(tmp_path, monkeypatch):
+    """Ctrl-C (or an error) in the middle of a replay removes the bag it was writing,
+    so the re-run is not refused because of it; the input bag is untouched."""
+    from robot_linearization.ros import pipeline as pipeline_module
+
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=2), URDF, 0.2)
+    real_step, calls = pipeline_module.LinearizationPipeline.step, []
+
+    def interrupted(self, now_ns, newest_only=False):
+        calls.append(now_ns)
+        if len(calls) == 15:
+            raise KeyboardInterrupt
+        return real_step(self, now_ns, newest_only)
+
+    monkeypatch.setattr(pipeline_module.LinearizationPipeline, "step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        replay(tmp_path / "in", tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(pipeline_module.LinearizationPipeline, "step", real_step)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    assert len(read_bag(tmp_path / "out")["/robot_linearization/A"]) == 20
+    assert len(read_bag(tmp_path / "in")["/joint_states"]) == 20

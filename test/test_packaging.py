@@ -61,6 +61,16 @@ def test_every_ros_package_imported_is_an_exec_depend():
         assert python_dep in depends
 
 
+def test_every_package_a_launch_file_starts_is_an_exec_depend():
+    launched = set()
+    for path in (_source_tree() / "launch").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.keyword) and node.arg == "package" and isinstance(node.value, ast.Constant):
+                launched.add(node.value.value)
+    assert {"robot_state_publisher", "joint_state_publisher", "robot_linearization"} <= launched
+    assert launched - {"robot_linearization"} <= _depends("exec_depend")
+
+
 def test_package_xml_is_format_3_ament_python():
     root = ET.parse(_source_tree() / "package.xml").getroot()
     assert root.get("format") == "3" and root.find("name").text == "robot_linearization"
@@ -70,7 +80,8 @@ def test_package_xml_is_format_3_ament_python():
 def test_installed_files_exist_and_launch_files_compile(tmp_path):
     root = _source_tree()
     for path in ["resource/robot_linearization", "config/linearization.yaml", "launch/linearization.launch.py",
-                 "launch/demo.launch.py", "robot_linearization/robots/rl_quadruped.urdf"]:
+                 "launch/demo.launch.py",
+                 "launch/robot_stack.launch.py", "robot_linearization/robots/rl_quadruped.urdf"]:
         assert (root / path).exists(), path
     for launch_file in (root / "launch").glob("*.py"):
         py_compile.compile(str(launch_file), cfile=str(tmp_path / "x.pyc"), doraise=True)

@@ -98,7 +98,8 @@ def _joint_state(names, pos, vel, eff=()):
 
 def test_joint_state_is_mapped_by_name_and_extra_joints_ignored():
     msg = _joint_state(["c", "x", "a", "b"], [3, 9, 1, 2], [30, 90, 10, 20], [300, 900, 100, 200])
-    s, r, tau = joint_state_arrays(msg, NAMES, need_effort=True)
+    s, r, tau, assumed = joint_state_arrays(msg, NAMES, need_effort=True)
+    assert assumed == ()
     np.testing.assert_array_equal(s, [1, 2, 3])
     np.testing.assert_array_equal(r, [10, 20, 30])
     np.testing.assert_array_equal(tau, [100, 200, 300])
@@ -109,14 +110,33 @@ def test_joint_state_is_mapped_by_name_and_extra_joints_ignored():
     (["a", "b"], [1, 2], [1, 2], [], False, r"lacks joints \['c'\]"),
     (["a", "b", "c", "a"], [1, 2, 3, 4], [1, 2, 3, 4], [], False, r"more than once: \['a'\]"),
     (NAMES, [1, 2], [1, 2, 3], [], False, "3 names but 2 position"),
-    (NAMES, [1, 2, 3], [], [], False, "3 names but 0 velocity"),
-    (NAMES, [1, 2, 3], [1, 2, 3], [], True, "3 names but 0 effort"),
+    (NAMES, [1, 2, 3], [1, 2], [], False, "3 names but 2 velocity"),
+    (NAMES, [1, 2, 3], [1, 2, 3], [1], True, "3 names but 1 effort"),
+    (NAMES, [1, 2, 3], [1, 2, 3], [1], False, "3 names but 1 effort"),
+    (NAMES, [], [], [], False, "3 names but 0 position"),
     (NAMES, [1, np.nan, 3], [1, 2, 3], [], False, r"position of \['b'\] is NaN"),
     (NAMES, [1, 2, 3], [1, 2, -np.inf], [], False, r"velocity of \['c'\] is NaN or inf"),
 ])
 def test_bad_joint_state_is_rejected_naming_the_problem(names, pos, vel, eff, need_effort, message):
     with pytest.raises(InputError, match=message):
         joint_state_arrays(_joint_state(names, pos, vel, eff), NAMES, need_effort=need_effort)
+
+
+@pytest.mark.parametrize("use_effort", [False, True])
+def test_empty_velocity_and_effort_arrays_mean_not_measured(use_effort):
+    """sensor_msgs/JointState allows empty arrays; stock joint_state_publisher sends
+    velocity and effort empty: zeros, and the assumption named, not a rejection."""
+    msg = _joint_state(["c", "a", "b"], [3, 1, 2], [], [])
+    assert len(msg.velocity) == 0 and len(msg.effort) == 0  # as they arrive through CDR
+    s, r, tau, assumed = joint_state_arrays(msg, NAMES, need_effort=use_effort)
+    np.testing.assert_array_equal(s, [1, 2, 3])
+    np.testing.assert_array_equal(r, np.zeros(3))
+    assert "no velocities: linearizing at zero joint velocity" in assumed[0]
+    if use_effort:
+        np.testing.assert_array_equal(tau, np.zeros(3))
+        assert len(assumed) == 2 and "no efforts: linearizing at zero joint torques" in assumed[1]
+    else:
+        assert tau is None and len(assumed) == 1
 
 
 def test_heatmap_image_and_diagnostics_serialize(rng):

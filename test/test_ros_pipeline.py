@@ -281,3 +281,39 @@ def test_a_singular_state_never_publishes_nan():
     p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6)))
     assert not p.on_joint_state(joint_state(SEC, np.zeros(12), np.zeros(12), effort=np.full(12, np.nan)))
     assert p.step(SEC) == [] and p.latest is None
+
+
+@pytest.mark.parametrize("use_effort", [False, True])
+def test_stock_joint_state_publisher_messages_are_linearized_at_zero_velocity(rng, use_effort):
+    """joint_state_publisher (stock ROS 2 robot stack) publishes velocity and effort
+    empty: a fixed-base ur5 is linearized at zero joint velocity (and zero torque),
+    the assumption is told once and shown in the diagnostics, nothing is rejected."""
+    p = LinearizationPipeline(PipelineConfig(floating_base=False, use_effort=use_effort))
+    assert p.set_description(example_robot_path("ur5")) is None
+    notices = []
+    p.on_notice = notices.append
+    names = list(p.model.joint_names)
+    for k in range(3):
+        s = rng.uniform(-1, 1, len(names))
+        # in another order, with a joint the model does not have, as a driver may send
+        assert p.on_joint_state(joint_state((k + 1) * SEC, np.r_[s[::-1], 9.0], [], names=names[::-1] + ["extra"]))
+        (out,) = p.step((k + 1) * SEC)
+        expected = rl.linearize(p.model, rl.State(joint_positions=s,
+                                                  joint_velocities=np.zeros(len(names))))
+        np.testing.assert_array_equal(out.state.joint_velocities, np.zeros(len(names)))
+        np.testing.assert_array_equal(out.joint_torques, np.zeros(len(names)))
+        np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
+    assert len(notices) == (2 if use_effort else 1) and "zero joint velocity" in notices[0]
+    level, _, message, values = p.diagnostics(3 * SEC)[0]
+    assert level == OK and "zero joint velocity" in message and "zero joint velocity" in values["assumed"]
+    assert values["outputs"] == 3 and not any(k.startswith("rejected") for k in values)
+    # a robot that does send velocities: used, and the assumption is no longer shown
+    r = rng.normal(size=len(names))
+    assert p.on_joint_state(joint_state(4 * SEC, np.zeros(len(names)), r, names=names,
+                                        effort=np.zeros(len(names))))
+    (out,) = p.step(4 * SEC)
+    np.testing.assert_array_equal(out.state.joint_velocities, r)
+    assert "assumed" not in p.diagnostics(4 * SEC)[0][3]
+    # a non-empty array of the wrong length is still rejected
+    assert not p.on_joint_state(joint_state(5 * SEC, np.zeros(len(names)), [1.0], names=names))
+    assert "6 names but 1 velocity" in p.last_problem

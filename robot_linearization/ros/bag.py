@@ -3,6 +3,8 @@ odometry through exactly the node's pipeline and record its outputs."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -44,11 +46,25 @@ class ReplaySummary:
         return "\n".join(lines)
 
 
-def _writer(path, storage: str):
+@contextlib.contextmanager
+def _new_bag(path, storage: str):
+    """An open rosbags Writer for a bag that must not exist yet.  If the block
+    fails (an error, Ctrl-C), the half-written bag is removed — it was created
+    here — so a re-run is not blocked by it; an existing path is never touched."""
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-    return Writer(Path(path), version=BAG_FORMAT_VERSION, storage_plugin=plugin)
+    writer = Writer(Path(path), version=BAG_FORMAT_VERSION, storage_plugin=plugin)  # refuses an existing path
+    writer.open()
+    try:
+        yield writer
+    except BaseException:
+        try:
+            writer.close()
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+    writer.close()
 
 
 def _progress(done: int, total: int, last: list) -> None:
@@ -91,9 +107,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
         if not any(c.topic == joint_states_topic for c in connections):
             raise ValueError(f"bag has no topic {joint_states_topic}; topics: {sorted(reader.topics)}")
         total = sum(c.msgcount for c in connections)
-        writer = _writer(out_bag, storage)
-        writer.open()
-        try:
+        with _new_bag(out_bag, storage) as writer:
             outs = {name: writer.add_connection(f"{namespace}/{name}", msgtype, typestore=typestore)
                     for name, msgtype in OUTPUT_TYPES.items() if heatmaps or "heatmap" not in name}
             labels_conn = writer.add_connection(f"{namespace}/state_labels", "std_msgs/msg/String",
@@ -134,8 +148,6 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                     _progress(summary.messages_read, total, tick)
             if summary.messages_read:  # the last joint state may still wait for odometry that never comes
                 emit(t, t + int(pipeline.config.pairing_tolerance * 1e9) + 1)
-        finally:
-            writer.close()
     summary.pipeline = pipeline
     return summary
 
@@ -149,9 +161,7 @@ def write_simulation_bag(path, simulation, description: str, duration: float, *,
     typestore = factory.typestore
     model = simulation.model
     steps = int(round(duration / simulation.dt))
-    writer = _writer(path, storage)
-    writer.open()
-    try:
+    with _new_bag(path, storage) as writer:
         desc = writer.add_connection("/robot_description", "std_msgs/msg/String", typestore=typestore)
         js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=typestore)
         odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=typestore) \
@@ -166,6 +176,4 @@ def write_simulation_bag(path, simulation, description: str, duration: float, *,
             msg = joint_state_message(factory, t, model.joint_names, state.joint_positions, state.joint_velocities,
                                       torques)
             writer.write(js, t, typestore.serialize_cdr(msg, js.msgtype))
-    finally:
-        writer.close()
     return steps

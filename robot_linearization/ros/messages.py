@@ -11,6 +11,7 @@ layout.dim = [('rows', R, R·C), ('cols', C, C)], data_offset = 0.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,10 +70,25 @@ def header_message(factory: MessageFactory, ns: int, frame_id: str):
 
 # ---- inputs -----------------------------------------------------------------
 
-def joint_state_arrays(msg, joint_names, *, need_effort: bool):
-    """sensor_msgs/JointState -> (positions, velocities, efforts or None) in the
-    model's joint order.  Extra joints are ignored; missing or duplicated names,
-    arrays whose length differs from ``name``, and NaN/inf raise InputError."""
+class JointStateReading(NamedTuple):
+    """A sensor_msgs/JointState in the model's joint order."""
+
+    positions: np.ndarray  # (n,) [rad or m]
+    velocities: np.ndarray  # (n,) [rad/s or m/s]; zeros when the message carries none
+    efforts: np.ndarray | None  # (n,) [N m or N]; None when not asked for; zeros when asked for but absent
+    assumed: tuple  # what was assumed for empty arrays, one sentence each (empty when nothing was)
+
+
+def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateReading:
+    """sensor_msgs/JointState -> positions, velocities and efforts in the model's
+    joint order.
+
+    As the message definition allows, ``velocity`` and ``effort`` may be empty
+    (stock joint_state_publisher sends both empty): that means "not measured",
+    and zeros are used and named in ``assumed``.  ``position`` is always needed.
+    Extra joints are ignored; missing or duplicated names, a non-empty array whose
+    length differs from ``name``, and NaN/inf raise InputError.
+    """
     names = list(msg.name)
     count = len(names)
     if len(set(names)) != count:
@@ -80,28 +96,33 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool):
         raise InputError(f"joint_states names joints more than once: {duplicated}")
     fields = {"position": np.asarray(msg.position, dtype=float), "velocity": np.asarray(msg.velocity, dtype=float),
               "effort": np.asarray(msg.effort, dtype=float)}
+    absent = {field for field in ("velocity", "effort") if len(fields[field]) == 0 and count > 0}
     for field, values in fields.items():
-        if field == "effort" and not need_effort and len(values) == 0:
-            continue
-        if len(values) != count:
+        if field not in absent and len(values) != count:
             raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
     index = {n: i for i, n in enumerate(names)}
     missing = [j for j in joint_names if j not in index]
     if missing:
         raise InputError(f"joint_states lacks joints {missing[:10]}" + (" …" if len(missing) > 10 else ""))
     order = np.array([index[j] for j in joint_names], dtype=int)
-    out = []
+    out = {}
     for field in ("position", "velocity", "effort"):
-        if field == "effort" and not need_effort:
-            out.append(None)
+        if field in absent:
+            out[field] = np.zeros(len(joint_names))
             continue
         values = fields[field][order] if len(order) else np.zeros(0)
         bad = ~np.isfinite(values)
-        if bad.any():
+        if bad.any() and (field != "effort" or need_effort):
             names = [joint_names[i] for i in np.flatnonzero(bad)][:5]
             raise InputError(f"joint_states {field} of {names} is NaN or inf")
-        out.append(values)
-    return tuple(out)
+        out[field] = values
+    assumed = []
+    if "velocity" in absent:
+        assumed.append("joint_states carries no velocities: linearizing at zero joint velocity")
+    if need_effort and "effort" in absent:
+        assumed.append("joint_states carries no efforts: linearizing at zero joint torques (use_effort)")
+    return JointStateReading(out["position"], out["velocity"], out["effort"] if need_effort else None,
+                             tuple(assumed))
 
 
 QUATERNION_TOLERANCE = 0.05

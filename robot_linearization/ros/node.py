@@ -63,6 +63,7 @@ class LinearizationNode(Node):
         settings = node_settings(declare_parameters(self, PARAMETERS))
         self.factory = RclpyFactory()
         self.pipeline = LinearizationPipeline(settings.pipeline)
+        self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
         self.heatmaps = settings.publish_heatmaps
         self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
                                                         t.split("/")[2]), f"~/{name}", 10)

@@ -68,6 +68,9 @@ class LinearizationPipeline:
         self._last_joint_stamp = None
         self._last_odometry_stamp = None
         self.on_problem = None  # optional callable(reason): told of every rejected input (bag replay's summary)
+        self.on_notice = None  # optional callable(text): told once of each assumption made for an input (node log)
+        self.assumed: tuple = ()  # assumptions made for the latest joint state (empty velocity/effort arrays)
+        self._noticed: set = set()
         self.latest: Output | None = None
         self.last_problem: str | None = None
         self.last_validation: dict | None = None
@@ -122,12 +125,17 @@ class LinearizationPipeline:
             return self._reject(f"joint_states stamp {stamp * 1e-9:.9f} s is not newer than the previous one "
                                 f"({self._last_joint_stamp * 1e-9:.9f} s): dropped", "out_of_order")
         try:
-            positions, velocities, efforts = joint_state_arrays(msg, self.model.joint_names,
-                                                                need_effort=self.config.use_effort)
+            reading = joint_state_arrays(msg, self.model.joint_names, need_effort=self.config.use_effort)
         except InputError as e:
             return self._reject(str(e), "joint_states")
         self._last_joint_stamp = stamp
-        self._joint_states.append((stamp, positions, velocities, efforts))  # full: the oldest goes (rate_hz)
+        self.assumed = reading.assumed
+        for note in set(reading.assumed) - self._noticed:
+            self._noticed.add(note)
+            if self.on_notice is not None:
+                self.on_notice(note)
+        # full: the oldest goes (rate_hz)
+        self._joint_states.append((stamp, reading.positions, reading.velocities, reading.efforts))
         return True
 
     def on_odometry(self, msg) -> bool:
@@ -276,6 +284,8 @@ class LinearizationPipeline:
             values["output_rate_hz"] = f"{(len(self._output_times) - 1) / span:.1f}" if span > 0 else "inf"
         if self.last_validation is not None:
             values["last_validation"] = self.last_validation["summary"]
+        if self.assumed:
+            values["assumed"] = "; ".join(self.assumed)
         if self.model is None:
             level, message = ERROR, self.model_error
         elif self.latest is None and not self.last_problem:
@@ -288,5 +298,5 @@ class LinearizationPipeline:
         elif self.latest is not None and now_ns - self.latest.stamp_ns > int(self.config.max_input_age * 1e9):
             level, message = WARN, "no fresh input: last linearization is stale"
         else:
-            level, message = OK, "linearizing"
+            level, message = OK, "; ".join(("linearizing",) + self.assumed)
         return [(level, name, message, values)]
