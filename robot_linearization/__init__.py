@@ -17,6 +17,8 @@ from .algorithms import (
     inverse_mass_matrix,
     mass_matrix,
 )
+from .algorithms.constrained_dynamics import constrained_forward_dynamics
+from .contacts import Contact, ContactError
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
@@ -26,6 +28,8 @@ from .validation import ComparisonReport, finite_difference_linearization, valid
 
 __all__ = [
     "ComparisonReport",
+    "Contact",
+    "ContactError",
     "Joint",
     "JointType",
     "Linearization",
@@ -33,6 +37,7 @@ __all__ = [
     "ModelBuilder",
     "ModelError",
     "State",
+    "constrained_forward_dynamics",
     "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives",
     "finite_difference_linearization",

@@ -22,6 +22,8 @@ from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import kernel
+from .contact_linearization import linearize_with_contacts
+from .contacts import Contact, as_contacts
 from .model import Model, State, stack_states
 
 
@@ -33,6 +35,14 @@ class Linearization:
     forward dynamics at (state, τ), where the derivatives were evaluated.
     state_labels names the rows/columns of A (and rows of B), see Model.state_labels.
     For :func:`linearize_trajectory` every array gains a leading axis K.
+
+    With contacts (docs/contacts.md) A, B and the accelerations are those of the
+    constrained dynamics, and, with m = Σ contact dimensions:
+    contact_forces λ (m,) on the robot, in each contact's reference axes;
+    contact_forces_state_jacobian ∂λ/∂z (m, 2N), same z as A's columns;
+    contact_forces_input_jacobian ∂λ/∂τ (m, n); contact_labels (m,) names λ's
+    entries (<frame>:fx … :mz); contacts the Contact set itself.  Without
+    contacts they are None / ().
     """
 
     A: np.ndarray
@@ -41,6 +51,11 @@ class Linearization:
     base_acceleration: np.ndarray | None
     joint_accelerations: np.ndarray
     state_labels: tuple[str, ...]
+    contact_forces: np.ndarray | None = None
+    contact_forces_state_jacobian: np.ndarray | None = None
+    contact_forces_input_jacobian: np.ndarray | None = None
+    contact_labels: tuple = ()
+    contacts: tuple = ()
 
 
 class Workspace:
@@ -156,14 +171,22 @@ def _allocate(model: Model, K: int):
     return np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N))
 
 
-def linearize(model: Model, state: State, joint_torques=None) -> Linearization:
+def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
     −M⁻¹[D₁ID̄, D₂ID̄, D₃ID̄, D₄ID̄] (Proposition 3.3) evaluated at the ABAmb
     accelerations; B = [0; M⁻¹S] (3.29); M⁻¹ by the IMMAmb (Table 4.7).
     Fixed base: A = [[0, I], [∂ṙ/∂s, ∂ṙ/∂r]], B = [0; M⁻¹].
+
+    contacts: frames rigidly held (:class:`~robot_linearization.Contact` or link
+    names, a name being a world-aligned point contact); A, B are then those of
+    the constrained dynamics and the contact forces are filled in
+    (contact_linearization.py, docs/contacts.md).  ContactError for a redundant
+    or degenerate set.
     """
+    if contacts:
+        return _linearize_with_contacts(model, state, joint_torques, contacts)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     arrays = stack_states(model, [state], torques)
     out = _allocate(model, 1)
@@ -173,16 +196,23 @@ def linearize(model: Model, state: State, joint_torques=None) -> Linearization:
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
-                         workers: int | None = None) -> Linearization:
+                         workers: int | None = None, contacts=None) -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
     joint_torques (K, n), default zeros.  The states are split over ``workers``
     threads (default: the machine's cores); the kernels run without the GIL.
+
+    contacts: one contact set for every state, or a list of K sets (a gait; an
+    empty set is a flight phase).  The contact arrays gain a leading K axis when
+    every state has the same set; otherwise they are tuples of K arrays (and
+    contact_labels a tuple of K label tuples).
     """
     K = len(states)
     if K == 0:
         raise ValueError("linearize_trajectory needs at least one state")
+    if contacts:
+        return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
     arrays = stack_states(model, states, torques)
     out = _allocate(model, K)
@@ -203,8 +233,40 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="linearize")
 
 
-def _result(model: Model, A, B, M_inv, nu_dot) -> Linearization:
+def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearization:
     base = nu_dot[..., :6] if model.floating_base else None
     joints = nu_dot[..., 6:] if model.floating_base else nu_dot
     return Linearization(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
-                         state_labels=model.state_labels)
+                         state_labels=model.state_labels, **contact_fields)
+
+
+def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts) -> Linearization:
+    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, labels = linearize_with_contacts(
+        model, state, joint_torques, contacts, workspace(model))
+    return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
+                   contact_forces_input_jacobian=d_forces_dtau, contact_labels=labels,
+                   contacts=as_contacts(contacts))
+
+
+def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers) -> Linearization:
+    K = len(states)
+    per_state = not isinstance(contacts, (str, Contact)) and len(contacts) == K \
+        and all(c is None or not isinstance(c, (str, Contact)) for c in contacts)
+    sets = list(contacts) if per_state else [contacts] * K
+    torques = np.zeros((K, model.n_joints)) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    if torques.shape != (K, model.n_joints):
+        raise ValueError(f"joint_torques must have shape ({K}, {model.n_joints})")
+    workers = max(1, min(workers or os.cpu_count() or 1, K))
+    one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k])  # noqa: E731
+    results = list(_pool(workers).map(one, range(K))) if workers > 1 else [one(k) for k in range(K)]
+    stack = lambda name: np.stack([getattr(x, name) for x in results])  # noqa: E731
+    fields = {}
+    same = len({x.contact_labels for x in results}) == 1
+    for name in ("contact_forces", "contact_forces_state_jacobian", "contact_forces_input_jacobian"):
+        values = [getattr(x, name) for x in results]
+        fields[name] = np.stack(values) if same and values[0] is not None else tuple(values)
+    fields["contact_labels"] = results[0].contact_labels if same else tuple(x.contact_labels for x in results)
+    fields["contacts"] = results[0].contacts if same else tuple(x.contacts for x in results)
+    nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
+        if model.floating_base else stack("joint_accelerations")
+    return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, **fields)

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
+from .contacts import as_contacts
 from .algorithms.mass_matrix import mass_matrix
 from .model import Model, State
 from .spatial import cross_motion, se3_exp
@@ -29,15 +31,23 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
                  joint_velocities=state.joint_velocities + z[12 + n:])
 
 
-def _vector_field(model: Model, state: State, torques: np.ndarray) -> np.ndarray:
-    """Left-trivialised vector field λ = (v, r, v̇, ṙ) (3.22), (2N,)."""
-    base_acceleration, joint_accelerations = forward_dynamics(model, state, torques)
-    if not model.floating_base:
-        return np.concatenate([state.joint_velocities, joint_accelerations])
-    return np.concatenate([state.base_twist, state.joint_velocities, base_acceleration, joint_accelerations])
+def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
+    """Left-trivialised vector field (v, r, v̇, ṙ) (3.22), (2N,), followed by the
+    contact forces λ (m,) of the constrained dynamics when there are contacts."""
+    if contacts:
+        nu_dot, forces = constrained_forward_dynamics(model, state, torques, contacts)
+    else:
+        base_acceleration, joint_accelerations = forward_dynamics(model, state, torques)
+        nu_dot = joint_accelerations if base_acceleration is None else np.concatenate(
+            [base_acceleration, joint_accelerations])
+        forces = np.zeros(0)
+    velocities = state.joint_velocities if not model.floating_base else np.concatenate(
+        [state.base_twist, state.joint_velocities])
+    return np.concatenate([velocities, nu_dot, forces])
 
 
-def finite_difference_linearization(model: Model, state: State, joint_torques=None, step: float = DEFAULT_STEP):
+def finite_difference_linearization(model: Model, state: State, joint_torques=None, step: float = DEFAULT_STEP,
+                                    contacts=()):
     """(A, B) by 4th-order central differences of the ABA(mb) along g·exp(±h e_j),
     g·exp(±2h e_j), and τ ± δ e_j.
 
@@ -45,26 +55,32 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     it is −v×.  The 4th-order stencil keeps truncation negligible at a step large
     enough that round-off stays small even when the accelerations are large (a
     falling or spinning robot).  Costs 4·2N + 2n forward-dynamics evaluations.
+
+    With contacts, the constrained forward dynamics are differenced, and
+    (A, B, ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) is returned.
     """
     n, N = model.n_joints, model.n_velocities
     torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float)
-    A = np.empty((2 * N, 2 * N))
+    rows = 2 * N + sum(c.dimension for c in as_contacts(contacts))
+    A = np.empty((rows, 2 * N))
     for j in range(2 * N):
         z = np.zeros(2 * N)
         z[j] = step
-        f = [_vector_field(model, perturb(model, state, k * z), torques) for k in (-2, -1, 1, 2)]
+        f = [_vector_field(model, perturb(model, state, k * z), torques, contacts) for k in (-2, -1, 1, 2)]
         A[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * step)
     if model.floating_base:
         A[:6, :6] -= cross_motion(state.base_twist)
     # The dynamics are affine in τ, so central differences have no truncation
     # error there: a large step keeps round-off negligible.
     torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
-    B = np.empty((2 * N, n))
+    B = np.empty((rows, n))
     for j in range(n):
         dt = np.zeros(n)
         dt[j] = torque_step
-        B[:, j] = (_vector_field(model, state, torques + dt)
-                   - _vector_field(model, state, torques - dt)) / (2 * torque_step)
+        B[:, j] = (_vector_field(model, state, torques + dt, contacts)
+                   - _vector_field(model, state, torques - dt, contacts)) / (2 * torque_step)
+    if contacts:
+        return A[:2 * N], B[:2 * N], A[2 * N:], B[2 * N:]
     return A, B
 
 
@@ -114,8 +130,10 @@ def _row_col_blocks(model: Model):
     return rows, cols
 
 
-def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref) -> ComparisonReport:
-    """Compare the dynamics rows of A, the dynamics rows of B, and M⁻¹ block by block.
+def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians=None,
+            forces_jacobians_ref=None) -> ComparisonReport:
+    """Compare the dynamics rows of A, the dynamics rows of B, and M⁻¹ block by block;
+    with contacts also ∂λ/∂z per column block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ)).
 
     (The kinematic rows of A are exact by construction and equal in both.)
     """
@@ -138,13 +156,26 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref) -> ComparisonRep
     for rname, rs in rows:
         add(f"B[{rname}]", B_dyn[rs], B_dyn_ref[rs], b_scale)
     add("M_inv", M_inv, M_inv_ref, float(np.abs(M_inv_ref).max()))
+    if forces_jacobians is not None:
+        (dz, dtau), (dz_ref, dtau_ref) = forces_jacobians, forces_jacobians_ref
+        z_scale = float(np.abs(dz_ref).max(initial=0.0))
+        for cname, cs in cols:
+            add(f"dlambda/dz[{cname}]", np.asarray(dz)[:, cs], np.asarray(dz_ref)[:, cs], z_scale)
+        add("dlambda/dtau", dtau, dtau_ref, float(np.abs(dtau_ref).max(initial=0.0)))
     return ComparisonReport(blocks)
 
 
 def validate(model: Model, state: State, linearization, joint_torques=None, step: float = DEFAULT_STEP
              ) -> ComparisonReport:
     """Check a :class:`~robot_linearization.Linearization` against finite
-    differences (A, B) and inv(CRBA) (M⁻¹)."""
-    A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
+    differences (A, B) and inv(CRBA) (M⁻¹); with contacts (linearization.contacts)
+    against differences of the constrained forward dynamics, ∂λ included."""
+    contacts = linearization.contacts
     M_inv_ref = np.linalg.inv(mass_matrix(model, state.joint_positions))
-    return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref)
+    if not contacts:
+        A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
+        return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref)
+    A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, joint_torques, step, contacts)
+    return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref,
+                   (linearization.contact_forces_state_jacobian, linearization.contact_forces_input_jacobian),
+                   (dz_fd, dtau_fd))

@@ -136,3 +136,37 @@ class PinocchioOracle:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20191122)
+
+
+def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State, torques, contacts):
+    """Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives for the
+    same contacts (RigidConstraintModel CONTACT_3D/6D, LOCAL_WORLD_ALIGNED/LOCAL, zero
+    Baumgarte gains), in our joint order: (dynamics rows of A (N, 2N), of B (N, n),
+    ν̇, λ, ∂λ/∂z, ∂λ/∂τ)."""
+    pin, model, pm = oracle.pin, oracle.model, oracle.pmodel
+    off = 6 if model.floating_base else 0
+    constraint_models = []
+    for contact in contacts:
+        frame = pm.frames[pm.getFrameId(contact.frame)]
+        kind = pin.ContactType.CONTACT_3D if contact.kind == "point" else pin.ContactType.CONTACT_6D
+        reference = (pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if contact.reference == "world_aligned"
+                     else pin.ReferenceFrame.LOCAL)
+        constraint_models.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, frame.placement, reference))
+    constraint_datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraint_models])
+    constraint_models = pin.StdVec_RigidConstraintModel(constraint_models)
+    data = pm.createData()
+    pin.initConstraintDynamics(pm, data, constraint_models, constraint_datas)
+    v, tau = np.zeros(pm.nv), np.zeros(pm.nv)
+    if model.floating_base:
+        v[:6] = state.base_twist
+    P = oracle.perm
+    v[P[off:]] = state.joint_velocities
+    tau[P[off:]] = torques
+    settings = pin.ProximalSettings(1e-14, 1e-12, 1)  # μ = 1e-12: the exact KKT solution to ~1e-12
+    ddq = pin.constraintDynamics(pm, data, oracle.configuration(state), v, tau, constraint_models,
+                                 constraint_datas, settings)
+    ddq_dq, ddq_dv, ddq_dtau, dl_dq, dl_dv, dl_dtau = (np.asarray(x) for x in pin.computeConstraintDynamicsDerivatives(
+        pm, data, constraint_models, constraint_datas, settings))
+    A_dyn = np.hstack([ddq_dq[np.ix_(P, P)], ddq_dv[np.ix_(P, P)]])
+    return (A_dyn, ddq_dtau[np.ix_(P, P[off:])], ddq[P], np.array(data.lambda_c),
+            np.hstack([dl_dq[:, P], dl_dv[:, P]]), dl_dtau[:, P[off:]])
