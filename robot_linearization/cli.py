@@ -11,8 +11,9 @@ import time
 import numpy as np
 
 from . import load_urdf, linearize
+from .contacts import CONTACT_SYNTAX, format_contacts, parse_contacts, resolve
 from .model import ModelError
-from .robots import bundled_urdf_path
+from .robots import BUNDLED_FEET, bundled_urdf_path
 from .validation import validate
 
 VALIDATION_TOLERANCE = 1e-6
@@ -62,7 +63,10 @@ def demo(args: argparse.Namespace) -> int:
     path = args.urdf or bundled_urdf_path()
     try:
         model = load_urdf(path, floating_base=not args.fixed_base)
-    except ModelError as e:
+        stance = ",".join(BUNDLED_FEET) if args.contacts is None and not args.urdf else (args.contacts or "")
+        contacts = parse_contacts(stance)
+        resolve(model, contacts)
+    except ModelError as e:  # (ContactError is one)
         print(f"error: {e}", file=sys.stderr)
         return 2
     description = open(path).read()
@@ -73,15 +77,16 @@ def demo(args: argparse.Namespace) -> int:
         return 2
     kind = "floating" if model.floating_base else "fixed"
     print(f"robot: {model.name} ({kind} base, {model.n_joints} joints) from {path}")
+    print(f"contacts: {format_contacts(contacts) or 'none (free-floating)'}")
 
-    simulation = Simulation(model, dt=args.dt, seed=args.seed)
+    simulation = Simulation(model, dt=args.dt, seed=args.seed, contacts=contacts)
     input_bag, output_bag = os.path.join(out_dir, "input_bag"), os.path.join(out_dir, "output_bag")
     start = time.perf_counter()
     steps = write_simulation_bag(input_bag, simulation, description, args.duration)
     print(f"simulated {args.duration:g} s ({steps} steps of {args.dt * 1e3:g} ms) -> {input_bag} "
           f"in {time.perf_counter() - start:.1f} s")
 
-    config = PipelineConfig(floating_base=model.floating_base, use_effort=True)
+    config = PipelineConfig(floating_base=model.floating_base, use_effort=True, contacts=contacts)
     start = time.perf_counter()
     summary = replay(input_bag, output_bag, config=config, progress=False)
     print(f"replayed through the node pipeline -> {output_bag} in {time.perf_counter() - start:.1f} s")
@@ -92,10 +97,16 @@ def demo(args: argparse.Namespace) -> int:
         return 1
     lin = last.linearization
     print(f"A: {lin.A.shape}  B: {lin.B.shape}  M_inv: {lin.M_inv.shape}  (state order [z_H, z_s, z_v, z_r])")
+    if lin.contacts:
+        forces = lin.contact_forces.reshape(-1, 3) if all(c.kind == "point" for c in lin.contacts) else None
+        print(f"contact forces λ {lin.contact_forces.shape}, ∂λ/∂z {lin.contact_forces_state_jacobian.shape}, "
+              f"∂λ/∂τ {lin.contact_forces_input_jacobian.shape}"
+              + (f"; vertical forces at the last state [N]: {np.round(forces[:, 2], 2).tolist()}"
+                 if forces is not None and all(c.reference == "world_aligned" for c in lin.contacts) else ""))
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        linearize(model, last.state, last.joint_torques)
+        linearize(model, last.state, last.joint_torques, contacts=contacts)
         times.append(time.perf_counter() - t0)
     print(f"time per linearization: median {np.median(times) * 1e6:.0f} µs over {args.repeat} runs")
 
@@ -103,10 +114,10 @@ def demo(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     worst = None
     for _ in range(args.samples):
-        sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)))
+        sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)), contacts=contacts)
         for _ in range(int(rng.integers(1, steps))):
             state, torques = sim_state.step()
-        report = validate(model, state, linearize(model, state, torques), torques)
+        report = validate(model, state, linearize(model, state, torques, contacts=contacts), torques)
         worst = report if worst is None or report.max_rel > worst.max_rel else worst
     print(f"validation of {args.samples} sampled states (worst shown), against geometric finite differences "
           "(A, B) and inv(CRBA) (M_inv):")
@@ -115,7 +126,8 @@ def demo(args: argparse.Namespace) -> int:
     write_png(png, side_by_side(heatmap_rgb(lin.A), heatmap_rgb(lin.B)))
     print(f"heatmap of A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
     ok = worst.passed(VALIDATION_TOLERANCE)
-    print(f"{'PASS' if ok else 'FAIL'}: largest relative error {worst.max_rel:.2e} (tolerance {VALIDATION_TOLERANCE:g})")
+    print(f"{'PASS' if ok else 'FAIL'}: largest relative error {worst.max_rel:.2e} "
+          f"(tolerance {VALIDATION_TOLERANCE:g})")
     return 0 if ok else 1
 
 
@@ -127,13 +139,18 @@ def replay_command(args: argparse.Namespace) -> int:
     if os.path.exists(out):
         print(f"error: {out} exists; choose another -o", file=sys.stderr)
         return 2
+    try:
+        contacts = parse_contacts(args.contacts)
+    except ValueError as e:
+        print(f"error: --contacts: {e}", file=sys.stderr)
+        return 2
     config = PipelineConfig(floating_base=not args.fixed_base, base_frame=args.base_frame, use_effort=args.effort,
                             pairing_tolerance=args.pairing_tolerance, max_input_age=args.max_input_age,
-                            mimic_joints=args.mimic_joints)
+                            mimic_joints=args.mimic_joints, contacts=contacts)
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config, heatmaps=not args.no_heatmaps,
-                         storage=args.storage)
+                         storage=args.storage, contacts_topic=args.contacts_topic)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -155,6 +172,8 @@ def main(argv=None) -> int:
     p.add_argument("--dt", type=float, default=0.002, help="simulation step [s] (default 0.002)")
     p.add_argument("--samples", type=int, default=5, help="states validated against finite differences")
     p.add_argument("--repeat", type=int, default=200, help="timing runs (default 200)")
+    p.add_argument("--contacts", help=f"frames held by the ground ({CONTACT_SYNTAX}); 'none' for a free-floating "
+                   "robot (default: the bundled quadruped stands on its four feet; none with --urdf)")
     p.add_argument("--output-dir", default="demo_output")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=demo)
@@ -170,6 +189,9 @@ def main(argv=None) -> int:
     r.add_argument("--pairing-tolerance", type=float, default=0.02)
     r.add_argument("--max-input-age", type=float, default=0.5)
     r.add_argument("--mimic-joints", choices=["error", "independent"], default="error")
+    r.add_argument("--contacts", default="", help=f"frames held by the ground ({CONTACT_SYNTAX}); default none")
+    r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set "
+                   "(as the node's 'contacts' topic)")
     r.add_argument("--no-heatmaps", action="store_true")
     r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap")
     r.set_defaults(run=replay_command)

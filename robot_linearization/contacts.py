@@ -111,3 +111,28 @@ def resolve(model: Model, contacts: Sequence[Contact]) -> tuple[ResolvedContact,
 def contact_labels(contacts: Sequence[Contact]) -> tuple[str, ...]:
     """Names of the entries of λ, in order."""
     return tuple(label for c in as_contacts(contacts) for label in c.labels)
+
+
+CONTACT_SYNTAX = "frame[:point|6d[:world_aligned|local]], comma-separated"
+
+
+def parse_contacts(spec) -> tuple[Contact, ...]:
+    """Contacts from text, as ROS parameters, topics and the command line give them:
+    ``"FL_FOOT, FR_FOOT:point:local, left_sole_link:6d"`` (or a list of such
+    entries); empty (or "none") = no contacts.  ContactError names a bad entry."""
+    entries = spec if isinstance(spec, (list, tuple)) else str(spec).split(",")
+    contacts = []
+    for entry in entries:
+        entry = str(entry).strip()
+        if not entry or (entry.lower() == "none" and len(entries) == 1):
+            continue
+        parts = [p.strip() for p in entry.split(":")]
+        if len(parts) > 3 or not parts[0]:
+            raise ContactError(f"contact '{entry}' is not {CONTACT_SYNTAX}")
+        contacts.append(Contact(*parts))
+    return as_contacts(contacts)
+
+
+def format_contacts(contacts) -> str:
+    """The text :func:`parse_contacts` reads back."""
+    return ", ".join(f"{c.frame}:{c.kind}:{c.reference}" for c in as_contacts(contacts))

@@ -201,3 +201,59 @@ def test_an_interrupted_replay_leaves_no_half_written_bag(tmp_path, monkeypatch)
     assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
     assert len(read_bag(tmp_path / "out")["/robot_linearization/A"]) == 20
     assert len(read_bag(tmp_path / "in")["/joint_states"]) == 20
+
+
+FEET = rl.robots.BUNDLED_FEET
+
+
+def test_replay_with_contacts_records_the_constrained_linearization_and_forces(tmp_path, capsys):
+    simulation = Simulation(MODEL, dt=0.01, seed=3, contacts=FEET)  # standing on its four feet
+    write_simulation_bag(tmp_path / "in", simulation, URDF, 0.1)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort",
+                 "--contacts", ",".join(FEET)]) == 0
+    inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
+    assert json.loads(outputs["/robot_linearization/contact_labels"][0][1].data)[:3] == [
+        "front_left_foot:fx", "front_left_foot:fy", "front_left_foot:fz"]
+    forces = outputs["/robot_linearization/contact_forces"]
+    assert len(forces) == len(outputs["/robot_linearization/A"]) == 10
+    odometry = {t: m for t, m in inputs["/odom"]}
+    for (t, js), (_, f), (_, A) in zip(inputs["/joint_states"], forces, outputs["/robot_linearization/A"]):
+        H, v = odometry_base_state(odometry[t], "base_link")
+        state = rl.State(base_pose=H, joint_positions=js.position, base_twist=v, joint_velocities=js.velocity)
+        expected = rl.linearize(MODEL, state, js.effort, contacts=FEET)
+        np.testing.assert_allclose(matrix_from_message(f)[:, 0], expected.contact_forces, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(matrix_from_message(A), expected.A, rtol=1e-12, atol=1e-9)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--contacts", "paw"]) == 2
+    assert "not a link of model" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts", "a:b:c:d"]) == 2
+
+
+def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
+    """A gait scheduler's std_msgs/String on a contacts topic changes the set mid-bag."""
+    factory = RosbagsFactory(TYPESTORE)
+    writer = Writer(tmp_path / "in", version=8, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
+    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
+    gait = writer.add_connection("/contact_schedule", "std_msgs/msg/String", typestore=TYPESTORE)
+    n = MODEL.n_joints
+    posture = np.tile([0.0, 0.8, -1.5], 4)
+    sets = {0: ",".join(FEET), 3: "front_left_foot, hind_right_foot", 6: "none"}
+    for k in range(9):
+        t = (k + 1) * 10_000_000
+        if k in sets:
+            writer.write(gait, t - 1, TYPESTORE.serialize_cdr(factory.make("std_msgs/msg/String", data=sets[k]),
+                                                             gait.msgtype))
+        writer.write(odom, t, TYPESTORE.serialize_cdr(odometry_message(factory, t, "odom", "base_link", np.eye(4),
+                                                                       np.zeros(6)), odom.msgtype))
+        writer.write(js, t, TYPESTORE.serialize_cdr(joint_state_message(factory, t, MODEL.joint_names, posture,
+                                                                        np.zeros(n)), js.msgtype))
+    writer.close()
+    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmaps=False,
+                     contacts_topic="/contact_schedule")
+    assert summary.outputs == 9 and not summary.problems
+    outputs = read_bag(tmp_path / "out")
+    rows = [matrix_from_message(m).shape[0] for _, m in outputs["/robot_linearization/contact_forces"]]
+    assert rows == [12, 12, 12, 6, 6, 6]  # four feet, then a trot's diagonal pair, then flight (none)
+    labels = [json.loads(m.data) for _, m in outputs["/robot_linearization/contact_labels"]]
+    assert len(labels) == 2 and labels[1][3] == "hind_right_foot:fx"

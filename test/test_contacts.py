@@ -13,7 +13,7 @@ from robot_linearization.contacts import resolve
 from robot_linearization.spatial import se3_exp
 
 from conftest import (PinocchioOracle, example_robot_path, load_example, pinocchio_constrained_linearization,
-                      random_physical_inertia, random_state, random_tree)
+                      random_state, random_tree)
 
 SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 TALOS_SOLES = ("left_sole_link", "right_sole_link")
@@ -63,7 +63,8 @@ def test_constrained_linearization_matches_pinocchio(name, rng):
     ours_nu_dot = lin.joint_accelerations if lin.base_acceleration is None else np.concatenate(
         [lin.base_acceleration, lin.joint_accelerations])
     for ours, theirs, what in [(lin.A[N:], A_dyn, "A"), (lin.B[N:], B_dyn, "B"), (ours_nu_dot, nu_dot, "ν̇"),
-                               (lin.contact_forces, forces, "λ"), (lin.contact_forces_state_jacobian, d_forces, "∂λ/∂z"),
+                               (lin.contact_forces, forces, "λ"),
+                               (lin.contact_forces_state_jacobian, d_forces, "∂λ/∂z"),
                                (lin.contact_forces_input_jacobian, d_forces_dtau, "∂λ/∂τ")]:
         error = np.abs(ours - theirs).max() / np.abs(theirs).max()
         assert error < 1e-9, f"{what}: relative error {error:.2e}"

@@ -201,3 +201,40 @@ def test_rate_mode_linearizes_on_a_timer(ros):
     assert all(s in published for s in stamps) and stamps == sorted(set(stamps))
     assert f"{NS}/A_heatmap" not in graph.received  # switched off
     graph.close()
+
+
+def test_contacts_parameter_topic_and_contact_forces(ros):
+    """A standing quadruped: λ on ~/contact_forces with each cycle, labels latched on
+    ~/contact_labels, and a std_msgs/String on 'contacts' changes the set at run time;
+    joint_state_publisher-style empty velocity arrays are linearized at zero velocity."""
+    feet = rl.robots.BUNDLED_FEET
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("contacts", value=", ".join(feet))]))
+    for topic in ("contact_forces", "contact_labels"):
+        graph.client.create_subscription(Float64MultiArray if topic == "contact_forces" else String, f"{NS}/{topic}",
+                                         graph._recorder(f"{NS}/{topic}"), LATCHED if topic == "contact_labels" else 10)
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
+    contacts_pub = graph.client.create_publisher(String, "/contacts", 10)
+    s = np.tile([0.0, 0.8, -1.5], 4)
+
+    def publish_inputs():
+        now = graph.node.get_clock().now().nanoseconds
+        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", np.eye(4), np.zeros(6)))
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, []))
+
+    assert graph.spin_until(lambda: f"{NS}/contact_forces" in graph.received, each=publish_inputs)
+    forces = matrix_from_message(graph.received[f"{NS}/contact_forces"][0])
+    state = rl.State(base_pose=np.eye(4), joint_positions=s, base_twist=np.zeros(6), joint_velocities=np.zeros(12))
+    np.testing.assert_allclose(forces[:, 0], rl.linearize(MODEL, state, contacts=feet).contact_forces,
+                               rtol=1e-12, atol=1e-9)
+    assert graph.spin_until(lambda: f"{NS}/contact_labels" in graph.received)
+    assert len(json.loads(graph.received[f"{NS}/contact_labels"][-1].data)) == 12
+
+    def two_feet():
+        contacts_pub.publish(String(data="front_left_foot, hind_right_foot"))
+        publish_inputs()
+    assert graph.spin_until(lambda: matrix_from_message(graph.received[f"{NS}/contact_forces"][-1]).shape[0] == 6,
+                            each=two_feet)
+    assert graph.spin_until(lambda: len(json.loads(graph.received[f"{NS}/contact_labels"][-1].data)) == 6)
+    graph.close()

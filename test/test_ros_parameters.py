@@ -68,3 +68,17 @@ def test_simulation_parameters():
                           ({"rate_hz": 1.0}, "rate_hz")]:
         with pytest.raises(ValueError, match=named):
             simulation_settings(values)
+
+
+def test_contacts_parameter_is_parsed_and_a_bad_entry_named():
+    from robot_linearization.ros.parameters import node_settings
+
+    settings = node_settings({"contacts": "FL_FOOT, left_sole_link:6d:local"})
+    assert [(c.frame, c.kind, c.reference) for c in settings.pipeline.contacts] == [
+        ("FL_FOOT", "point", "world_aligned"), ("left_sole_link", "6d", "local")]
+    assert node_settings({"contacts": ["FL_FOOT", "FR_FOOT"]}).pipeline.contacts[1].frame == "FR_FOOT"
+    assert node_settings({}).pipeline.contacts == ()
+    with pytest.raises(ValueError, match="parameter 'contacts'.*kind must be one of"):
+        node_settings({"contacts": "FL_FOOT:3d"})
+    with pytest.raises(ValueError, match="parameter 'contacts' must be a string"):
+        node_settings({"contacts": 3})

@@ -317,3 +317,62 @@ def test_stock_joint_state_publisher_messages_are_linearized_at_zero_velocity(rn
     # a non-empty array of the wrong length is still rejected
     assert not p.on_joint_state(joint_state(5 * SEC, np.zeros(len(names)), [1.0], names=names))
     assert "6 names but 1 velocity" in p.last_problem
+
+
+FEET = ("front_left_foot", "front_right_foot", "hind_left_foot", "hind_right_foot")
+
+
+def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
+    """A standing quadruped: the constrained linearization and λ with every output;
+    a new set (a gait's swing phase) applies from the next joint state; a bad set is
+    refused with a diagnostic and the previous one kept."""
+    from robot_linearization.ros.messages import OUTPUT_TYPES, output_messages
+
+    p = LinearizationPipeline(PipelineConfig(contacts=rl.contacts.parse_contacts(", ".join(FEET))))
+    assert p.set_description(URDF) is None
+    H, v, s, r = _state(rng)
+    p.on_odometry(odometry(SEC, H, v))
+    p.on_joint_state(joint_state(SEC, s, r))
+    (out,) = p.step(SEC)
+    state = rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r)
+    expected = rl.linearize(MODEL, state, contacts=list(FEET))
+    np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.linearization.contact_forces, expected.contact_forces, rtol=1e-12, atol=1e-12)
+    messages = output_messages(FACTORY, out, "base_link", heatmaps=False)
+    assert list(messages)[-1] == "stamp" and set(messages) <= set(OUTPUT_TYPES)
+    forces = wire(messages["contact_forces"])
+    np.testing.assert_array_equal(np.asarray(forces.data), out.linearization.contact_forces)
+    assert wire(messages["contact_forces_state_jacobian"]).layout.dim[1].size == 36
+    body = json.loads(p.latest_json()[1])
+    assert body["contact_labels"][0] == "front_left_foot:fx" and len(body["contact_forces"]) == 12
+    passed, text = p.validate_latest()
+    assert passed and "dlambda/dz[s]" in json.loads(text)["blocks"]
+    assert "front_left_foot:point:world_aligned" in p.diagnostics(SEC)[0][3]["contacts"]
+
+    assert p.set_contacts("front_left_foot, hind_right_foot:point:local") is None  # a trot's stance pair
+    p.on_odometry(odometry(2 * SEC, H, v))
+    p.on_joint_state(joint_state(2 * SEC, s, r))
+    (out,) = p.step(2 * SEC)
+    assert out.linearization.contact_labels[3] == "hind_right_foot:fx" and len(out.linearization.contact_labels) == 6
+    for bad, reason in [("front_left_foot:plane", "kind must be one of"), ("left_sole", "not a link of model"),
+                        ("a:b:c:d", "is not frame")]:
+        assert p.set_contacts(bad) is not None
+        assert reason in p.last_problem and "keeping [front_left_foot:point:world_aligned" in p.last_problem
+    assert p.set_contacts("") is None and p.contacts == ()  # flight: free-floating
+    p.on_odometry(odometry(3 * SEC, H, v))
+    p.on_joint_state(joint_state(3 * SEC, s, r))
+    (out,) = p.step(3 * SEC)
+    assert out.linearization.contact_forces is None
+    assert "contact_forces" not in output_messages(FACTORY, out, "base_link", heatmaps=False)
+
+
+def test_a_degenerate_contact_set_gives_a_diagnostic_and_no_output(rng):
+    p = LinearizationPipeline(PipelineConfig())
+    p.set_description(URDF)
+    assert p.set_contacts(", ".join(f + ":6d" for f in FEET)) is None  # the frames exist ...
+    H, v, s, r = _state(rng)
+    p.on_odometry(odometry(SEC, H, v))
+    p.on_joint_state(joint_state(SEC, s, r))
+    assert p.step(SEC) == []  # ... but 24 constraints on 18 velocities are redundant
+    level, _, message, values = p.diagnostics(SEC)[0]
+    assert level == WARN and "only 18 are independent" in message and values["rejected_contacts"] == 1

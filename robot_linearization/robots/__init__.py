@@ -12,6 +12,8 @@ from ..model import Model, ModelBuilder
 from ..spatial import inverse_transform, so3_exp
 
 BUNDLED_ROBOT = "rl_quadruped"
+BUNDLED_FEET = ("front_left_foot", "front_right_foot", "hind_left_foot", "hind_right_foot")
+"""The bundled quadruped's foot links (merged into the shanks by fixed joints): its stance contacts."""
 
 
 def bundled_urdf_path() -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .messages import (OUTPUT_TYPES, RosbagsFactory, diagnostic_array_message, joint_state_message,
-                       odometry_message, output_messages, state_labels_message, string_message)
+from .messages import (OUTPUT_TYPES, RosbagsFactory, contact_labels_message, diagnostic_array_message,
+                       joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
 from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
@@ -82,13 +82,16 @@ def _progress(done: int, total: int, last: list) -> None:
 def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str = "/joint_states",
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
            config: PipelineConfig | None = None, heatmaps: bool = True, storage: str = "mcap",
-           namespace: str = DEFAULT_NAMESPACE, progress: bool = True) -> ReplaySummary:
+           namespace: str = DEFAULT_NAMESPACE, progress: bool = True,
+           contacts_topic: str | None = None) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
     to OUT_BAG, at the log time of the message that completed them (the joint
     state, or the odometry it waited for; see LinearizationPipeline.step).
 
     urdf: XML or path; without it the bag's ``description_topic`` is used (a new
-    description there rebuilds the model, as in the node).
+    description there rebuilds the model, as in the node).  The contact set is
+    config.contacts, changed by std_msgs/String messages on ``contacts_topic``
+    (as the node's 'contacts' topic) when given.
     """
     from rosbags.highlevel import AnyReader
 
@@ -98,35 +101,44 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     summary = ReplaySummary()
     pipeline.on_problem = summary.count
     if urdf is not None:
-        error = pipeline.set_description(urdf)
+        error = pipeline.set_description(urdf) or pipeline.contact_problem
         if error:
             raise ValueError(error)
     with AnyReader([Path(in_bag)], default_typestore=typestore) as reader:
-        wanted = {joint_states_topic, odom_topic} | ({description_topic} if urdf is None else set())
+        wanted = {joint_states_topic, odom_topic} | ({description_topic} if urdf is None else set()) \
+            | ({contacts_topic} if contacts_topic else set())
         connections = [c for c in reader.connections if c.topic in wanted]
         if not any(c.topic == joint_states_topic for c in connections):
             raise ValueError(f"bag has no topic {joint_states_topic}; topics: {sorted(reader.topics)}")
         total = sum(c.msgcount for c in connections)
         with _new_bag(out_bag, storage) as writer:
-            outs = {name: writer.add_connection(f"{namespace}/{name}", msgtype, typestore=typestore)
-                    for name, msgtype in OUTPUT_TYPES.items() if heatmaps or "heatmap" not in name}
-            labels_conn = writer.add_connection(f"{namespace}/state_labels", "std_msgs/msg/String",
-                                                typestore=typestore)
-            diagnostics_conn = writer.add_connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray",
-                                                     typestore=typestore)
-            labels_model, next_diagnostics, tick = None, None, [0.0]
+            connections_out = {}
+
+            def connection(name, msgtype):  # added on first use: no empty contact topics in a bag without them
+                if name not in connections_out:
+                    connections_out[name] = writer.add_connection(f"{namespace}/{name}" if "/" not in name else name,
+                                                                  msgtype, typestore=typestore)
+                return connections_out[name]
+
+            labels_conn = connection("state_labels", "std_msgs/msg/String")
+            diagnostics_conn = connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
+            labels_model, contact_labels, next_diagnostics, tick = None, None, None, [0.0]
 
             def write(conn, t, msg):
                 writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
 
             def emit(t, now):
-                nonlocal labels_model
+                nonlocal labels_model, contact_labels
                 for out in pipeline.step(now):
                     if labels_model is not pipeline.model:
                         labels_model = pipeline.model
                         write(labels_conn, t, state_labels_message(factory, labels_model))
+                    if out.linearization.contacts and contact_labels != out.linearization.contact_labels:
+                        contact_labels = out.linearization.contact_labels
+                        write(connection("contact_labels", "std_msgs/msg/String"), t,
+                              contact_labels_message(factory, out.linearization.contacts))
                     for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
-                        write(outs[name], t, message)
+                        write(connection(name, OUTPUT_TYPES[name]), t, message)
                     summary.outputs += 1
                     summary.compute_times.append(out.compute_time)
                     summary.last_output = out
@@ -136,6 +148,10 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                 msg = reader.deserialize(raw, conn.msgtype)
                 if conn.topic == description_topic:
                     pipeline.set_description(msg.data)
+                    if pipeline.contact_problem:  # the contacts asked for are not links of the recorded robot
+                        raise ValueError(pipeline.contact_problem)
+                elif conn.topic == contacts_topic:
+                    pipeline.set_contacts(msg.data)
                 elif conn.topic == odom_topic:
                     pipeline.on_odometry(msg)
                 else:

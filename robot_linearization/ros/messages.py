@@ -255,6 +255,13 @@ def state_labels_message(factory: MessageFactory, model):
     return string_message(factory, json.dumps(list(model.state_labels)))
 
 
+def contact_labels_message(factory: MessageFactory, contacts):
+    """~/contact_labels: std_msgs/String holding the JSON list that names λ's entries."""
+    from ..contacts import contact_labels
+
+    return string_message(factory, json.dumps(list(contact_labels(contacts))))
+
+
 # ---- one cycle's output, as the node publishes it and the replay records it ----
 
 OUTPUT_TYPES = {
@@ -264,18 +271,27 @@ OUTPUT_TYPES = {
     "stamp": "std_msgs/msg/Header",
     "A_heatmap": "sensor_msgs/msg/Image",
     "B_heatmap": "sensor_msgs/msg/Image",
+    "contact_forces": "std_msgs/msg/Float64MultiArray",
+    "contact_forces_state_jacobian": "std_msgs/msg/Float64MultiArray",
+    "contact_forces_input_jacobian": "std_msgs/msg/Float64MultiArray",
 }
 """Output topics, relative to the node (~/A …).  ~/stamp carries the input stamp
 of the A, B, M_inv published just before it; ~/state_labels (latched String,
-JSON list) names the rows/columns of A."""
+JSON list) names the rows/columns of A.  The contact topics (λ as an m×1 matrix,
+∂λ/∂z, ∂λ/∂τ) come with every cycle that has contacts, before ~/stamp;
+~/contact_labels (latched String, JSON list) names λ's rows."""
 
 
 def output_messages(factory: MessageFactory, output, frame_id: str, heatmaps: bool = True) -> dict:
     """{topic suffix: message} for one pipeline Output, in publishing order."""
     lin = output.linearization
     messages = {"A": matrix_message(factory, lin.A), "B": matrix_message(factory, lin.B),
-                "M_inv": matrix_message(factory, lin.M_inv),
-                "stamp": header_message(factory, output.stamp_ns, frame_id)}
+                "M_inv": matrix_message(factory, lin.M_inv)}
+    if lin.contacts:
+        messages["contact_forces"] = matrix_message(factory, lin.contact_forces[:, None])
+        messages["contact_forces_state_jacobian"] = matrix_message(factory, lin.contact_forces_state_jacobian)
+        messages["contact_forces_input_jacobian"] = matrix_message(factory, lin.contact_forces_input_jacobian)
+    messages["stamp"] = header_message(factory, output.stamp_ns, frame_id)
     if heatmaps:
         messages["A_heatmap"] = image_message(factory, heatmap_rgb(lin.A), output.stamp_ns, frame_id)
         messages["B_heatmap"] = image_message(factory, heatmap_rgb(lin.B), output.stamp_ns, frame_id)

@@ -17,7 +17,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from .messages import MessageFactory, OUTPUT_TYPES, diagnostic_array_message, output_messages, state_labels_message
+from .messages import (MessageFactory, OUTPUT_TYPES, contact_labels_message, diagnostic_array_message, output_messages,
+                       state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
 
@@ -74,6 +75,10 @@ class LinearizationNode(Node):
         from std_msgs.msg import String
 
         self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
+        self.contact_labels_pub = self.create_publisher(String, "~/contact_labels", LATCHED)
+        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+        # the active contact set, from a gait scheduler or the command line (same text as the parameter)
+        self.create_subscription(String, "contacts", self._guard(self._set_contacts), 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if settings.description:
             self._set_description(settings.description)
@@ -111,8 +116,16 @@ class LinearizationNode(Node):
             return
         model = self.pipeline.model
         self.labels_pub.publish(state_labels_message(self.factory, model))
+        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
                                f"{'floating' if model.floating_base else 'fixed'} base")
+
+    def _set_contacts(self, msg) -> None:
+        error = self.pipeline.set_contacts(msg.data)
+        if error:
+            self.get_logger().error(error)
+            return
+        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
     def _input(self, handler):
         """Subscription callback: hand the message to the pipeline, then (without

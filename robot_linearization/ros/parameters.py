@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..contacts import CONTACT_SYNTAX, ContactError, parse_contacts
 from .pipeline import PipelineConfig
 
 MIMIC_MODES = ("error", "independent")
@@ -30,6 +31,9 @@ PARAMETERS = {  # name: (default, description)
     "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
     "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
     "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
+    "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
+                 + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "
+                 "Changed at run time by a std_msgs/String on the 'contacts' topic"),
 }
 
 
@@ -104,6 +108,14 @@ def node_settings(values: dict) -> NodeSettings:
     mimic = _typed("mimic_joints", v["mimic_joints"], str)
     if mimic not in MIMIC_MODES:
         raise ValueError(f"parameter 'mimic_joints' must be one of {MIMIC_MODES}, got {mimic!r}")
+    contacts = v["contacts"]
+    if not (isinstance(contacts, str) or (isinstance(contacts, (list, tuple))
+                                          and all(isinstance(c, str) for c in contacts))):
+        raise ValueError(f"parameter 'contacts' must be a string ({CONTACT_SYNTAX}), got {contacts!r}")
+    try:
+        contacts = parse_contacts(contacts)
+    except ContactError as e:
+        raise ValueError(f"parameter 'contacts': {e}") from None
     rate = _number("rate_hz", v["rate_hz"])
     if rate < 0.0:
         raise ValueError(f"parameter 'rate_hz' must be >= 0 (0: on every joint state), got {rate!r}")
@@ -115,7 +127,8 @@ def node_settings(values: dict) -> NodeSettings:
         pairing_tolerance=_positive("pairing_tolerance", v["pairing_tolerance"]),
         max_input_age=_positive("max_input_age", v["max_input_age"]),
         validation_tolerance=_positive("validation_tolerance", v["validation_tolerance"]),
-        mimic_joints=mimic)
+        mimic_joints=mimic,
+        contacts=contacts)
     return NodeSettings(
         pipeline=config,
         description=_typed("robot_description", v["robot_description"], str)

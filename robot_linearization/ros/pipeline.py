@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linearization import Linearization, linearize
+from ..contacts import ContactError, as_contacts, format_contacts, parse_contacts, resolve
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
@@ -38,6 +39,18 @@ class PipelineConfig:
     max_input_age: float = 0.5  # s; older inputs are stale and produce nothing
     validation_tolerance: float = 1e-6
     mimic_joints: str = "error"
+    contacts: tuple = ()  # Contacts held at start-up (empty: free-floating); changed by set_contacts
+
+
+def _are_contacts(spec) -> bool:
+    from ..contacts import Contact
+
+    return isinstance(spec, Contact) or (isinstance(spec, (list, tuple)) and all(isinstance(c, Contact) for c in spec)
+                                         and len(spec) > 0)
+
+
+def _or_empty(x):
+    return np.zeros(0) if x is None else x
 
 
 @dataclass
@@ -74,6 +87,8 @@ class LinearizationPipeline:
         self.latest: Output | None = None
         self.last_problem: str | None = None
         self.last_validation: dict | None = None
+        self.contacts = tuple(self.config.contacts)  # the active contact set
+        self.contact_problem: str | None = None  # why the configured set was dropped for the model, if it was
         self._counters = _Counters()
         self._output_times: collections.deque = collections.deque(maxlen=50)
 
@@ -93,11 +108,33 @@ class LinearizationPipeline:
         self.set_model(model)
         return None
 
+    def set_contacts(self, spec) -> str | None:
+        """Change the active contact set (text as :func:`parse_contacts` reads it, or
+        Contacts); it applies to the joint states linearized from now on.  On an
+        error keep the previous set and return the reason; None on success."""
+        try:
+            contacts = parse_contacts(spec) if not _are_contacts(spec) else as_contacts(spec)
+            if self.model is not None:
+                resolve(self.model, contacts)
+        except ContactError as e:
+            reason = f"contact set rejected: {e}; keeping [{format_contacts(self.contacts)}]"
+            self._reject(reason, "contacts")
+            return reason
+        self.contacts = contacts
+        return None
+
     def set_model(self, model: Model) -> None:
         # Compile (or load from cache) the kernels now, not in the first control cycle.
         n = model.n_joints
         linearize(model, State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.zeros(n),
                                base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n)))
+        self.contact_problem = None
+        try:
+            resolve(model, self.contacts)
+        except ContactError as e:
+            self.contact_problem = f"contact set does not fit model '{model.name}': {e}"
+            self._reject(self.contact_problem + "; no contacts until a new set arrives", "contacts")
+            self.contacts = ()
         self.model, self.model_error = model, ""
         self.latest = None
         self._joint_states.clear()
@@ -130,7 +167,9 @@ class LinearizationPipeline:
             return self._reject(str(e), "joint_states")
         self._last_joint_stamp = stamp
         self.assumed = reading.assumed
-        for note in set(reading.assumed) - self._noticed:
+        for note in reading.assumed:
+            if note in self._noticed:
+                continue
             self._noticed.add(note)
             if self.on_notice is not None:
                 self.on_notice(note)
@@ -201,11 +240,14 @@ class LinearizationPipeline:
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
-            lin = linearize(self.model, state, torques)
+            lin = linearize(self.model, state, torques, contacts=self.contacts)
+        except ContactError as e:
+            return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
             return self._drop(f"cannot linearize: {e}", "invalid_state")
         compute_time = time.perf_counter() - start
-        if not (np.isfinite(lin.A).all() and np.isfinite(lin.B).all() and np.isfinite(lin.M_inv).all()):
+        if not all(np.isfinite(x).all() for x in (lin.A, lin.B, lin.M_inv, _or_empty(lin.contact_forces),
+                                                  _or_empty(lin.contact_forces_state_jacobian))):
             return self._drop("the linearization is not finite at this state (singular mass matrix?)", "not_finite")
         self.latest = Output(stamp, state, torques, lin, compute_time)
         self._counters.outputs += 1
@@ -266,6 +308,12 @@ class LinearizationPipeline:
             "base_acceleration": None if lin.base_acceleration is None else lin.base_acceleration.tolist(),
             "joint_accelerations": lin.joint_accelerations.tolist(),
             "A": lin.A.tolist(), "B": lin.B.tolist(), "M_inv": lin.M_inv.tolist(),
+            "contacts": format_contacts(lin.contacts), "contact_labels": list(lin.contact_labels),
+            "contact_forces": _or_empty(lin.contact_forces).tolist(),
+            "contact_forces_state_jacobian": None if lin.contact_forces_state_jacobian is None
+            else lin.contact_forces_state_jacobian.tolist(),
+            "contact_forces_input_jacobian": None if lin.contact_forces_input_jacobian is None
+            else lin.contact_forces_input_jacobian.tolist(),
             "compute_time_s": out.compute_time,
         }
         return True, json.dumps(body)
@@ -275,7 +323,8 @@ class LinearizationPipeline:
         values = {"outputs": self._counters.outputs}
         values.update({f"rejected_{k}": v for k, v in sorted(self._counters.rejected.items())})
         if self.model is not None:
-            values.update(model=self.model.name, joints=self.model.n_joints)
+            values.update(model=self.model.name, joints=self.model.n_joints,
+                          contacts=format_contacts(self.contacts) or "none (free-floating)")
         if self.latest is not None:
             values["compute_time_ms"] = f"{self.latest.compute_time * 1e3:.3f}"
             values["input_age_ms"] = f"{(now_ns - self.latest.stamp_ns) * 1e-6:.1f}"

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..algorithms.constrained_dynamics import constrained_forward_dynamics
 from ..algorithms.forward_dynamics import forward_dynamics
+from ..contacts import as_contacts
 from ..model import Model, State
 from ..spatial import se3_exp
 
@@ -14,11 +16,14 @@ from ..spatial import se3_exp
 class Simulation:
     """Semi-implicit Euler on the state's Lie group: v += dt·v̇, r += dt·ṙ,
     H ← H·exp(dt·v^), s += dt·r.  Joint torques: a soft PD hold of a posture plus
-    a slow sinusoid, so the robot keeps moving (it floats: there is no ground).
+    a slow sinusoid, so the robot keeps moving.  Without contacts it floats (there
+    is no ground); with contacts (e.g. its four feet) those frames are held where
+    they start, by the constrained dynamics (docs/contacts.md).
     The gains suit the bundled quadruped up to dt ≈ 10 ms."""
 
-    def __init__(self, model: Model, dt: float = 0.002, seed: int = 0, gains=(2.0, 0.05), amplitude: float = 0.5):
-        self.model, self.dt = model, dt
+    def __init__(self, model: Model, dt: float = 0.002, seed: int = 0, gains=(2.0, 0.05), amplitude: float = 0.5,
+                 contacts=()):
+        self.model, self.dt, self.contacts = model, dt, as_contacts(contacts)
         rng = np.random.default_rng(seed)
         n = model.n_joints
         self.posture = rng.uniform(-0.5, 0.5, n)
@@ -38,7 +43,11 @@ class Simulation:
     def step(self) -> tuple[State, np.ndarray]:
         """Advance one step; returns (the state before the step, the torques applied)."""
         state, torques = self.state, self.torques()
-        base_acc, joint_acc = forward_dynamics(self.model, state, torques)
+        if self.contacts:
+            nu_dot = constrained_forward_dynamics(self.model, state, torques, self.contacts)[0]
+            base_acc, joint_acc = (nu_dot[:6], nu_dot[6:]) if self.model.floating_base else (None, nu_dot)
+        else:
+            base_acc, joint_acc = forward_dynamics(self.model, state, torques)
         dt = self.dt
         r = state.joint_velocities + dt * joint_acc
         s = state.joint_positions + dt * r
