@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the test suite in a local virtualenv (.venv), installing what it needs.
+# Run the test suite in a local virtualenv (.venv), installing what it needs; then,
+# where a ROS 2 installation is, the rclpy/launch/rosbag2 tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -8,3 +9,57 @@ python3 -m venv .venv
 # The pytest executable (unlike `python -m pytest`) does not put the source tree on
 # sys.path, so the tests exercise the installed package and packaging mistakes show.
 .venv/bin/pytest -q -p no:cacheprovider test "$@"
+
+# ---- the ROS 2 tests -------------------------------------------------------------
+# Found in this order: an environment already sourced (rclpy importable), $ROS_SETUP,
+# /opt/ros/<distro>/setup.bash (a binary install), /opt/ros2/setup_env.sh (the
+# from-source build's default prefix, see README).  Without one they are skipped, and
+# this says so.
+ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_bag_rosbag2.py)
+ros_setup=""
+if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
+  ros_setup="(already sourced)"
+elif [ -n "${ROS_SETUP:-}" ]; then
+  ros_setup=$ROS_SETUP
+else
+  for candidate in /opt/ros/*/setup.bash /opt/ros2/setup_env.sh; do
+    if [ -f "$candidate" ]; then ros_setup=$candidate; break; fi
+  done
+fi
+if [ -z "$ros_setup" ]; then
+  echo "ROS 2 tests (${ROS_TESTS[*]}): NOT RUN - no ROS 2 installation found (sourced, \$ROS_SETUP," \
+       "/opt/ros/<distro>/setup.bash or /opt/ros2/setup_env.sh); they were skipped above"
+  exit 0
+fi
+echo "ROS 2 tests: running against $ros_setup"
+(
+  set +u
+  # shellcheck disable=SC1090
+  [ "$ros_setup" = "(already sourced)" ] || source "$ros_setup"
+  set -u
+  # A venv over ROS's own Python (and, if that is itself a venv, over its packages)
+  # holding this package's dependencies: ROS's installation is never modified.
+  ros_python=$(command -v python3)
+  if [ ! -x .venv-ros/bin/python ]; then
+    "$ros_python" -m venv --system-site-packages .venv-ros
+    "$ros_python" - .venv-ros <<'EOF'
+import pathlib, sys, sysconfig
+if sys.prefix != sys.base_prefix:  # ROS's Python is a venv: make its packages visible too
+    target = pathlib.Path(sys.argv[1], "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
+                          "site-packages", "ros_python_venv.pth")
+    target.write_text(sysconfig.get_paths()["purelib"] + "\n")
+EOF
+  fi
+  .venv-ros/bin/python -m pip install --quiet ".[test]" "pytest<8"  # launch_testing's plugin needs pytest < 8
+  # Build and install this package into an overlay so that `ros2 run/launch` find its nodes;
+  # colcon runs under .venv-ros so the nodes' scripts use the Python that has numba.
+  .venv-ros/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
+    --log-base .ros_ws/log build --paths . --build-base .ros_ws/build --install-base .ros_ws/install \
+    --event-handlers console_direct- > .ros_ws.log 2>&1 || { cat .ros_ws.log; exit 1; }
+  set +u
+  # shellcheck disable=SC1091
+  source .ros_ws/install/local_setup.bash
+  set -u
+  export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$((RANDOM % 80 + 20))}  # keep off other graphs on this machine
+  .venv-ros/bin/pytest -q -p no:cacheprovider -rs "${ROS_TESTS[@]}"
+)
