@@ -24,16 +24,204 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.constrained_dynamics import (bias_motion, contact_kinematics, operational_space_inertia_factor,
-                                              solve_contact_forces)
+from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
+                                              contact_kinematics_into, degeneracy_reason, matmul_into)
 from .algorithms.derivatives import derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
-from .contacts import contact_labels, resolve
+from .compiled import kernel
+from .contacts import ContactError, as_contacts
 from .model import Model, State, stack_states
-from .spatial import cross_motion, skew
+from .spatial import cross_motion_into, transform_force_add
+
+
+@kernel(inline=True)
+def _cross3_matrix_row(x, r, col):
+    """Entry (r, col) of x^ (3×3)."""
+    if r == col:
+        return 0.0
+    if r == 0:
+        return -x[2] if col == 1 else x[1]
+    if r == 1:
+        return x[2] if col == 0 else -x[0]
+    return -x[1] if col == 0 else x[0]
+
+
+@kernel
+def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
+                               pose, s, twist, r, tau,
+                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
+                               bodies, X_cb, dims, world_aligned, starts,
+                               J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
+                               A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
+    """The constrained linearization (module docstring) of one state into A (2N, 2N),
+    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns False,
+    with J and M_inv filled for the error message, when the contact set is degenerate."""
+    N = M_inv.shape[0]
+    n = N - (6 if floating_base else 0)
+    off = N - n
+    m = J.shape[0]
+    col_s, col_v, col_r = off, 6 + n, N + off
+    g0 = np.zeros(6)
+    tmp = np.empty(6)
+    free = np.empty(N)
+    # unconstrained pieces: ν̇_free (ABAmb), M⁻¹ (IMMAmb, from the same articulated inertias)
+    body_transforms_into(S, tree_X, s, X_up)
+    base_gravity_into(pose, gravity, g0)
+    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
+    inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv)
+    # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
+    newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
+    contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
+                            starts, v, a, J, drift, J_local, rotation, body_X_base)
+    if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
+        return False
+    # EIDAmb forward pass at the constrained ν̇; each contact wrench b_X^c λ_c held in its body's frame
+    a0 = -g0
+    if floating_base:
+        a0 += accelerations[:6]
+    newton_euler_forward_into(parent, S, I, X_up, twist, a0, r, accelerations[off:], v, a, f)
+    for k in range(bodies.shape[0]):
+        wrenches[k] = 0.0
+        for i in range(dims[k]):  # λ_c = blockdiag(Rᵀ) λ in the frame's axes (world-aligned), else λ
+            block, row = i // 3, i % 3
+            if world_aligned[k]:
+                acc = 0.0
+                for q in range(3):
+                    acc += rotation[k, q, row] * forces[starts[k] + 3 * block + q]
+                wrenches[k, i] = acc
+            else:
+                wrenches[k, i] = forces[starts[k] + i]
+        tmp[:] = -wrenches[k]
+        transform_force_add(X_cb[k], tmp, f[bodies[k]])
+    derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, r,
+                     v, a, f, dv, da, df, derivatives, False)
+    # ∂a: the constrained accelerations' derivatives, from the sweep's columns of each contact body
+    d_accel = np.zeros((m, 2 * N))
+    dv_c = np.zeros((6, 2 * N))
+    da_c = np.zeros((6, 2 * N))
+    dv_b = np.zeros(6)
+    da_b = np.zeros(6)
+    g_b = np.empty(6)
+    v_c = np.empty(6)
+    columns = np.empty(2 * depth.max() + 6, dtype=np.int64)
+    for k in range(bodies.shape[0]):
+        b = bodies[k]
+        count = 0
+        for d in range(depth[b]):
+            columns[count], columns[count + 1] = col_s + ancestors[b, d], col_r + ancestors[b, d]
+            count += 2
+        if floating_base:
+            for q in range(6):
+                columns[count] = col_v + q
+                count += 1
+        for q in range(6):
+            acc = 0.0
+            for t in range(6):
+                acc += body_X_base[k, q, t] * g0[t]
+            g_b[q] = acc  # gravity in the body's axes, [Rᵀg; 0]
+        dv_c[:] = 0.0
+        da_c[:] = 0.0
+        for ci in range(count):
+            col = columns[ci]
+            dv_b[:] = dv[b, col]
+            da_b[:] = da[b, col]
+            if col_s <= col < col_s + n:
+                # the sweep's accelerations carry the fictitious −gravity, which turns with the body:
+                # ∂(b_X_0 g_0)/∂s_j = (b_X_0 g_0) × (body Jacobian column j) = g_b × ∂v_b/∂r_j
+                cross_motion_into(g_b, dv[b, col - col_s + col_r], tmp)
+                for q in range(6):
+                    da_b[q] += tmp[q]
+            for q in range(6):
+                acc_v = 0.0
+                acc_a = 0.0
+                for t in range(6):
+                    acc_v += X_cb[k, q, t] * dv_b[t]
+                    acc_a += X_cb[k, q, t] * da_b[t]
+                dv_c[q, col], da_c[q, col] = acc_v, acc_a
+        for q in range(6):
+            acc = 0.0
+            for t in range(6):
+                acc += X_cb[k, q, t] * v[b, t]
+            v_c[q] = acc
+        if dims[k] == 3:  # ∂(a + ω × v) = ∂a − v^ ∂ω + ω^ ∂v
+            for ci in range(count):
+                col = columns[ci]
+                w0, w1, w2 = dv_c[3, col], dv_c[4, col], dv_c[5, col]
+                u0, u1, u2 = dv_c[0, col], dv_c[1, col], dv_c[2, col]
+                da_c[0, col] += -(v_c[1] * w2 - v_c[2] * w1) + (v_c[4] * u2 - v_c[5] * u1)
+                da_c[1, col] += -(v_c[2] * w0 - v_c[0] * w2) + (v_c[5] * u0 - v_c[3] * u2)
+                da_c[2, col] += -(v_c[0] * w1 - v_c[1] * w0) + (v_c[3] * u1 - v_c[4] * u0)
+        for i in range(dims[k]):  # rotated like the rows of J (R ∂a: the turn of R multiplies a = 0)
+            block, row = i // 3, i % 3
+            for ci in range(count):
+                col = columns[ci]
+                if world_aligned[k]:
+                    acc = 0.0
+                    for q in range(3):
+                        acc += rotation[k, row, q] * da_c[3 * block + q, col]
+                    d_accel[starts[k] + i, col] = acc
+                else:
+                    d_accel[starts[k] + i, col] = da_c[i, col]
+        if world_aligned[k]:
+            # λ fixed in world axes turns in the frame's axes: ∂λ_c = [f_c^; n_c^] J_ω z_q, so ∂R
+            # gains −J_cᵀ [f_c^; n_c^] J_ω in the position columns z_q = [z_H; z_s] (the first N)
+            d = dims[k]
+            turn = np.zeros((d, N))
+            for i in range(d):
+                block, row = i // 3, i % 3
+                for q in range(3):
+                    factor = _cross3_matrix_row(wrenches[k, 3 * block:3 * block + 3], row, q)
+                    if factor != 0.0:
+                        for col in range(N):
+                            turn[i, col] += factor * J_local[k, 3 + q, col]
+            for row in range(N):
+                for i in range(d):
+                    factor = J_local[k, i, row]
+                    if factor != 0.0:
+                        for col in range(N):
+                            derivatives[row, col] -= factor * turn[i, col]
+    # KKT elimination: Y = M⁻¹ ∂R, ∂λ = Λ (J Y − ∂a), ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ
+    Y = np.empty((N, 2 * N))
+    matmul_into(M_inv, derivatives, Y)
+    if floating_base:  # H enters ID̄ only through gravity: M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0], [[0, −(Rᵀg)^], [0, 0]]
+        for row in range(3):
+            for q in range(3):
+                Y[row, 3 + q] -= _cross3_matrix_row(g0[:3], row, q)
+    matmul_into(J, Y, d_forces)
+    for i in range(m):
+        for col in range(2 * N):
+            d_forces[i, col] -= d_accel[i, col]
+    cholesky_solve_into(L, d_forces)
+    for i in range(m):
+        for col in range(n):
+            d_forces_dtau[i, col] = -JM_inv[i, off + col]
+    cholesky_solve_into(L, d_forces_dtau)
+    A[:] = 0.0
+    B[:] = 0.0
+    for i in range(N):
+        A[i, N + i] = 1.0
+    if floating_base:  # −v× = −[[ω^, v^], [0, ω^]]
+        for row in range(3):
+            for q in range(3):
+                A[row, q] = -_cross3_matrix_row(twist[3:], row, q)
+                A[row, 3 + q] = -_cross3_matrix_row(twist[:3], row, q)
+                A[3 + row, 3 + q] = -_cross3_matrix_row(twist[3:], row, q)
+    for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
+        for col in range(2 * N):
+            A[N + row, col] = -Y[row, col]
+        for col in range(n):
+            B[N + row, col] = M_inv[row, off + col]
+        for i in range(m):
+            factor = JM_inv[i, row]
+            if factor != 0.0:
+                for col in range(2 * N):
+                    A[N + row, col] += factor * d_forces[i, col]
+                for col in range(n):
+                    B[N + row, col] += factor * d_forces_dtau[i, col]
+    return True
 
 
 def linearize_with_contacts(model: Model, state: State, joint_torques, contacts, workspace):
@@ -41,96 +229,20 @@ def linearize_with_contacts(model: Model, state: State, joint_torques, contacts,
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
     ∂λ/∂τ (m, n).  ``workspace``: the model's per-thread scratch arrays.
+    ContactError for a redundant or degenerate contact set.
     """
-    ws = workspace
-    parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity = ws.model_arrays
+    contacts = as_contacts(contacts)
+    arrays = contact_arrays(model, contacts)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     poses, s, twists, r, torques = stack_states(model, [state], torques)
-    pose, s, twist, r, tau = poses[0], s[0], twists[0], r[0], torques[0]
-    n, N = model.n_joints, model.n_velocities
-    off = 6 if floating_base else 0
-
-    # unconstrained pieces: ν̇_free (ABAmb), M⁻¹ (IMMAmb, from the same articulated inertias)
-    body_transforms_into(S, tree_X, s, ws.X_up)
-    g0 = np.zeros(6)
-    base_gravity_into(pose, gravity, g0)
-    free = np.empty(N)
-    forward_dynamics_into(parent, S, I, ws.X_up, floating_base, twist, g0, r, tau,
-                          ws.I_A, ws.U, ws.D, ws.v, ws.c, ws.p, ws.a, free)
-    M_inv = np.empty((N, N))
-    inverse_mass_matrix_into(parent, S, ws.X_up, subtree_end, floating_base, ws.I_A, ws.U, ws.D, ws.F, ws.P, M_inv)
-
-    # contact kinematics and forces
-    v_bias, a_bias = bias_motion(model, state, ws.X_up)
-    kin = contact_kinematics(model, state, resolve(model, contacts), ws.X_up, v_bias, a_bias)
-    L = operational_space_inertia_factor(kin, M_inv)
-    forces = solve_contact_forces(L, kin.J, free, kin.drift)
-    J = kin.J
-    nu_dot = free + M_inv @ (J.T @ forces)
-
-    # EIDAmb forward pass at the constrained ν̇, each contact wrench held in its body's frame
-    a0 = -g0 + (nu_dot[:6] if floating_base else 0.0)
-    newton_euler_forward_into(parent, S, I, ws.X_up, twist, a0, r, nu_dot[off:], ws.v, ws.a, ws.f)
-    local_forces = []
-    for rc, R_c in zip(kin.contacts, kin.rotation):
-        wrench = np.zeros(6)
-        d = rc.contact.dimension
-        T = np.kron(np.eye(d // 3), R_c) if rc.contact.reference == "world_aligned" else np.eye(d)
-        wrench[:d] = T.T @ forces[rc.rows]  # λ in the contact frame's axes
-        local_forces.append(wrench)
-        ws.f[rc.body] -= rc.X_contact_body.T @ wrench  # b_X^c λ: the contact wrench on body b
-    # the sweep accumulates f and fills the columns z_s, z_v, z_r (z_H is below)
-    derivatives_into(parent, S, I, ws.X_up, ancestors, depth, subtree_end, floating_base, g0, r,
-                     ws.v, ws.a, ws.f, ws.dv, ws.da, ws.df, ws.derivatives, False)
-    dR = ws.derivatives.copy()
-    if floating_base:
-        dR[:, :6] = 0.0
-    dA = np.zeros((J.shape[0], 2 * N))  # ∂a: derivative of the constrained contact accelerations
-    col_s, col_v, col_r = off, 6 + n, N + off
-    for k, rc in enumerate(kin.contacts):
-        b, d = rc.body, rc.contact.dimension
-        R_c, J_c, w = kin.rotation[k], kin.J_local[k], local_forces[k]
-        path = ancestors[b, :depth[b]]
-        valid = np.concatenate([col_s + path, col_r + path] + ([np.arange(col_v, col_v + 6)] if floating_base else []))
-        dv = np.zeros((6, 2 * N))
-        da = np.zeros((6, 2 * N))
-        dv[:, valid] = ws.dv[b, valid].T
-        da[:, valid] = ws.da[b, valid].T
-        # the sweep's accelerations carry the fictitious −gravity, which turns with the body:
-        # ∂(b_X_0 g_0)/∂s_j = (b_X_0 g_0) × (column j of the body Jacobian)
-        g_b = kin.body_X_base[k] @ g0
-        da[:, col_s + path] += cross_motion(g_b) @ dv[:, col_r + path]
-        X_cb = rc.X_contact_body
-        dv_c, da_c = X_cb @ dv, X_cb @ da
-        v_c = X_cb @ ws.v[b]
-        T = np.kron(np.eye(d // 3), R_c) if rc.contact.reference == "world_aligned" else np.eye(d)
-        if d == 6:
-            dA[rc.rows] = T @ da_c
-        else:  # ∂(a + ω × v) = ∂a − v^ ∂ω + ω^ ∂v
-            dA[rc.rows] = T @ (da_c[:3] - skew(v_c[:3]) @ dv_c[3:] + skew(v_c[3:]) @ dv_c[:3])
-        # (the turn of T multiplies the constrained acceleration, which is zero here)
-        if rc.contact.reference == "world_aligned":
-            # λ fixed in world axes turns in the frame's axes: ∂λ_c = λ_c^ δθ_c with δθ_c = J_ω z_q
-            turn = np.vstack([skew(w[:3]), skew(w[3:])])[:d] @ J_c[3:]  # (d, N) over z_q = [z_H; z_s]
-            dR[:, :N] -= J_c[:d].T @ turn
-    Y = M_inv @ dR
-    if floating_base:  # H enters ID̄ only through gravity: M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0] (see linearize_into)
-        Y[:3, 3:6] -= skew(g0[:3])  # ∂a_0/∂z_H = [[0, −(R^T g)^], [0, 0]]
-    JY = J @ Y
-    d_forces = _lambda_solve(L, JY - dA)
-    d_forces_dtau = -_lambda_solve(L, J @ M_inv[:, off:])
-    A = np.zeros((2 * N, 2 * N))
-    A[:N, N:] = np.eye(N)
-    if floating_base:
-        A[:6, :6] = -cross_motion(twist)
-    A[N:] = -Y + M_inv @ (J.T @ d_forces)
-    B = np.zeros((2 * N, n))
-    B[N:] = M_inv[:, off:] + M_inv @ (J.T @ d_forces_dtau)
-    return A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, contact_labels([rc.contact for rc in kin.contacts])
-
-
-def _lambda_solve(L, b):
-    """Λ b with Λ⁻¹ = L Lᵀ."""
-    from scipy.linalg import cho_solve
-
-    return cho_solve((L, True), b)
+    k, m, n, N = len(contacts), arrays.m, model.n_joints, model.n_velocities
+    J, JM_inv = np.empty((m, N)), np.empty((m, N))
+    out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
+           np.empty((m, 2 * N)), np.empty((m, n)))
+    ok = constrained_linearize_into(*workspace.model_arrays, poses[0], s[0], twists[0], r[0], torques[0],
+                                    *workspace.arrays(), *arrays.arrays(),
+                                    J, np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
+                                    JM_inv, np.empty((m, m)), np.empty((k, 6)), *out)
+    if not ok:
+        raise ContactError(degeneracy_reason(contacts, J, out[2]))
+    return out

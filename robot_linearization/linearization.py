@@ -23,7 +23,7 @@ from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import kernel
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, as_contacts
+from .contacts import Contact, as_contacts, contact_labels
 from .model import Model, State, stack_states
 
 
@@ -241,11 +241,12 @@ def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearizatio
 
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts) -> Linearization:
-    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, labels = linearize_with_contacts(
+    contacts = as_contacts(contacts)
+    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
         model, state, joint_torques, contacts, workspace(model))
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
-                   contact_forces_input_jacobian=d_forces_dtau, contact_labels=labels,
-                   contacts=as_contacts(contacts))
+                   contact_forces_input_jacobian=d_forces_dtau, contact_labels=contact_labels(contacts),
+                   contacts=contacts)
 
 
 def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers) -> Linearization:

@@ -9,7 +9,6 @@ import pytest
 import robot_linearization as rl
 from robot_linearization.algorithms.constrained_dynamics import bias_motion, contact_kinematics
 from robot_linearization.algorithms.kinematics import body_transforms
-from robot_linearization.contacts import resolve
 from robot_linearization.spatial import se3_exp
 
 from conftest import (PinocchioOracle, example_robot_path, load_example, pinocchio_constrained_linearization,
@@ -127,7 +126,7 @@ def test_standing_quadruped_in_static_equilibrium_carries_its_weight():
                      joint_velocities=np.zeros(12))
     base_wrench, joint_torques = rl.extended_inverse_dynamics(model, state, np.zeros(6), np.zeros(12))
     X_up = body_transforms(model, state.joint_positions)
-    J = contact_kinematics(model, state, resolve(model, feet), X_up, *bias_motion(model, state, X_up)).J
+    J, _ = contact_kinematics(model, state, feet, X_up, *bias_motion(model, state, X_up))
     support = np.linalg.lstsq(J[:, :6].T, base_wrench, rcond=None)[0]  # forces that hold the base
     tau = joint_torques - J[:, 6:].T @ support
     lin = rl.linearize(model, state, tau, contacts=feet)

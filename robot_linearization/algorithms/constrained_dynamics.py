@@ -13,12 +13,14 @@ with M⁻¹ from the IMMA(mb) and ν̇_free from the ABA(mb): no factorisation o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
 import numpy as np
 
-from ..contacts import ContactError, ResolvedContact, resolve
+from ..compiled import kernel
+from ..contacts import ContactError, as_contacts, resolve
 from ..model import Model, State
+from ..spatial import mat_mat_into
 from .forward_dynamics import forward_dynamics
 from .inverse_dynamics import newton_euler_forward_into
 from .inverse_mass_matrix import inverse_mass_matrix
@@ -29,119 +31,204 @@ DEGENERACY_TOLERANCE = 1e-10
 fraction of its largest diagonal entry (redundant or unreachable constraints)."""
 
 
-@dataclass(frozen=True)
-class ContactKinematics:
-    """Contact frames at one configuration and velocity, m = Σ contact dimensions.
+class ContactArrays:
+    """A contact set bound to a model, as the compiled passes take it (k contacts):
+    bodies (k,), X_contact_body (k, 6, 6) = c_X_b, dims (k,) 3 or 6, world_aligned (k,)
+    bool, starts (k,) first row of each contact in J and λ; m rows in all."""
 
-    J (m, N): the constraint Jacobian in each contact's reference axes;
-    drift γ (m): the constrained acceleration at ν̇ = 0 (no gravity);
-    J_local[c] (6, N): body Jacobian of contact c's frame, in that frame;
-    rotation[c] (3, 3): A_R_c, the frame's orientation in the world;
-    twist[c] (6,): the frame's body twist (in its own axes);
-    body_X_base[c] (6, 6): velocity transform from the base (or world, fixed base) to contact c's body.
-    """
+    def __init__(self, model: Model, contacts):
+        self.contacts = as_contacts(contacts)
+        resolved = resolve(model, self.contacts)
+        self.bodies = np.array([rc.body for rc in resolved], dtype=np.int64)
+        self.X_contact_body = np.array([rc.X_contact_body for rc in resolved]).reshape(-1, 6, 6)
+        self.dims = np.array([c.dimension for c in self.contacts], dtype=np.int64)
+        self.world_aligned = np.array([c.reference == "world_aligned" for c in self.contacts], dtype=np.bool_)
+        self.starts = np.concatenate([[0], np.cumsum(self.dims)[:-1]]).astype(np.int64)
+        self.m = int(self.dims.sum())
 
-    contacts: tuple[ResolvedContact, ...]
-    J: np.ndarray
-    drift: np.ndarray
-    J_local: tuple
-    rotation: tuple
-    twist: tuple
-    body_X_base: tuple
+    def arrays(self):
+        return self.bodies, self.X_contact_body, self.dims, self.world_aligned, self.starts
 
 
-def body_jacobian(model: Model, X_up: np.ndarray, body: int):
-    """(J_b (6, N), b_X_0 (6, 6)): the body Jacobian of ``body`` in its own frame
-    (columns [base twist (floating only); joints]) and the transform from the base."""
-    N, off = model.n_velocities, (6 if model.floating_base else 0)
-    S = model.motion_subspaces
-    J = np.zeros((6, N))
-    X = np.eye(6)
-    i = body
-    while i > 0:
-        J[:, off + i - 1] = X @ S[i]
-        X = X @ X_up[i]
-        i = model.parent[i]
-    if model.floating_base:
-        J[:, :6] = X
-    return J, X
+@functools.lru_cache(maxsize=256)
+def contact_arrays(model: Model, contacts: tuple) -> ContactArrays:
+    """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model``, built once."""
+    return ContactArrays(model, contacts)
 
 
-def reference_rotation(rc: ResolvedContact, R: np.ndarray) -> np.ndarray:
-    """The (d, d) rotation from a contact's local axes to its reference axes:
-    blockdiag(R, R) or R for a world-aligned contact, the identity for a local one."""
-    d = rc.contact.dimension
-    if rc.contact.reference == "local":
-        return np.eye(d)
-    return np.kron(np.eye(d // 3), R)
+@kernel
+def matmul_into(A, B, out):
+    """out = A B in plain loops (no BLAS: the threads of a horizon stay parallel)."""
+    out[:] = 0.0
+    for i in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            factor = A[i, k]
+            if factor != 0.0:
+                for j in range(B.shape[1]):
+                    out[i, j] += factor * B[k, j]
 
 
-def contact_kinematics(model: Model, state: State, contacts, X_up: np.ndarray, v: np.ndarray,
-                       a_bias: np.ndarray) -> ContactKinematics:
-    """J and γ of ``contacts`` given the body transforms X_up, body twists v (n+1, 6)
-    and the body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
-    resolved = contacts if contacts and isinstance(contacts[0], ResolvedContact) else resolve(model, contacts)
-    m = sum(rc.contact.dimension for rc in resolved)
-    J = np.empty((m, model.n_velocities))
-    drift = np.empty(m)
-    base_R = state.base_pose[:3, :3] if model.floating_base else np.eye(3)
-    J_locals, rotations, twists, transforms = [], [], [], []
-    for rc in resolved:
-        J_b, b_X_0 = body_jacobian(model, X_up, rc.body)
-        X_cb = rc.X_contact_body
-        J_c = X_cb @ J_b
-        R_c = base_R @ b_X_0[:3, :3].T @ X_cb[3:, 3:].T  # A_R_0 · 0_R_b · b_R_c
-        v_c, a_c = X_cb @ v[rc.body], X_cb @ a_bias[rc.body]
-        T = reference_rotation(rc, R_c)
-        if rc.contact.kind == "6d":
-            J[rc.rows], drift[rc.rows] = T @ J_c, T @ a_c
-        else:  # the classical acceleration of the point: a + ω × v
-            J[rc.rows], drift[rc.rows] = T @ J_c[:3], T @ (a_c[:3] + np.cross(v_c[3:], v_c[:3]))
-        J_locals.append(J_c)
-        rotations.append(R_c)
-        twists.append(v_c)
-        transforms.append(b_X_0)
-    return ContactKinematics(resolved, J, drift, tuple(J_locals), tuple(rotations), tuple(twists), tuple(transforms))
+@kernel
+def contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
+                            v, a, J, drift, J_local, rotation, body_X_base):
+    """J (m, N) in each contact's reference axes and γ (m) from the body twists v and
+    body accelerations a (n+1, 6) at ν̇ = 0 without gravity.  Also per contact k:
+    J_local[k] (6, N) the frame's body Jacobian in its own axes, rotation[k] = A_R_c,
+    body_X_base[k] = b_X_0 (base, or world for a fixed base, to its body)."""
+    N = J.shape[1]
+    off = 6 if floating_base else 0
+    X = np.empty((6, 6))
+    X_next = np.empty((6, 6))
+    J_body = np.empty((6, N))
+    v_c = np.empty(6)
+    a_c = np.empty(6)
+    local = np.empty(6)
+    for k in range(bodies.shape[0]):
+        b = bodies[k]
+        J_body[:] = 0.0
+        X[:] = np.eye(6)
+        i = b
+        while i > 0:  # walk to the base: column of joint i is b_X_i Γ_i
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += X[r, c] * S[i, c]
+                J_body[r, off + i - 1] = acc
+            mat_mat_into(X, X_up[i], X_next)
+            X[:] = X_next
+            i = parent[i]
+        if floating_base:
+            J_body[:, :6] = X
+        body_X_base[k] = X
+        matmul_into(X_cb[k], J_body, J_local[k])
+        for r in range(3):  # A_R_c = A_R_0 · (b_R_0)ᵀ · (c_R_b)ᵀ
+            for c in range(3):
+                acc = 0.0
+                for p in range(3):
+                    for q in range(3):
+                        acc += base_rotation[r, p] * X[q, p] * X_cb[k, 3 + c, 3 + q]
+                rotation[k, r, c] = acc
+        for r in range(6):
+            acc_v = 0.0
+            acc_a = 0.0
+            for c in range(6):
+                acc_v += X_cb[k, r, c] * v[b, c]
+                acc_a += X_cb[k, r, c] * a[b, c]
+            v_c[r], a_c[r] = acc_v, acc_a
+        if dims[k] == 3:  # the classical acceleration of the point: a + ω × v
+            a_c[0] += v_c[4] * v_c[2] - v_c[5] * v_c[1]
+            a_c[1] += v_c[5] * v_c[0] - v_c[3] * v_c[2]
+            a_c[2] += v_c[3] * v_c[1] - v_c[4] * v_c[0]
+        row0 = starts[k]
+        for block in range(dims[k] // 3):  # each 3-block rotated to world axes if world-aligned
+            for r in range(3):
+                rr = row0 + 3 * block + r
+                if world_aligned[k]:
+                    for col in range(N):
+                        acc = 0.0
+                        for p in range(3):
+                            acc += rotation[k, r, p] * J_local[k, 3 * block + p, col]
+                        J[rr, col] = acc
+                    acc = 0.0
+                    for p in range(3):
+                        acc += rotation[k, r, p] * a_c[3 * block + p]
+                    local[r] = acc
+                else:
+                    J[rr] = J_local[k, 3 * block + r]
+                    local[r] = a_c[3 * block + r]
+            for r in range(3):
+                drift[row0 + 3 * block + r] = local[r]
 
 
-def operational_space_inertia_factor(kinematics: ContactKinematics, M_inv: np.ndarray) -> np.ndarray:
-    """Cholesky factor L of Λ⁻¹ = J M⁻¹ Jᵀ (m, m); ContactError, naming the
-    contacts, when the constraints are redundant or cannot be satisfied."""
-    J = kinematics.J
+@kernel
+def cholesky_solve_into(L, B):
+    """B ← (L Lᵀ)⁻¹ B in place, for L lower triangular (m, m) and B (m, c)."""
+    m = L.shape[0]
+    for j in range(B.shape[1]):
+        for i in range(m):
+            acc = B[i, j]
+            for k in range(i):
+                acc -= L[i, k] * B[k, j]
+            B[i, j] = acc / L[i, i]
+        for i in range(m - 1, -1, -1):
+            acc = B[i, j]
+            for k in range(i + 1, m):
+                acc -= L[k, i] * B[k, j]
+            B[i, j] = acc / L[i, i]
+
+
+@kernel
+def contact_forces_into(J, M_inv, free_accelerations, drift, JM_inv, L, forces, accelerations):
+    """λ and ν̇ of the constrained dynamics, given J, M⁻¹ (N, N), ν̇_free and γ.
+
+    Writes JM_inv = J M⁻¹ (m, N), L the Cholesky factor of Λ⁻¹ = J M⁻¹ Jᵀ,
+    forces λ (m,) and accelerations ν̇ (N,).  Returns False (and leaves λ, ν̇
+    unset) when Λ⁻¹ is singular to DEGENERACY_TOLERANCE."""
+    m, N = J.shape
+    matmul_into(J, M_inv, JM_inv)
+    L[:] = 0.0
+    scale = 1e-300
+    for i in range(m):
+        acc = 0.0
+        for k in range(N):
+            acc += JM_inv[i, k] * J[i, k]
+        scale = max(scale, abs(acc))
+    for i in range(m):  # Cholesky of Λ⁻¹, row by row, with the pivot test
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(N):
+                acc += JM_inv[i, k] * J[j, k]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            if i == j:
+                if not acc > DEGENERACY_TOLERANCE * scale:
+                    return False
+                L[i, i] = np.sqrt(acc)
+            else:
+                L[i, j] = acc / L[j, j]
+    rhs = np.empty((m, 1))
+    for i in range(m):
+        acc = drift[i]
+        for k in range(N):
+            acc += J[i, k] * free_accelerations[k]
+        rhs[i, 0] = -acc
+    cholesky_solve_into(L, rhs)
+    for i in range(m):
+        forces[i] = rhs[i, 0]
+    accelerations[:] = free_accelerations
+    for i in range(m):
+        for k in range(N):
+            accelerations[k] += JM_inv[i, k] * forces[i]
+    return True
+
+
+def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
+    """Why Λ⁻¹ = J M⁻¹ Jᵀ is singular, naming the contacts (for ContactError)."""
+    contacts = as_contacts(contacts)
     inverse_inertia = J @ M_inv @ J.T
     scale = max(float(np.abs(np.diag(inverse_inertia)).max(initial=0.0)), 1e-300)
-    try:
-        L = np.linalg.cholesky(inverse_inertia)
-        degenerate = float(np.min(np.diag(L)) ** 2) < DEGENERACY_TOLERANCE * scale
-    except np.linalg.LinAlgError:
-        degenerate = True
-    if degenerate:
-        raise ContactError(_degeneracy_reason(kinematics, inverse_inertia, scale))
-    return L
-
-
-def _degeneracy_reason(kinematics: ContactKinematics, inverse_inertia: np.ndarray, scale: float) -> str:
-    names = [rc.contact.frame for rc in kinematics.contacts]
-    held = [rc.contact.frame for rc in kinematics.contacts
-            if np.abs(np.diag(inverse_inertia)[rc.rows]).max() <= DEGENERACY_TOLERANCE * scale]
+    rows = np.cumsum([0] + [c.dimension for c in contacts])
+    held = [c.frame for c, lo, hi in zip(contacts, rows[:-1], rows[1:])
+            if np.abs(np.diag(inverse_inertia)[lo:hi]).max() <= DEGENERACY_TOLERANCE * scale]
     if held:
         return (f"contacts {held} are on links that cannot move (their rows of J M⁻¹ Jᵀ are zero): "
                 "remove them from the contact set")
-    m = kinematics.J.shape[0]
     rank = int(np.linalg.matrix_rank(inverse_inertia, tol=np.sqrt(DEGENERACY_TOLERANCE) * scale))
-    return (f"the contact set {names} constrains {m} directions of which only {rank} are independent "
-            f"(J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
+    return (f"the contact set {[c.frame for c in contacts]} constrains {J.shape[0]} directions of which only "
+            f"{rank} are independent (J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
 
 
-def solve_contact_forces(L: np.ndarray, J: np.ndarray, free_accelerations: np.ndarray, drift: np.ndarray):
-    """λ = −Λ (J ν̇_free + γ) with Λ⁻¹ = L Lᵀ."""
-    return -_cholesky_solve(L, J @ free_accelerations + drift)
-
-
-def _cholesky_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from scipy.linalg import solve_triangular
-
-    return solve_triangular(L, solve_triangular(L, b, lower=True), lower=True, trans="T")
+def contact_kinematics(model: Model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
+    """(J (m, N), γ (m,)) of ``contacts`` given the body transforms X_up, body
+    twists v (n+1, 6) and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
+    arrays = contact_arrays(model, as_contacts(contacts))
+    k, N = len(arrays.contacts), model.n_velocities
+    J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
+    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if model.floating_base else np.eye(3)
+    contact_kinematics_into(model.parent, model.motion_subspaces, X_up, model.floating_base, base_rotation,
+                            *arrays.arrays(), v, a_bias, J, drift, np.empty((k, 6, N)), np.empty((k, 3, 3)),
+                            np.empty((k, 6, 6)))
+    return J, drift
 
 
 def bias_motion(model: Model, state: State, X_up: np.ndarray):
@@ -158,16 +245,18 @@ def constrained_forward_dynamics(model: Model, state: State, joint_torques, cont
 
     ν̇ = [v̇; ṙ] (floating base) or ṙ; λ stacks each contact's force (point) or
     wrench [force; moment] (6d) on the robot, in the contact's reference axes.
+    ContactError for a redundant or degenerate contact set.
     """
     state.check(model)
+    contacts = as_contacts(contacts)
     torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
     base_acc, joint_acc = forward_dynamics(model, state, torques)
     free = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
     X_up = body_transforms(model, state.joint_positions)
-    v, a_bias = bias_motion(model, state, X_up)
-    kinematics = contact_kinematics(model, state, resolve(model, contacts), X_up, v, a_bias)
+    J, drift = contact_kinematics(model, state, contacts, X_up, *bias_motion(model, state, X_up))
     M_inv = inverse_mass_matrix(model, state.joint_positions)
-    L = operational_space_inertia_factor(kinematics, M_inv)
-    forces = solve_contact_forces(L, kinematics.J, free, kinematics.drift)
-    return free + M_inv @ (kinematics.J.T @ forces), forces
-
+    m, N = J.shape
+    forces, accelerations = np.empty(m), np.empty(N)
+    if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
+        raise ContactError(degeneracy_reason(contacts, J, M_inv))
+    return accelerations, forces
