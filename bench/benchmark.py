@@ -7,7 +7,9 @@ random states, prints the median time per linearization of: ours; Pinocchio's
 computeABADerivatives (+ its M⁻¹ and numpy assembly of A, B); central geometric
 finite differences over our own forward dynamics; the breakdown of ours; and
 checks that the matrices agree, so speed is never bought with wrong numbers.
-Then the MPC-horizon API, the first-call cost and the memory per model.
+Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
+against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
+MPC-horizon API, the first-call cost and the memory per model.
 """
 
 from __future__ import annotations
@@ -122,6 +124,80 @@ class PinocchioPipeline:
         return self.perm[off:] - off
 
 
+CONTACT_CASES = {  # robot -> contacts of the constrained rows (issue: solo12 4 point, talos 2 × 6d)
+    "solo12": [rl.Contact(f) for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")],
+    "talos": [rl.Contact(f, "6d") for f in ("left_sole_link", "right_sole_link")],
+}
+
+
+class PinocchioContactPipeline(PinocchioPipeline):
+    """constraintDynamics + computeConstraintDynamicsDerivatives (zero Baumgarte gains),
+    then A, B, λ, ∂λ/∂z, ∂λ/∂τ assembled: what a user would call instead."""
+
+    def __init__(self, path, model, contacts):
+        super().__init__(path, model)
+        pin, pm = self.pin, self.pmodel
+        constraint_models = []
+        for contact in contacts:
+            frame = pm.frames[pm.getFrameId(contact.frame)]
+            kind = pin.ContactType.CONTACT_3D if contact.kind == "point" else pin.ContactType.CONTACT_6D
+            reference = (pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if contact.reference == "world_aligned"
+                         else pin.ReferenceFrame.LOCAL)
+            constraint_models.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, frame.placement, reference))
+        self.constraint_datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraint_models])
+        self.constraint_models = pin.StdVec_RigidConstraintModel(constraint_models)
+        pin.initConstraintDynamics(pm, self.data, self.constraint_models, self.constraint_datas)
+        self.settings = pin.ProximalSettings(1e-14, 1e-12, 1)
+
+    def linearize(self, q, v, tau):
+        pin, N = self.pin, self.pmodel.nv
+        off = 6 if self.model.floating_base else 0
+        pin.constraintDynamics(self.pmodel, self.data, q, v, tau, self.constraint_models, self.constraint_datas,
+                               self.settings)
+        ddq_dq, ddq_dv, ddq_dtau, dl_dq, dl_dv, dl_dtau = pin.computeConstraintDynamicsDerivatives(
+            self.pmodel, self.data, self.constraint_models, self.constraint_datas, self.settings)
+        A = np.zeros((2 * N, 2 * N))
+        A[:N, N:] = np.eye(N)
+        if off:
+            A[:6, :6] = -pin.Motion(v[:6]).action
+        A[N:, :N], A[N:, N:] = ddq_dq, ddq_dv
+        B = np.zeros((2 * N, N - off))
+        B[N:] = ddq_dtau[:, off:]
+        return A, B, self.data.lambda_c.copy(), np.hstack([dl_dq, dl_dv]), dl_dtau[:, off:]
+
+
+def contact_rows(details, rng, repeat):
+    """Constrained rows: ours vs Pinocchio's constrained pipeline vs finite differences."""
+    us = 1e6
+    print("\nwith rigid contacts: median time per A, B, λ, ∂λ/∂z, ∂λ/∂τ in µs")
+    print(f"{'robot, contacts':<24}{'ours':>8}{'pinocchio':>11}{'FD (ours)':>11}{'ours/pin':>10}{'FD/ours':>9}"
+          f"{'err vs pin':>12}{'err vs FD':>11}")
+    for name, contacts in CONTACT_CASES.items():
+        if name not in details:
+            continue
+        model, path, *_ = details[name]
+        pin = PinocchioContactPipeline(path, model, contacts)
+        ours_t, pin_t, err_pin = [], [], 0.0
+        P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
+        for state in random_states(model, rng, 5):
+            tau = rng.normal(size=model.n_joints)
+            ours_t.append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts), repeat))
+            q, v, tau_pin = pin.inputs(state, tau)
+            pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), repeat))
+            lin = rl.linearize(model, state, tau, contacts=contacts)
+            A_p, B_p, forces, d_forces, d_forces_dtau = pin.linearize(q, v, tau_pin)
+            for ours, theirs in [(lin.A, A_p[np.ix_(P, P)]), (lin.B, B_p[P][:, pin._joint_order()]),
+                                 (lin.contact_forces, forces), (lin.contact_forces_state_jacobian, d_forces[:, P]),
+                                 (lin.contact_forces_input_jacobian, d_forces_dtau[:, pin._joint_order()])]:
+                err_pin = max(err_pin, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+        fd_t = median_time(lambda: finite_difference_linearization(model, state, tau, contacts=contacts), 3)
+        err_fd = rl.validate(model, state, lin, tau).max_rel
+        ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+        label = f"{name} {len(contacts)}×{contacts[0].kind}"
+        print(f"{label:<24}{ours * us:>8.0f}{pin_med * us:>11.0f}{fd_t * us:>11.0f}{ours / pin_med:>10.2f}"
+              f"{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
+
+
 def breakdown(model, state, torques, repeat):
     """Median times of the parts of one linearization (all kernels, one workspace)."""
     ws = Workspace(model)
@@ -212,6 +288,8 @@ def main() -> None:
         print(f"{name:<13}{model.n_velocities:>4}{ours * us:>9.0f}{pin_med * us:>11.0f}{fd_t * us:>11.0f}"
               f"{ours / pin_med:>10.2f}{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
         details[name] = (model, path, floating, options, states, torques, pin_med)
+
+    contact_rows(details, rng, args.repeat)
 
     for name, (model, path, floating, options, states, torques, pin_med) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
