@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import sys
@@ -121,14 +122,11 @@ def demo(args: argparse.Namespace) -> int:
         worst = report if worst is None or report.max_rel > worst.max_rel else worst
     print(f"validation of {args.samples} sampled states (worst shown), against geometric finite differences "
           "(A, B) and inv(CRBA) (M_inv):")
-    print(worst.summary())
+    print(worst.summary(VALIDATION_TOLERANCE))
     png = os.path.join(out_dir, "heatmap_A_B.png")
     write_png(png, side_by_side(heatmap_rgb(lin.A), heatmap_rgb(lin.B)))
     print(f"heatmap of A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
-    ok = worst.passed(VALIDATION_TOLERANCE)
-    print(f"{'PASS' if ok else 'FAIL'}: largest relative error {worst.max_rel:.2e} "
-          f"(tolerance {VALIDATION_TOLERANCE:g})")
-    return 0 if ok else 1
+    return 0 if worst.passed(VALIDATION_TOLERANCE) else 1
 
 
 def replay_command(args: argparse.Namespace) -> int:
@@ -163,6 +161,8 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
+    # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
+    logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
     parser = argparse.ArgumentParser(prog="robot-linearization", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write a bag and PNG")

@@ -43,6 +43,10 @@ class Linearization:
     contact_forces_input_jacobian ∂λ/∂τ (m, n); contact_labels (m,) names λ's
     entries (<frame>:fx … :mz); contacts the Contact set itself.  Without
     contacts they are None / ().
+
+    state and joint_torques are where it was evaluated (for a horizon: the tuple
+    of K states and the (K, n) torques), so :func:`~robot_linearization.validate`
+    needs only the model and the linearization.
     """
 
     A: np.ndarray
@@ -56,6 +60,8 @@ class Linearization:
     contact_forces_input_jacobian: np.ndarray | None = None
     contact_labels: tuple = ()
     contacts: tuple = ()
+    state: State | tuple | None = None
+    joint_torques: np.ndarray | None = None
 
 
 class Workspace:
@@ -192,7 +198,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) 
     out = _allocate(model, 1)
     _linearize_stack(model, arrays, out)
     A, B, M_inv, nu_dot = (x[0] for x in out)
-    return _result(model, A, B, M_inv, nu_dot)
+    return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0])
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
@@ -224,7 +230,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
                                 chunks))
-    return _result(model, *out)
+    return _result(model, *out, state=tuple(states), joint_torques=arrays[-1])
 
 
 @functools.lru_cache(maxsize=None)
@@ -244,9 +250,10 @@ def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts
     contacts = as_contacts(contacts)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
         model, state, joint_torques, contacts, workspace(model))
+    torques = np.zeros(model.n_joints) if joint_torques is None else np.array(joint_torques, dtype=float)
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
                    contact_forces_input_jacobian=d_forces_dtau, contact_labels=contact_labels(contacts),
-                   contacts=contacts)
+                   contacts=contacts, state=state, joint_torques=torques)
 
 
 def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers) -> Linearization:
@@ -270,4 +277,5 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
     fields["contacts"] = results[0].contacts if same else tuple(x.contacts for x in results)
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
         if model.floating_base else stack("joint_accelerations")
-    return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, **fields)
+    return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, state=tuple(states), joint_torques=torques,
+                   **fields)

@@ -250,10 +250,12 @@ def _check_nonsingular(model: Model) -> None:
         if model.floating_base:
             s = np.linalg.svd(I_A[0], compute_uv=False)
             if not s[-1] > 1e-10 * s[0]:
+                # (the articulated inertia seen at the base, not the mass: a massless base in
+                # front of a prismatic joint sees none of the mass behind it along that joint)
                 raise ModelError(
-                    f"base '{model.body_names[0]}': the robot as a whole has a singular 6×6 "
-                    f"inertia (total mass {I_A[0][0, 0]:.3g} kg), the floating-base dynamics "
-                    "are undefined")
+                    f"base '{model.body_names[0]}': the robot as a whole has a singular 6×6 articulated "
+                    f"inertia at the base (total mass {model.inertias[:, 0, 0].sum():.3g} kg), so the "
+                    "floating-base dynamics are undefined; give the base link a mass and inertia")
 
 
 @dataclass(frozen=True)

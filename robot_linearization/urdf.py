@@ -27,6 +27,12 @@ MAX_DESCRIPTION_BYTES = 10 * 1024 * 1024
 INERTIA_NOISE = 1e-6
 """kg m²: inertia errors below this (rounding in exported URDFs) only warn."""
 
+INERTIA_RELATIVE_NOISE = 1e-6
+"""Violations of the physical inertia conditions smaller than this fraction of the
+largest principal moment are rounding, not a warning."""
+
+_warned: set = set()  # warnings already given in this process: a model loaded twice warns once
+
 _MOVABLE = {"revolute": JointType.REVOLUTE, "continuous": JointType.REVOLUTE, "prismatic": JointType.PRISMATIC}
 
 
@@ -42,29 +48,36 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
     """
     if mimic_joints not in ("error", "independent"):
         raise ValueError("mimic_joints must be 'error' or 'independent'")
+    if not isinstance(floating_base, (bool, np.bool_)):  # "false" would be truthy
+        raise ModelError(f"floating_base must be True or False, got {floating_base!r}")
     root = _parse_xml(_read_description(path_or_xml))
     robot = _parse_urdf(_dynamics_only(root))
     return _build(robot, root.get("name") or "robot", floating_base, gravity, mimic_joints)
 
 
 def _read_description(path_or_xml) -> str:
+    """The XML text of a description given as XML or as a file path.  A byte-order
+    mark and blank lines before ``<?xml`` are dropped, as urdfdom and Pinocchio do."""
     if isinstance(path_or_xml, bytes):
         path_or_xml = path_or_xml.decode("utf-8", errors="replace")
-    if isinstance(path_or_xml, str) and path_or_xml.lstrip().startswith("<"):
+    if isinstance(path_or_xml, str) and path_or_xml.lstrip("\ufeff \t\r\n").startswith("<"):
         text = path_or_xml
     else:
         path = os.fspath(path_or_xml)
+        shown = path if len(path) <= 80 else path[:77] + "..."
+        if os.path.isdir(path):
+            raise ModelError(f"cannot read URDF file '{shown}': it is a directory")
         try:
             size = os.path.getsize(path)
-        except OSError as e:
-            raise ModelError(f"cannot read URDF file '{path}': {e.strerror or e}") from None
+        except (OSError, ValueError) as e:
+            raise ModelError(f"cannot read URDF file '{shown}': {getattr(e, 'strerror', None) or e}") from None
         if size > MAX_DESCRIPTION_BYTES:
-            raise ModelError(f"URDF file '{path}' is {size} bytes, more than the {MAX_DESCRIPTION_BYTES} allowed")
+            raise ModelError(f"URDF file '{shown}' is {size} bytes, more than the {MAX_DESCRIPTION_BYTES} allowed")
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     if len(text) > MAX_DESCRIPTION_BYTES:
         raise ModelError(f"robot description is {len(text)} characters, more than the {MAX_DESCRIPTION_BYTES} allowed")
-    return text
+    return text.lstrip("\ufeff \t\r\n")
 
 
 def _parse_xml(xml: str) -> ET.Element:
@@ -116,6 +129,12 @@ def _parse_urdf(xml: bytes):
     return robot
 
 
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
 def _pose(origin) -> np.ndarray:
     """4×4 transform of a URDF <origin xyz rpy> (R = Rz(yaw) Ry(pitch) Rx(roll))."""
     H = np.eye(4)
@@ -149,9 +168,10 @@ def _link_inertia(link) -> np.ndarray:
     if principal[0] < -INERTIA_NOISE:
         raise ModelError(f"link '{link.name}': rotational inertia is not positive semi-definite "
                          f"(principal moments {principal} kg m²)")
-    if principal[0] < 0.0 or principal[0] + principal[1] < principal[2] - INERTIA_NOISE:
-        log.warning("link '%s': principal moments %s kg m² are not those of a physical body "
-                    "(negative or violating the triangle inequality); loaded as given", link.name, principal)
+    noise = INERTIA_RELATIVE_NOISE * float(np.abs(principal).max())
+    if principal[0] < -noise or principal[0] + principal[1] < principal[2] - max(noise, INERTIA_NOISE):
+        _warn_once(f"link '{link.name}': principal moments {principal} kg m² are not those of a physical body "
+                   "(negative or violating the triangle inequality); loaded as given")
     R = H[:3, :3]
     return spatial_inertia(mass, H[:3, 3], R @ I_com @ R.T)
 

@@ -112,9 +112,12 @@ class ComparisonReport:
     def as_dict(self) -> dict:
         return {b.name: {"max_abs": b.max_abs, "max_rel": b.max_rel} for b in self.blocks}
 
-    def summary(self) -> str:
+    def summary(self, tolerance: float = 1e-6) -> str:
+        """A table of the blocks under a PASS/FAIL line against ``tolerance``."""
         width = max(len(b.name) for b in self.blocks)
-        lines = [f"{'block':<{width}}  {'max abs':>10}  {'max rel':>10}"]
+        lines = [f"{'PASS' if self.passed(tolerance) else 'FAIL'}: largest relative error {self.max_rel:.2e} "
+                 f"(tolerance {tolerance:g})",
+                 f"{'block':<{width}}  {'max abs':>10}  {'max rel':>10}"]
         lines += [f"{b.name:<{width}}  {b.max_abs:10.2e}  {b.max_rel:10.2e}" for b in self.blocks]
         return "\n".join(lines)
 
@@ -142,6 +145,8 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
     blocks = []
 
     def add(name, ours, ref, matrix_scale):
+        if np.size(ref) == 0:  # e.g. the joint blocks of a robot without joints (a quadrotor)
+            return
         err = np.abs(np.asarray(ours) - np.asarray(ref))
         max_abs = float(err.max()) if err.size else 0.0
         scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-3 * matrix_scale, 1e-300)
@@ -149,7 +154,7 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
 
     A_dyn, A_dyn_ref = np.asarray(A)[N:], np.asarray(A_ref)[N:]
     B_dyn, B_dyn_ref = np.asarray(B)[N:], np.asarray(B_ref)[N:]
-    a_scale, b_scale = float(np.abs(A_dyn_ref).max()), float(np.abs(B_dyn_ref).max())
+    a_scale, b_scale = float(np.abs(A_dyn_ref).max(initial=0.0)), float(np.abs(B_dyn_ref).max(initial=0.0))
     for rname, rs in rows:
         for cname, cs in cols:
             add(f"A[{rname},{cname}]", A_dyn[rs, cs], A_dyn_ref[rs, cs], a_scale)
@@ -165,11 +170,47 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
     return ComparisonReport(blocks)
 
 
-def validate(model: Model, state: State, linearization, joint_torques=None, step: float = DEFAULT_STEP
+def _evaluation_point(model: Model, state, linearization, joint_torques):
+    """(state, τ) of a single-state linearization of ``model``, checked against what was given."""
+    if not hasattr(linearization, "A") or np.ndim(linearization.A) != 2:
+        raise ValueError("validate takes the Linearization of one state (for a horizon, validate each state)")
+    if tuple(linearization.state_labels) != tuple(model.state_labels):
+        raise ValueError(f"this linearization is not of model '{model.name}' (its state has "
+                         f"{len(linearization.state_labels)} entries, the model's {len(model.state_labels)}, "
+                         "or they name other joints)")
+    remembered, torques = linearization.state, linearization.joint_torques
+    if state is None:
+        if remembered is None:
+            raise ValueError("this linearization does not remember its state: pass it, validate(model, state, lin)")
+        state = remembered
+    elif remembered is not None and not _same_state(state, remembered):
+        raise ValueError("the state given is not the one this linearization was computed at")
+    if joint_torques is None:
+        joint_torques = torques
+    elif torques is not None and not np.array_equal(np.asarray(joint_torques, dtype=float), torques):
+        raise ValueError("the joint_torques given are not the ones this linearization was computed at")
+    return state, joint_torques
+
+
+def _same_state(a: State, b: State) -> bool:
+    return all((x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+               for x, y in ((a.base_pose, b.base_pose), (a.joint_positions, b.joint_positions),
+                            (a.base_twist, b.base_twist), (a.joint_velocities, b.joint_velocities)))
+
+
+def validate(model: Model, state, linearization=None, joint_torques=None, step: float = DEFAULT_STEP
              ) -> ComparisonReport:
     """Check a :class:`~robot_linearization.Linearization` against finite
     differences (A, B) and inv(CRBA) (M⁻¹); with contacts (linearization.contacts)
-    against differences of the constrained forward dynamics, ∂λ included."""
+    against differences of the constrained forward dynamics, ∂λ included.
+
+    ``validate(model, lin)`` checks it at the state and torques it remembers;
+    ``validate(model, state, lin[, τ])`` (the older form) must name the same ones,
+    else ValueError — never a comparison at another input.
+    """
+    if linearization is None:
+        state, linearization = None, state
+    state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
     contacts = linearization.contacts
     M_inv_ref = np.linalg.inv(mass_matrix(model, state.joint_positions))
     if not contacts:

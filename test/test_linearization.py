@@ -160,3 +160,47 @@ def test_fixed_base_state_refuses_a_base_pose():
     model = load_example("ur5")
     with pytest.raises(ValueError, match="fixed base"):
         rl.linearize(model, rl.State(base_pose=np.eye(4), joint_positions=np.zeros(6), joint_velocities=np.zeros(6)))
+
+
+@pytest.mark.parametrize("urdf", ["hector_description/robots/quadrotor_base.urdf",
+                                  "iris_description/robots/iris_simple.urdf"])
+def test_robots_without_joints_linearize_and_validate(urdf, rng, capsys, tmp_path):
+    """A quadrotor is a single floating body: B is 12×0, and validate and the demo say PASS."""
+    import os
+
+    from conftest import ROBOTS_DIR
+    from robot_linearization.cli import main
+
+    path = os.path.join(ROBOTS_DIR, urdf)
+    model = rl.load_urdf(path)
+    state = rl.State(base_pose=se3_exp(rng.normal(size=6)), base_twist=rng.normal(size=6))
+    lin = rl.linearize(model, state)
+    assert lin.A.shape == (12, 12) and lin.B.shape == (12, 0)
+    report = rl.validate(model, state, lin)
+    assert report.passed(1e-6) and {b.name for b in report.blocks} == {"A[vdot,H]", "A[vdot,v]", "M_inv"}
+    assert main(["demo", "--urdf", path, "--duration", "0.05", "--samples", "1", "--repeat", "2",
+                 "--output-dir", str(tmp_path / "demo")]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_validate_uses_the_state_and_torques_the_linearization_remembers(rng):
+    """validate(model, lin) needs neither: it checks at the τ used (not τ = 0), and a
+    different state, τ or model is refused instead of compared."""
+    model = load_example("solo12")
+    state, tau = random_state(model, rng), rng.normal(scale=10.0, size=12)
+    lin = rl.linearize(model, state, tau)
+    assert lin.state is state and np.array_equal(lin.joint_torques, tau)
+    report = rl.validate(model, lin)
+    assert report.passed(1e-6) and report.summary().startswith("PASS: largest relative error")
+    assert rl.validate(model, state, lin).max_rel == report.max_rel  # the older form, same τ remembered
+    with pytest.raises(ValueError, match="joint_torques given are not the ones"):
+        rl.validate(model, state, lin, np.zeros(12))
+    with pytest.raises(ValueError, match="state given is not the one"):
+        rl.validate(model, random_state(model, rng), lin)
+    talos = load_example("talos")
+    with pytest.raises(ValueError, match="not of model 'talos'"):
+        rl.validate(talos, lin)
+    import dataclasses
+
+    wrong = dataclasses.replace(lin, A=lin.A * 1.01)
+    assert rl.validate(model, wrong).summary().startswith("FAIL")

@@ -141,3 +141,48 @@ def test_programmatic_builder_rejects_bad_input():
     with pytest.raises(rl.ModelError, match="homogeneous transform"):
         builder.add_body("b", parent="base", joint=rl.Joint("j", rl.JointType.REVOLUTE, (0, 0, 1)),
                          placement=2 * np.eye(4), inertia=np.eye(6))
+
+
+def test_singular_floating_base_message_gives_the_total_mass():
+    """A 2.5 kg cart on a rail behind a massless root link: the articulated inertia at
+    the base is singular (the rail carries no mass along it), the robot is not massless."""
+    cart = urdf({"world": None, "cart": dict(m=2.5, c="0 0 0", i=0.01)},
+                [joint("rail", "prismatic", "world", "cart", axis="1 0 0",
+                       extra='<limit lower="-1" upper="1" effort="10" velocity="1"/>')])
+    with pytest.raises(rl.ModelError, match=r"base 'world'.*singular.*total mass 2\.5 kg"):
+        rl.load_urdf(cart)
+
+
+def test_descriptions_with_leading_blank_lines_or_a_byte_order_mark_load(tmp_path):
+    """urdfdom and Pinocchio accept both (pybullet_data's diff_ring.urdf starts with a newline)."""
+    xml = '<?xml version="1.0"?>\n' + urdf({"a": BODY, "b": BODY}, [joint("j", "revolute", "a", "b")])
+    for text in ("\n" + xml, "\n\n  " + xml, "\ufeff" + xml, "\ufeff\n" + xml):
+        assert rl.load_urdf(text).joint_names == ("j",)
+        path = tmp_path / "robot.urdf"
+        path.write_text(text, encoding="utf-8")
+        assert rl.load_urdf(str(path)).joint_names == ("j",)
+
+
+def test_bad_arguments_to_load_urdf_get_one_line_errors(tmp_path):
+    with pytest.raises(rl.ModelError, match=f"cannot read URDF file '{tmp_path}': it is a directory"):
+        rl.load_urdf(str(tmp_path))
+    with pytest.raises(rl.ModelError, match="floating_base must be True or False, got 'false'"):
+        rl.load_urdf(bundled_urdf_path(), floating_base="false")
+    long_text = "not xml " * 500  # neither XML nor a path: the message does not echo it all
+    with pytest.raises(rl.ModelError) as error:
+        rl.load_urdf(long_text)
+    assert len(str(error.value)) < 200 and "\n" not in str(error.value)
+
+
+def test_inertia_warning_ignores_rounding_and_is_given_once(caplog):
+    rounding = ('<link name="b"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.02" ixy="0.01" '
+                'ixz="0" iyz="0"/></inertial></link>')  # principal moments (≈ −1e-19, 0.02, 0.02): a rod
+    unphysical = ('<link name="c"><inertial><mass value="1"/><inertia ixx="0.001" iyy="0.001" izz="0.01" ixy="0" '
+                  'ixz="0" iyz="0"/></inertial></link>')  # 0.001 + 0.001 < 0.01
+    xml = (f'<robot name="w"><link name="a">{INERTIAL.format(**BODY)}</link>{rounding}{unphysical}'
+           f'{joint("j1", "revolute", "a", "b")}{joint("j2", "revolute", "a", "c", axis="1 0 0")}</robot>')
+    with caplog.at_level("WARNING", logger="robot_linearization.urdf"):
+        rl.load_urdf(xml)
+        rl.load_urdf(xml)  # the demo and the node's pipeline load the same URDF twice
+    warnings = [r for r in caplog.records if r.name == "robot_linearization.urdf"]
+    assert len(warnings) == 1 and "link 'c'" in warnings[0].getMessage()
