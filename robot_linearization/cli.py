@@ -1,4 +1,4 @@
-"""Command line: ``robot-linearization demo | replay`` (or ``python -m robot_linearization``)."""
+"""Command line: robot-linearization demo | replay (or python -m robot_linearization)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ def demo(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     description = open(path).read()
+    if args.duration < args.dt:
+        print(f"error: --duration {args.duration:g} s is shorter than one step (--dt {args.dt:g} s)", file=sys.stderr)
+        return 2
     out_dir = args.output_dir
     problem = prepare_demo_directory(out_dir)
     if problem:
@@ -148,7 +151,8 @@ def replay_command(args: argparse.Namespace) -> int:
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config, heatmaps=not args.no_heatmaps,
-                         storage=args.storage, contacts_topic=args.contacts_topic)
+                         storage=args.storage, contacts_topic=args.contacts_topic,
+                         progress=sys.stderr.isatty())  # a progress bar on a terminal only
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -160,40 +164,81 @@ def replay_command(args: argparse.Namespace) -> int:
     return 0 if summary.outputs else 1
 
 
+def _number(kind, low=None, high=None, low_open=True, unit=""):
+    """argparse type: a finite number in (low, high], with a one-line error."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not np.isfinite(value) or (low is not None and (value <= low if low_open else value < low)) \
+                or (high is not None and value > high):
+            bounds = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            raise argparse.ArgumentTypeError(f"{text} is outside {bounds}{unit}")
+        return value
+    return parse
+
+
+MAX_DEMO_STEP = 0.01
+"""s: the demo's explicit integrator and gains are stable up to this step."""
+
+
 def main(argv=None) -> int:
     # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
     logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
-    parser = argparse.ArgumentParser(prog="robot-linearization", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write a bag and PNG")
-    p.add_argument("--urdf", help="use this URDF instead of the bundled quadruped")
-    p.add_argument("--fixed-base", action="store_true", help="weld the root link to the world")
-    p.add_argument("--duration", type=float, default=3.0, help="simulated seconds (default 3)")
-    p.add_argument("--dt", type=float, default=0.002, help="simulation step [s] (default 0.002)")
-    p.add_argument("--samples", type=int, default=5, help="states validated against finite differences")
-    p.add_argument("--repeat", type=int, default=200, help="timing runs (default 200)")
-    p.add_argument("--contacts", help=f"frames held by the ground ({CONTACT_SYNTAX}); 'none' for a free-floating "
-                   "robot (default: the bundled quadruped stands on its four feet; none with --urdf)")
-    p.add_argument("--output-dir", default="demo_output")
-    p.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="robot-linearization",
+        description="Geometric linearization (A, B, M^-1) of floating-base robot dynamics: a demo on the bundled "
+                    "quadruped, and the ROS 2 node's pipeline run offline over recorded bags.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,replay}")
+    p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write bags and a PNG",
+                       description="Simulate a robot, record a ROS 2 bag, replay it through the node's pipeline, "
+                                   "time and validate the linearization, and draw A and B.")
+    p.add_argument("--urdf", help="URDF file to use instead of the bundled quadruped (default: the bundled quadruped)")
+    p.add_argument("--fixed-base", action="store_true", help="weld the root link to the world (default: floating)")
+    p.add_argument("--duration", type=_number(float, 0.0, 600.0, unit=" s"), default=3.0,
+                   help="simulated time [s], in (0, 600] (default: 3)")
+    p.add_argument("--dt", type=_number(float, 0.0, MAX_DEMO_STEP, unit=" s"), default=0.002,
+                   help=f"simulation step [s], in (0, {MAX_DEMO_STEP:g}] (default: 0.002)")
+    p.add_argument("--samples", type=_number(int, 1, None, low_open=False), default=5,
+                   help="recorded states validated against finite differences, >= 1 (default: 5)")
+    p.add_argument("--repeat", type=_number(int, 1, None, low_open=False), default=200,
+                   help="timing runs of one linearization, >= 1 (default: 200)")
+    p.add_argument("--contacts", help=f"frames held by the ground ({CONTACT_SYNTAX}), or 'none' for a "
+                   "free-floating robot (default: the bundled quadruped stands on its four feet; none with --urdf)")
+    p.add_argument("--output-dir", default="demo_output",
+                   help="directory for the bags and the PNG: new, empty, or a previous demo's; nothing else in "
+                        "it is touched (default: demo_output)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated motion (default: 0)")
     p.set_defaults(run=demo)
-    r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs")
-    r.add_argument("in_bag")
+    r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs",
+                       description="Read joint states and odometry from a ROS 2 bag (mcap or sqlite3), linearize as "
+                                   "the node does, and write the node's output topics to a new bag.")
+    r.add_argument("in_bag", help="ROS 2 bag directory (with metadata.yaml) to read")
     r.add_argument("--urdf", help="URDF file (default: the bag's /robot_description)")
-    r.add_argument("-o", "--output", help="output bag (default IN_BAG_linearized)")
-    r.add_argument("--joint-states-topic", default="/joint_states")
-    r.add_argument("--odom-topic", default="/odom")
-    r.add_argument("--fixed-base", action="store_true")
-    r.add_argument("--base-frame", default="", help="expected odometry child_frame_id (default: URDF root link)")
-    r.add_argument("--effort", action="store_true", help="take joint torques from JointState.effort")
-    r.add_argument("--pairing-tolerance", type=float, default=0.02)
-    r.add_argument("--max-input-age", type=float, default=0.5)
-    r.add_argument("--mimic-joints", choices=["error", "independent"], default="error")
-    r.add_argument("--contacts", default="", help=f"frames held by the ground ({CONTACT_SYNTAX}); default none")
-    r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set "
-                   "(as the node's 'contacts' topic)")
-    r.add_argument("--no-heatmaps", action="store_true")
-    r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap")
+    r.add_argument("-o", "--output", help="bag directory to write; must not exist (default: IN_BAG_linearized)")
+    r.add_argument("--joint-states-topic", default="/joint_states",
+                   help="sensor_msgs/JointState topic (default: /joint_states)")
+    r.add_argument("--odom-topic", default="/odom",
+                   help="nav_msgs/Odometry topic of the base, twist in the base frame (default: /odom)")
+    r.add_argument("--fixed-base", action="store_true", help="weld the root link to the world: no odometry "
+                   "needed (default: floating)")
+    r.add_argument("--base-frame", default="", help="odometry child_frame_id expected (default: the URDF root link)")
+    r.add_argument("--effort", action="store_true",
+                   help="take joint torques [N m, N] from JointState.effort (default: zero torques)")
+    r.add_argument("--pairing-tolerance", type=_number(float, 0.0, None, unit=" s"), default=0.02,
+                   help="max time between a joint state and the odometry it is paired with [s], > 0 (default: 0.02)")
+    r.add_argument("--max-input-age", type=_number(float, 0.0, None, unit=" s"), default=0.5,
+                   help="inputs older than this at their log time are stale [s], > 0 (default: 0.5)")
+    r.add_argument("--mimic-joints", choices=["error", "independent"], default="error",
+                   help="URDF mimic joints: refuse the robot, or treat them as actuated (default: error)")
+    r.add_argument("--contacts", default="",
+                   help=f"frames held by the ground ({CONTACT_SYNTAX}) (default: none, free-floating)")
+    r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set, as the "
+                   "node's 'contacts' topic (default: none)")
+    r.add_argument("--no-heatmaps", action="store_true", help="do not write ~/A_heatmap, ~/B_heatmap (default: write)")
+    r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap",
+                   help="storage of the output bag (default: mcap)")
     r.set_defaults(run=replay_command)
     args = parser.parse_args(argv)
     return args.run(args)

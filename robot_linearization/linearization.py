@@ -63,6 +63,14 @@ class Linearization:
     state: State | tuple | None = None
     joint_torques: np.ndarray | None = None
 
+    def __repr__(self) -> str:
+        horizon = f"{self.A.shape[0]} states, " if self.A.ndim == 3 else ""
+        contacts = "no contacts" if not self.contacts else (
+            f"{len(self.contacts)} contacts" if isinstance(self.contacts[0], Contact)
+            else "contacts varying along the horizon")
+        return (f"<Linearization: {horizon}A {self.A.shape[-2:]}, B {self.B.shape[-2:]}, M_inv {self.M_inv.shape[-2:]} "
+                f"(state [z_H, z_s, z_v, z_r] of {len(self.state_labels)}), {contacts}>")
+
 
 class Workspace:
     """Every scratch array of one linearization, allocated once per model and thread.
@@ -197,6 +205,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) 
     arrays = stack_states(model, [state], torques)
     out = _allocate(model, 1)
     _linearize_stack(model, arrays, out)
+    _check_finite(out, arrays)
     A, B, M_inv, nu_dot = (x[0] for x in out)
     return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0])
 
@@ -230,6 +239,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
                                 chunks))
+    _check_finite(out, arrays)
     return _result(model, *out, state=tuple(states), joint_torques=arrays[-1])
 
 
@@ -237,6 +247,21 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
 def _pool(workers: int) -> ThreadPoolExecutor:
     """One long-lived pool per size, so its threads keep their warm workspaces."""
     return ThreadPoolExecutor(workers, thread_name_prefix="linearize")
+
+
+def _check_finite(out, arrays) -> None:
+    """ValueError, naming the state and its largest input, if A, B or M⁻¹ overflowed
+    (e.g. joint velocities of 1e200): never a matrix of inf/NaN without a word."""
+    A, B, M_inv, nu_dot = out
+    K = A.shape[0]
+    if np.isfinite(A.sum() + B.sum() + M_inv.sum() + nu_dot.sum()):
+        return
+    for k in range(K):
+        if not all(np.isfinite(x[k]).all() for x in out):
+            _, s, v, r, tau = (a[k] for a in arrays)
+            largest = max(float(np.abs(x).max(initial=0.0)) for x in (s, v, r, tau))
+            raise ValueError(f"the linearization overflows at this state{f' (state {k})' if K > 1 else ''}: "
+                             f"inf/NaN in the result; its largest position, velocity or torque is {largest:.3g}")
 
 
 def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearization:

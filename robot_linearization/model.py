@@ -78,6 +78,12 @@ class Model:
         """Size of the generalised velocity ν: 6 + n (floating) or n (fixed)."""
         return self.n_joints + (6 if self.floating_base else 0)
 
+    def __repr__(self) -> str:
+        names = ", ".join(self.joint_names[:4]) + (", …" if self.n_joints > 4 else "")
+        return (f"<Model '{self.name}': {'floating' if self.floating_base else 'fixed'} base "
+                f"'{self.body_names[0]}', {self.n_joints} joints ({names}), {self.n_bodies} bodies, "
+                f"{len(self.frames)} frames, N = {self.n_velocities} velocities, gravity {self.gravity.tolist()} m/s²>")
+
     def joint_index(self, name: str) -> int:
         """Position of joint ``name`` in s, r and τ."""
         try:

@@ -257,3 +257,95 @@ def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
     assert rows == [12, 12, 12, 6, 6, 6]  # four feet, then a trot's diagonal pair, then flight (none)
     labels = [json.loads(m.data) for _, m in outputs["/robot_linearization/contact_labels"]]
     assert len(labels) == 2 and labels[1][3] == "hind_right_foot:fx"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--dt", "0"], "argument --dt: 0 is outside (0.0, 0.01] s"),
+    (["--dt", "0.1"], "argument --dt: 0.1 is outside (0.0, 0.01] s"),
+    (["--dt", "nan"], "argument --dt: nan is outside"),
+    (["--duration", "-1"], "argument --duration: -1 is outside (0.0, 600.0] s"),
+    (["--samples", "0"], "argument --samples: 0 is outside [1, inf]"),
+    (["--repeat", "two"], "argument --repeat: 'two' is not an integer"),
+])
+def test_demo_arguments_out_of_range_get_one_line_errors(arguments, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--output-dir", str(tmp_path / "d")] + arguments)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+    assert main(["demo", "--duration", "0.001", "--output-dir", str(tmp_path / "e")]) == 2
+    assert "shorter than one step" in capsys.readouterr().err
+
+
+def test_a_diverging_simulation_restarts_without_warnings():
+    """At the largest step the demo allows, nothing overflows; and a state that
+    diverges anyway is restarted, not recorded."""
+    import warnings
+
+    simulation = Simulation(MODEL, dt=0.01, seed=0, gains=(500.0, 0.0))  # stiff: explodes at this step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(300):
+            state, _ = simulation.step()
+            assert np.abs(state.joint_velocities).max() < 1e4 and np.isfinite(state.base_pose).all()
+
+
+def test_huge_velocities_give_an_error_not_a_matrix_of_nan():
+    state = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(12), base_twist=np.zeros(6),
+                     joint_velocities=np.full(12, 1e200))
+    with pytest.raises(ValueError, match="overflows at this state.*largest position, velocity or torque is 1e"):
+        rl.linearize(MODEL, state)
+    with pytest.raises(ValueError, match=r"overflows at this state \(state 1\)"):
+        rl.linearize_trajectory(MODEL, [rl.State(base_pose=np.eye(4), joint_positions=np.zeros(12),
+                                                 base_twist=np.zeros(6), joint_velocities=np.zeros(12)), state])
+
+
+def test_replay_checks_every_argument_before_reading_the_bag(tmp_path, capsys):
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.05)
+    cases = [
+        (["--odom-topic", "/base_odometry"], "bag has no topic /base_odometry (see --odom-topic (or --fixed-base))"),
+        (["--contacts-topic", "/gait"], "bag has no topic /gait (see --contacts-topic)"),
+    ]
+    for extra, message in cases:
+        assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")] + extra) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    assert main(["replay", str(tmp_path / "missing"), "-o", str(tmp_path / "out")]) == 2
+    assert f"no bag at {tmp_path / 'missing'}" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    assert "is not a ROS 2 bag (a directory with metadata.yaml" in capsys.readouterr().err
+    # a bag without /robot_description needs --urdf
+    factory = RosbagsFactory(TYPESTORE)
+    writer = Writer(tmp_path / "bare", version=8, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
+    writer.write(js, 1, TYPESTORE.serialize_cdr(joint_state_message(factory, 1, MODEL.joint_names, np.zeros(12),
+                                                                    np.zeros(12)), js.msgtype))
+    writer.close()
+    assert main(["replay", str(tmp_path / "bare"), "-o", str(tmp_path / "out"), "--fixed-base"]) == 2
+    assert "bag has no topic /robot_description (see --urdf)" in capsys.readouterr().err
+    for option in ("--pairing-tolerance", "--max-input-age"):
+        with pytest.raises(SystemExit):
+            main(["replay", str(tmp_path / "in"), option, "-1"])
+        assert f"argument {option}: -1 is outside (0.0, inf] s" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["demo", "replay"])
+def test_help_says_what_every_option_is_and_its_default(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert "``" not in text and ":class:" not in text  # no RST markup
+    options = [line.split()[0] for line in text.splitlines() if line.lstrip().startswith("--")]
+    assert len(options) >= 9
+    # every option's help (joined lines up to the next option) names its default
+    blocks = text.split("\n  -")[1:]
+    for block in blocks:
+        if block.startswith("h, --help"):
+            continue
+        assert "(default:" in " ".join(block.split()), block
+
+
+def test_replay_prints_no_progress_bar_when_not_on_a_terminal(tmp_path, capsys):
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.05)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    assert "messages" not in capsys.readouterr().err  # pytest's stderr is not a terminal

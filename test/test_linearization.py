@@ -204,3 +204,15 @@ def test_validate_uses_the_state_and_torques_the_linearization_remembers(rng):
 
     wrong = dataclasses.replace(lin, A=lin.A * 1.01)
     assert rl.validate(model, wrong).summary().startswith("FAIL")
+
+
+def test_printing_a_model_or_a_linearization_is_a_one_line_summary(rng):
+    model = load_example("solo12")
+    text = repr(model)
+    assert text.startswith("<Model 'solo': floating base 'base_link', 12 joints (FL_HAA, ") and "\n" not in text
+    assert "N = 18 velocities" in text and len(text) < 300
+    lin = rl.linearize(model, random_state(model, rng), contacts=["FL_FOOT", "HR_FOOT"])
+    assert repr(lin) == ("<Linearization: A (36, 36), B (36, 12), M_inv (18, 18) (state [z_H, z_s, z_v, z_r] of 36), "
+                         "2 contacts>")
+    horizon = rl.linearize_trajectory(model, [random_state(model, rng) for _ in range(3)])
+    assert repr(horizon).startswith("<Linearization: 3 states, A (36, 36)") and str(horizon) == repr(horizon)

@@ -79,6 +79,15 @@ def _progress(done: int, total: int, last: list) -> None:
         sys.stderr.flush()
 
 
+def _check_bag_path(path) -> None:
+    """ValueError in one line unless ``path`` is a ROS 2 bag directory."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"no bag at {path}")
+    if not path.is_dir() or not (path / "metadata.yaml").is_file():
+        raise ValueError(f"{path} is not a ROS 2 bag (a directory with metadata.yaml, as ros2 bag record writes)")
+
+
 def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str = "/joint_states",
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
            config: PipelineConfig | None = None, heatmaps: bool = True, storage: str = "mcap",
@@ -104,12 +113,21 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
         error = pipeline.set_description(urdf) or pipeline.contact_problem
         if error:
             raise ValueError(error)
+    _check_bag_path(in_bag)
     with AnyReader([Path(in_bag)], default_typestore=typestore) as reader:
         wanted = {joint_states_topic, odom_topic} | ({description_topic} if urdf is None else set()) \
             | ({contacts_topic} if contacts_topic else set())
         connections = [c for c in reader.connections if c.topic in wanted]
-        if not any(c.topic == joint_states_topic for c in connections):
-            raise ValueError(f"bag has no topic {joint_states_topic}; topics: {sorted(reader.topics)}")
+        needed = [(joint_states_topic, "--joint-states-topic")]
+        if pipeline.config.floating_base:
+            needed.append((odom_topic, "--odom-topic (or --fixed-base)"))
+        if urdf is None:
+            needed.append((description_topic, "--urdf"))
+        if contacts_topic:
+            needed.append((contacts_topic, "--contacts-topic"))
+        for topic, option in needed:
+            if topic not in reader.topics:
+                raise ValueError(f"bag has no topic {topic} (see {option}); its topics: {sorted(reader.topics)}")
         total = sum(c.msgcount for c in connections)
         with _new_bag(out_bag, storage) as writer:
             connections_out = {}

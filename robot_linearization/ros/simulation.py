@@ -13,6 +13,10 @@ from ..model import Model, State
 from ..spatial import se3_exp
 
 
+DIVERGED = 1e4
+"""rad, rad/s, m/s: a simulated state beyond this has diverged and is restarted."""
+
+
 class Simulation:
     """Semi-implicit Euler on the state's Lie group: v += dt·v̇, r += dt·ṙ,
     H ← H·exp(dt·v^), s += dt·r.  Joint torques: a soft PD hold of a posture plus
@@ -43,6 +47,12 @@ class Simulation:
     def step(self) -> tuple[State, np.ndarray]:
         """Advance one step; returns (the state before the step, the torques applied)."""
         state, torques = self.state, self.torques()
+        with np.errstate(all="ignore"):  # a diverging step is detected below, not warned about
+            self._advance(state, torques)
+        self.time += self.dt
+        return state, torques
+
+    def _advance(self, state: State, torques: np.ndarray) -> None:
         if self.contacts:
             nu_dot = constrained_forward_dynamics(self.model, state, torques, self.contacts)[0]
             base_acc, joint_acc = (nu_dot[:6], nu_dot[6:]) if self.model.floating_base else (None, nu_dot)
@@ -57,7 +67,6 @@ class Simulation:
                                joint_velocities=r)
         else:
             self.state = State(joint_positions=s, joint_velocities=r)
-        if not (np.isfinite(s).all() and np.isfinite(r).all()):  # an unstable step size: start over
-            self.state = self.initial_state
-        self.time += dt
-        return state, torques
+        if not (np.abs(s).max(initial=0.0) < DIVERGED and np.abs(r).max(initial=0.0) < DIVERGED
+                and (not self.model.floating_base or np.abs(self.state.base_twist).max() < DIVERGED)):
+            self.state = self.initial_state  # an unstable step size: start over
