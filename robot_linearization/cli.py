@@ -173,7 +173,8 @@ def _number(kind, low=None, high=None, low_open=True, unit=""):
             raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
         if not np.isfinite(value) or (low is not None and (value <= low if low_open else value < low)) \
                 or (high is not None and value > high):
-            bounds = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+            lower, upper = ("-inf" if low is None else low), ("inf" if high is None else high)
+            bounds = f"{'(' if low_open else '['}{lower}, {upper}]"
             raise argparse.ArgumentTypeError(f"{text} is outside {bounds}{unit}")
         return value
     return parse
