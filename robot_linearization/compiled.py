@@ -6,7 +6,15 @@ first control cycle) and without the GIL (so several states can be linearized
 on several cores).  Set NUMBA_DISABLE_JIT=1 to step through them in Python.
 """
 
+import logging
+import os
+
 from numba import njit
+
+FIRST_COMPILE_SECONDS = 30
+"""About how long the first call after an installation compiles on 2 cores (README, Performance)."""
+
+_announced: set = set()
 
 
 def kernel(function=None, *, inline: bool = False):
@@ -18,3 +26,21 @@ def kernel(function=None, *, inline: bool = False):
     def compile_(f):
         return njit(cache=True, nogil=True, error_model="numpy", inline="always" if inline else "never")(f)
     return compile_ if function is None else compile_(function)
+
+
+def announce_compilation(entry_point) -> None:
+    """Say once per process, on the 'robot_linearization' logger, that ``entry_point``'s
+    kernels are about to be compiled because the on-disk cache has none yet — the
+    silent ≈ 30 s otherwise looks like a hang.  Quiet when the cache is there."""
+    if entry_point in _announced:
+        return
+    _announced.add(entry_point)
+    try:
+        cached = os.path.exists(entry_point._cache._cache_file._index_path)
+    except AttributeError:  # NUMBA_DISABLE_JIT, or numba's internals moved: nothing to say
+        return
+    if not cached:
+        logging.getLogger("robot_linearization").warning(
+            "compiling the numba kernels (%s): this happens once per installation and takes about %d s on 2 cores; "
+            "later processes load them from the cache in under a second", entry_point.__name__,
+            FIRST_COMPILE_SECONDS)

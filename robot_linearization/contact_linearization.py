@@ -27,11 +27,11 @@ import numpy as np
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
                                               contact_kinematics_into, degeneracy_reason, matmul_into)
 from .algorithms.derivatives import derivatives_into
-from .algorithms.forward_dynamics import forward_dynamics_into
+from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
-from .compiled import kernel
+from .compiled import announce_compilation, kernel
 from .contacts import ContactError, as_contacts
 from .model import Model, State, stack_states
 from .spatial import cross_motion_into, transform_force_add
@@ -57,8 +57,9 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                                J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
                                A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
     """The constrained linearization (module docstring) of one state into A (2N, 2N),
-    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns False,
-    with J and M_inv filled for the error message, when the contact set is degenerate."""
+    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns 0; 1, with J
+    and M_inv filled for the error message, when the contact set is degenerate; 2 + j
+    when the mass matrix is singular at this state because of joint j."""
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
     off = N - n
@@ -71,13 +72,16 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     body_transforms_into(S, tree_X, s, X_up)
     base_gravity_into(pose, gravity, g0)
     forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
+    joint = singular_pivot(I_A, D)
+    if joint >= 0:
+        return 2 + joint
     inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv)
     # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
     newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
     contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
                             starts, v, a, J, drift, J_local, rotation, body_X_base)
     if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
-        return False
+        return 1
     # EIDAmb forward pass at the constrained ν̇; each contact wrench b_X^c λ_c held in its body's frame
     a0 = -g0
     if floating_base:
@@ -221,7 +225,7 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                     A[N + row, col] += factor * d_forces[i, col]
                 for col in range(n):
                     B[N + row, col] += factor * d_forces_dtau[i, col]
-    return True
+    return 0
 
 
 def linearize_with_contacts(model: Model, state: State, joint_torques, contacts, workspace):
@@ -239,10 +243,17 @@ def linearize_with_contacts(model: Model, state: State, joint_torques, contacts,
     J, JM_inv = np.empty((m, N)), np.empty((m, N))
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n)))
-    ok = constrained_linearize_into(*workspace.model_arrays, poses[0], s[0], twists[0], r[0], torques[0],
+    announce_compilation(constrained_linearize_into)
+    status = constrained_linearize_into(*workspace.model_arrays, poses[0], s[0], twists[0], r[0], torques[0],
                                     *workspace.arrays(), *arrays.arrays(),
                                     J, np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
                                     JM_inv, np.empty((m, m)), np.empty((k, 6)), *out)
-    if not ok:
+    if status == 1:
         raise ContactError(degeneracy_reason(contacts, J, out[2]))
+    if status >= 2:
+        from .linearization import singular_state_message
+
+        raise ValueError(singular_state_message(model, status - 2))
+    if not all(np.isfinite(x).all() for x in out):
+        raise ValueError("the linearization overflows at this state: inf/NaN in the result")
     return out

@@ -17,11 +17,11 @@ from typing import Sequence
 import numpy as np
 
 from .algorithms.derivatives import derivatives_into
-from .algorithms.forward_dynamics import forward_dynamics_into
+from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
-from .compiled import kernel
+from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, contact_labels
 from .model import Model, State, stack_states
@@ -135,12 +135,13 @@ def _minus_product_into(M, D, out):
 def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                    base_poses, joint_positions, base_twists, joint_velocities, torques,
                    X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
-                   A, B, M_inv, accelerations):
+                   A, B, M_inv, accelerations, singular):
     """Linearize K states (leading axis of every state and output array).
 
     A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
     (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
-    where the derivatives are evaluated (Proposition 3.3).
+    where the derivatives are evaluated (Proposition 3.3).  singular[k]: a joint
+    whose articulated-body pivot vanishes at state k (M singular there), else −1.
     """
     N = M_inv.shape[1]
     n = N - (6 if floating_base else 0)
@@ -152,6 +153,7 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
         r = joint_velocities[k]
         forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, torques[k],
                               I_A, U, D, v, c, p, a, accelerations[k])
+        singular[k] = singular_pivot(I_A, D)
         a0 = -g0
         if floating_base:
             a0 += accelerations[k, :6]
@@ -176,13 +178,15 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
 
 
 def _linearize_stack(model: Model, arrays, out) -> None:
+    announce_compilation(linearize_into)
     ws = workspace(model)
     linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *out)
 
 
 def _allocate(model: Model, K: int):
     N, n = model.n_velocities, model.n_joints
-    return np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N))
+    return (np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N)),
+            np.empty(K, dtype=np.int64))
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) -> Linearization:
@@ -205,8 +209,8 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) 
     arrays = stack_states(model, [state], torques)
     out = _allocate(model, 1)
     _linearize_stack(model, arrays, out)
-    _check_finite(out, arrays)
-    A, B, M_inv, nu_dot = (x[0] for x in out)
+    _check_finite(model, out, arrays)
+    A, B, M_inv, nu_dot = (x[0] for x in out[:4])
     return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0])
 
 
@@ -239,8 +243,8 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
                                 chunks))
-    _check_finite(out, arrays)
-    return _result(model, *out, state=tuple(states), joint_torques=arrays[-1])
+    _check_finite(model, out, arrays)
+    return _result(model, *out[:4], state=tuple(states), joint_torques=arrays[-1])
 
 
 @functools.lru_cache(maxsize=None)
@@ -249,15 +253,24 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="linearize")
 
 
-def _check_finite(out, arrays) -> None:
-    """ValueError, naming the state and its largest input, if A, B or M⁻¹ overflowed
-    (e.g. joint velocities of 1e200): never a matrix of inf/NaN without a word."""
-    A, B, M_inv, nu_dot = out
+def singular_state_message(model: Model, joint: int, where: str = "") -> str:
+    return (f"the mass matrix is singular at this state{where}: joint '{model.joint_names[joint]}' moves bodies "
+            f"that have no inertia along its motion there (link '{model.body_names[joint + 1]}' and its "
+            "descendants); no linearization exists at it")
+
+
+def _check_finite(model: Model, out, arrays) -> None:
+    """ValueError, naming the state, if the mass matrix is singular there or A, B or
+    M⁻¹ overflowed (e.g. joint velocities of 1e200): never a matrix of inf/NaN
+    without a word."""
+    A, B, M_inv, nu_dot, singular = out
     K = A.shape[0]
+    for k in np.flatnonzero(singular >= 0)[:1]:
+        raise ValueError(singular_state_message(model, int(singular[k]), f" (state {k})" if K > 1 else ""))
     if np.isfinite(A.sum() + B.sum() + M_inv.sum() + nu_dot.sum()):
         return
     for k in range(K):
-        if not all(np.isfinite(x[k]).all() for x in out):
+        if not all(np.isfinite(x[k]).all() for x in out[:4]):
             _, s, v, r, tau = (a[k] for a in arrays)
             largest = max(float(np.abs(x).max(initial=0.0)) for x in (s, v, r, tau))
             raise ValueError(f"the linearization overflows at this state{f' (state {k})' if K > 1 else ''}: "

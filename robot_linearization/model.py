@@ -9,6 +9,7 @@ floating-base robot, or the world-fixed root of a fixed-base one.  Joint k
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from dataclasses import dataclass, field
 
@@ -230,38 +231,53 @@ def _check_inertia_matrix(M, body: str) -> np.ndarray:
     return 0.5 * (M + M.T)
 
 
+PIVOT_TOLERANCE = 1e-10
+"""An articulated-body pivot D_i below this fraction of the body's articulated inertia
+counts as zero: the mass matrix is singular there."""
+
+
 def _check_nonsingular(model: Model) -> None:
     """Reject trees whose mass matrix is singular, naming the culprit.
 
-    The articulated-body pivots D_i = Γ^T I^A_i Γ (ABA, Table E.5) vanish when
-    the bodies a joint moves have no inertia along its motion; checked at two
-    configurations because a singularity may be configuration dependent.
+    Checked at q = 0 and at four random configurations: a model singular at all
+    of them is refused; one singular only at some (a massless link between two
+    joints whose axes align at q = 0, as in iCub's neck) loads with a warning,
+    and a state where it is singular gets an error from linearize.
     """
     from .algorithms.kinematics import body_transforms
-    from .algorithms.forward_dynamics import articulated_inertias
+    from .algorithms.forward_dynamics import articulated_inertias, singular_pivot
 
     rng = np.random.default_rng(0)
-    for positions in (np.zeros(model.n_joints), rng.uniform(-1.0, 1.0, model.n_joints)):
+    problems = []
+    configurations = [np.zeros(model.n_joints)] + [rng.uniform(-1.0, 1.0, model.n_joints) for _ in range(4)]
+    for positions in configurations:
         X_up = body_transforms(model, positions)
         with np.errstate(divide="ignore", invalid="ignore"):
             I_A, _, D = articulated_inertias(model, X_up)
-        # Leaves first: a zero pivot poisons every ancestor's with NaN.
-        for i in range(model.n_bodies - 1, 0, -1):
-            scale = np.abs(I_A[i]).max()
-            if not abs(D[i]) > 1e-10 * scale:
-                raise ModelError(
-                    f"joint '{model.joint_names[i - 1]}': the bodies it moves have no inertia "
-                    f"along its motion (pivot {D[i]:.3g}), so the mass matrix is singular; "
-                    f"give link '{model.body_names[i]}' or its descendants a mass/inertia")
+        joint = singular_pivot(I_A, D)
+        if joint >= 0:
+            problems.append(
+                f"joint '{model.joint_names[joint]}': the bodies it moves have no inertia along its motion "
+                f"(pivot {D[joint + 1]:.3g}), so the mass matrix is singular; give link "
+                f"'{model.body_names[joint + 1]}' or its descendants a mass/inertia")
+            continue
         if model.floating_base:
             s = np.linalg.svd(I_A[0], compute_uv=False)
             if not s[-1] > 1e-10 * s[0]:
                 # (the articulated inertia seen at the base, not the mass: a massless base in
                 # front of a prismatic joint sees none of the mass behind it along that joint)
-                raise ModelError(
+                problems.append(
                     f"base '{model.body_names[0]}': the robot as a whole has a singular 6×6 articulated "
                     f"inertia at the base (total mass {model.inertias[:, 0, 0].sum():.3g} kg), so the "
                     "floating-base dynamics are undefined; give the base link a mass and inertia")
+                continue
+        problems.append(None)
+    if all(problems):
+        raise ModelError(problems[0])
+    if problems[0]:
+        logging.getLogger(__name__).warning(
+            "model '%s', at q = 0: %s. It is regular at other configurations, so the model is loaded; a state "
+            "where the mass matrix is singular gets an error", model.name, problems[0])
 
 
 @dataclass(frozen=True)

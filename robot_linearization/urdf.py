@@ -168,7 +168,7 @@ def _link_inertia(link) -> np.ndarray:
     if principal[0] < -INERTIA_NOISE:
         raise ModelError(f"link '{link.name}': rotational inertia is not positive semi-definite "
                          f"(principal moments {principal} kg m²)")
-    noise = INERTIA_RELATIVE_NOISE * float(np.abs(principal).max())
+    noise = max(INERTIA_RELATIVE_NOISE * float(np.abs(principal).max()), 1e-12)  # 1e-12 kg m²: a massless link
     if principal[0] < -noise or principal[0] + principal[1] < principal[2] - max(noise, INERTIA_NOISE):
         _warn_once(f"link '{link.name}': principal moments {principal} kg m² are not those of a physical body "
                    "(negative or violating the triangle inequality); loaded as given")

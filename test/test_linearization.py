@@ -216,3 +216,44 @@ def test_printing_a_model_or_a_linearization_is_a_one_line_summary(rng):
                          "2 contacts>")
     horizon = rl.linearize_trajectory(model, [random_state(model, rng) for _ in range(3)])
     assert repr(horizon).startswith("<Linearization: 3 states, A (36, 36)") and str(horizon) == repr(horizon)
+
+
+def test_a_model_singular_only_at_q0_loads_with_a_warning_and_that_state_gets_an_error(rng, caplog):
+    """iCub: a massless link (neck_2) between neck_pitch and neck_roll, whose axes align
+    at q = 0 — singular there, regular elsewhere."""
+    import os
+
+    from conftest import ROBOTS_DIR
+
+    path = os.path.join(ROBOTS_DIR, "icub_description/robots/icub.urdf")
+    with caplog.at_level("WARNING", logger="robot_linearization.model"):
+        model = rl.load_urdf(path)
+    (record,) = [r for r in caplog.records if r.name == "robot_linearization.model"]
+    assert "at q = 0: joint 'neck_roll'" in record.getMessage()
+    n = model.n_joints
+    at_zero = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(n), base_twist=np.zeros(6),
+                       joint_velocities=np.zeros(n))
+    with pytest.raises(ValueError, match="mass matrix is singular at this state: joint 'neck_roll'"):
+        rl.linearize(model, at_zero)
+    elsewhere = random_state(model, rng)
+    with pytest.raises(ValueError, match=r"singular at this state \(state 1\): joint 'neck_roll'"):
+        rl.linearize_trajectory(model, [elsewhere, at_zero])
+    assert rl.validate(model, rl.linearize(model, elsewhere)).passed(1e-6)
+
+
+def test_the_first_compile_is_announced_once_and_a_cached_start_is_quiet(tmp_path):
+    """A fresh installation compiles for ≈ 30 s: the user is told once, on stderr."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, robot_linearization as rl\n"
+            "m = rl.load_urdf(rl.robots.bundled_urdf_path())\n"
+            "s = rl.State(base_pose=np.eye(4), joint_positions=np.full(12, 0.1), base_twist=np.zeros(6),"
+            " joint_velocities=np.zeros(12))\n"
+            "rl.linearize(m, s); rl.linearize(m, s); rl.linearize_trajectory(m, [s, s])\n")
+    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stderr.count("compiling the numba kernels") == 1 and "once per installation" in cold.stderr
+    warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert warm.returncode == 0 and "compiling" not in warm.stderr

@@ -376,3 +376,22 @@ def test_a_degenerate_contact_set_gives_a_diagnostic_and_no_output(rng):
     assert p.step(SEC) == []  # ... but 24 constraints on 18 velocities are redundant
     level, _, message, values = p.diagnostics(SEC)[0]
     assert level == WARN and "only 18 are independent" in message and values["rejected_contacts"] == 1
+
+
+def test_a_state_where_the_mass_matrix_is_singular_gets_a_diagnostic_and_no_output(rng):
+    import os
+
+    from conftest import ROBOTS_DIR
+
+    p = LinearizationPipeline(PipelineConfig())
+    assert p.set_description(os.path.join(ROBOTS_DIR, "icub_description/robots/icub.urdf")) is None
+    names, n = p.model.joint_names, p.model.n_joints
+    p.on_odometry(odometry(SEC, np.eye(4), np.zeros(6), child=p.model.body_names[0]))
+    p.on_joint_state(joint_state(SEC, np.zeros(n), np.zeros(n), names=names))
+    assert p.step(SEC) == []
+    level, _, message, values = p.diagnostics(SEC)[0]
+    assert level == WARN and "mass matrix is singular at this state: joint 'neck_roll'" in message
+    p.on_odometry(odometry(2 * SEC, np.eye(4), np.zeros(6), child=p.model.body_names[0]))
+    p.on_joint_state(joint_state(2 * SEC, rng.uniform(-1, 1, n), np.zeros(n), names=names))
+    (out,) = p.step(2 * SEC)
+    assert np.isfinite(out.linearization.A).all()

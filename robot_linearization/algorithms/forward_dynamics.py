@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..model import Model, State
+from ..model import PIVOT_TOLERANCE, Model, State
 from ..spatial import (axpy, congruence_add, cross_force_into, cross_motion_into, dot6, lu_factor6, lu_solve6,
                        mat_vec_into, transform_force_add, transform_motion_into)
 from .kinematics import base_gravity, base_twist, body_transforms
@@ -82,6 +82,21 @@ def forward_dynamics_into(parent, S, I, X_up, floating_base, base_twist, gravity
     if floating_base:
         for k in range(6):
             accelerations[k] = a[0, k] + gravity_acceleration[k]
+
+
+@kernel
+def singular_pivot(I_A, D):
+    """The deepest joint whose pivot D_i = Γᵀ I^A_i Γ vanishes (below PIVOT_TOLERANCE of
+    its body's articulated inertia: M is singular), or −1.  Leaves first: a zero
+    pivot poisons its ancestors' with NaN."""
+    for i in range(D.shape[0] - 1, 0, -1):
+        scale = 0.0
+        for r in range(6):
+            for c in range(6):
+                scale = max(scale, abs(I_A[i, r, c]))
+        if not abs(D[i]) > PIVOT_TOLERANCE * scale:
+            return i - 1
+    return -1
 
 
 def articulated_inertias(model: Model, X_up: np.ndarray):

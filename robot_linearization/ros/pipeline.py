@@ -124,10 +124,15 @@ class LinearizationPipeline:
         return None
 
     def set_model(self, model: Model) -> None:
-        # Compile (or load from cache) the kernels now, not in the first control cycle.
+        # Compile (or load from cache) the kernels now, not in the first control cycle; away from
+        # q = 0, where some robots' mass matrix is singular (iCub's neck).
         n = model.n_joints
-        linearize(model, State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.zeros(n),
-                               base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n)))
+        warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
+                     base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
+        try:
+            linearize(model, warm)
+        except ValueError:
+            pass  # (a state where this model is singular: compiled all the same)
         self.contact_problem = None
         try:
             resolve(model, self.contacts)
