@@ -57,7 +57,7 @@ def demo(args: argparse.Namespace) -> int:
     """Simulate the bundled robot, record a bag, replay it through the node's
     pipeline (linearizing every step), validate a sample, draw A and B."""
     from .ros.bag import replay, write_simulation_bag
-    from .ros.images import heatmap_rgb, side_by_side, write_png
+    from .ros.images import write_linearization_figure
     from .ros.pipeline import PipelineConfig
     from .ros.simulation import Simulation
 
@@ -92,7 +92,7 @@ def demo(args: argparse.Namespace) -> int:
 
     config = PipelineConfig(floating_base=model.floating_base, use_effort=True, contacts=contacts)
     start = time.perf_counter()
-    summary = replay(input_bag, output_bag, config=config, progress=False)
+    summary = replay(input_bag, output_bag, config=config, progress=False, heatmap_rate_hz=args.heatmap_rate)
     print(f"replayed through the node pipeline -> {output_bag} in {time.perf_counter() - start:.1f} s")
     print(summary.text())
     last = summary.last_output
@@ -127,8 +127,10 @@ def demo(args: argparse.Namespace) -> int:
           "(A, B) and inv(CRBA) (M_inv):")
     print(worst.summary(VALIDATION_TOLERANCE))
     png = os.path.join(out_dir, "heatmap_A_B.png")
-    write_png(png, side_by_side(heatmap_rgb(lin.A), heatmap_rgb(lin.B)))
-    print(f"heatmap of A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
+    stance = f", standing on {len(lin.contacts)} contacts" if lin.contacts else ""
+    write_linearization_figure(png, lin.A, lin.B, model,
+                               f"ż = A z + B w of '{model.name}' at the last recorded state{stance}")
+    print(f"A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
     return 0 if worst.passed(VALIDATION_TOLERANCE) else 1
 
 
@@ -150,7 +152,8 @@ def replay_command(args: argparse.Namespace) -> int:
                             mimic_joints=args.mimic_joints, contacts=contacts)
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
-                         odom_topic=args.odom_topic, config=config, heatmaps=not args.no_heatmaps,
+                         odom_topic=args.odom_topic, config=config,
+                         heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
                          storage=args.storage, contacts_topic=args.contacts_topic,
                          progress=sys.stderr.isatty())  # a progress bar on a terminal only
     except (ValueError, FileNotFoundError) as e:
@@ -211,6 +214,8 @@ def main(argv=None) -> int:
                    help="directory for the bags and the PNG: new, empty, or a previous demo's; nothing else in "
                         "it is touched (default: demo_output)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated motion (default: 0)")
+    p.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
+                   help="heatmap images per simulated second in the output bag [Hz], 0 for none (default: 2)")
     p.set_defaults(run=demo)
     r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs",
                        description="Read joint states and odometry from a ROS 2 bag (mcap or sqlite3), linearize as "
@@ -237,7 +242,9 @@ def main(argv=None) -> int:
                    help=f"frames held by the ground ({CONTACT_SYNTAX}) (default: none, free-floating)")
     r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set, as the "
                    "node's 'contacts' topic (default: none)")
-    r.add_argument("--no-heatmaps", action="store_true", help="do not write ~/A_heatmap, ~/B_heatmap (default: write)")
+    r.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
+                   help="~/A_heatmap, ~/B_heatmap images per second of bag time [Hz], 0 for none (default: 2)")
+    r.add_argument("--no-heatmaps", action="store_true", help="write no heatmap images (default: write them)")
     r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap",
                    help="storage of the output bag (default: mcap)")
     r.set_defaults(run=replay_command)

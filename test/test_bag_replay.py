@@ -41,8 +41,9 @@ def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, stora
     assert summary.outputs == steps == 30
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
     for topic in ("/robot_linearization/A", "/robot_linearization/B", "/robot_linearization/M_inv",
-                  "/robot_linearization/stamp", "/robot_linearization/A_heatmap"):
+                  "/robot_linearization/stamp"):
         assert len(outputs[topic]) == steps, topic
+    assert len(outputs["/robot_linearization/A_heatmap"]) == 1  # 2 Hz over 0.3 s: heatmaps are for eyes
     labels = json.loads(outputs["/robot_linearization/state_labels"][0][1].data)
     assert labels == list(MODEL.state_labels)
     assert outputs["/diagnostics"]
@@ -117,7 +118,7 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
     for t, conn, msg in events:
         writer.write(conn, t, TYPESTORE.serialize_cdr(msg, conn.msgtype))
     writer.close()
-    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmaps=False)
+    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
     assert summary.outputs == 2  # t=11 and t=60 (paired with the odometry of t=10)
     outputs = read_bag(tmp_path / "out")
     for _, msg in outputs["/robot_linearization/A"]:
@@ -249,7 +250,7 @@ def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
         writer.write(js, t, TYPESTORE.serialize_cdr(joint_state_message(factory, t, MODEL.joint_names, posture,
                                                                         np.zeros(n)), js.msgtype))
     writer.close()
-    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmaps=False,
+    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
                      contacts_topic="/contact_schedule")
     assert summary.outputs == 9 and not summary.problems
     outputs = read_bag(tmp_path / "out")
@@ -349,3 +350,40 @@ def test_replay_prints_no_progress_bar_when_not_on_a_terminal(tmp_path, capsys):
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.05)
     assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
     assert "messages" not in capsys.readouterr().err  # pytest's stderr is not a terminal
+
+
+def test_heatmaps_are_rate_limited_so_bags_stay_near_the_size_of_the_matrices(tmp_path, capsys):
+    """3 s at 500 Hz: every linearization's A, B, M⁻¹ but heatmaps at 2 Hz of bag time,
+    so the bag is within a few times its matrices (it was a hundred times: 1.1 GB)."""
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.002, seed=4), URDF, 3.0)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    text = capsys.readouterr().out
+    outputs = read_bag(tmp_path / "out")
+    assert len(outputs["/robot_linearization/A"]) == 1500
+    stamps = [t for t, _ in outputs["/robot_linearization/A_heatmap"]]
+    assert len(stamps) == 6 and min(np.diff(stamps)) >= 500_000_000
+    matrices = 1500 * 8 * (36 * 36 + 36 * 12 + 18 * 18)
+    size = sum(f.stat().st_size for f in (tmp_path / "out").rglob("*") if f.is_file())
+    assert size < 3 * matrices, (size, matrices)
+    assert f"({size / 2**20:.1f} MiB on disk)" in text
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "none"), "--heatmap-rate", "0"]) == 0
+    assert "/robot_linearization/A_heatmap" not in read_bag(tmp_path / "none")
+
+
+def test_demo_figure_has_titles_state_labels_block_lines_and_a_colour_bar(tmp_path):
+    from robot_linearization.ros.images import write_linearization_figure
+
+    state = rl.State(base_pose=np.eye(4), joint_positions=np.full(12, 0.3), base_twist=np.ones(6),
+                     joint_velocities=np.ones(12))
+    lin = rl.linearize(MODEL, state, contacts=FEET)
+    figure = write_linearization_figure(tmp_path / "f.png", lin.A, lin.B, MODEL)
+    png = (tmp_path / "f.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and 20_000 < len(png) < 2_000_000
+    ax_A, ax_B, bar = figure.axes
+    assert ax_A.get_title().startswith("A (36×36)") and ax_B.get_title().startswith("B (36×12)")
+    assert [t.get_text() for t in ax_A.get_yticklabels()] == list(MODEL.state_labels)
+    assert [t.get_text() for t in ax_A.get_xticklabels()][:7] == ["H:x", "H:y", "H:z", "H:rx", "H:ry", "H:rz",
+                                                                  "s:front_left_hip_abduction"]
+    assert [t.get_text() for t in ax_B.get_xticklabels()][0] == "τ:front_left_hip_abduction"
+    assert len(ax_A.lines) == 6 and len(ax_B.lines) == 3  # block boundaries 6 | 18 | 24 on both axes of A
+    assert "log10" in bar.get_ylabel() and "[z_H | z_s | z_v | z_r]" in ax_A.get_xlabel()

@@ -142,12 +142,16 @@ def test_empty_velocity_and_effort_arrays_mean_not_measured(use_effort):
 def test_heatmap_image_and_diagnostics_serialize(rng):
     M = rng.normal(size=(4, 6)) * 10.0 ** rng.integers(-6, 3, size=(4, 6))
     M[0, 0] = 0.0
-    rgb = heatmap_rgb(M)
+    rgb = heatmap_rgb(M, row_blocks=(2,), col_blocks=(3,))
     assert rgb.dtype == np.uint8 and rgb.shape[2] == 3 and rgb.shape[1] >= 400
-    cell = rgb.shape[0] // 4
-    assert tuple(rgb[0, 0]) == (255, 255, 255)  # zero is white
+    cell = (rgb.shape[0] - 2) // 4
+    grey = (90, 90, 90)
+    assert tuple(rgb[0, 0]) == grey and tuple(rgb[-1, 5]) == grey  # a frame: white zeros stay visible
+    assert tuple(rgb[cell // 2, cell // 2]) == (255, 255, 255)  # zero is white
+    assert tuple(rgb[1 + 2 * cell, cell // 2]) == grey and tuple(rgb[cell // 2, 1 + 3 * cell]) == grey  # blocks
+    assert tuple(rgb[2 + 2 * cell, cell // 2]) != grey
     big = np.unravel_index(np.argmax(np.abs(M)), M.shape)
-    colour = rgb[big[0] * cell, big[1] * cell]
+    colour = rgb[2 + big[0] * cell, 2 + big[1] * cell]
     assert (colour[0] == 255 and colour[2] == 0) if M[big] > 0 else (colour[2] == 255 and colour[0] == 0)
     msg = wire(image_message(FACTORY, rgb, 7, "base_link"))
     assert msg.encoding == "rgb8" and msg.step == 3 * msg.width

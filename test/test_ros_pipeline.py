@@ -338,7 +338,7 @@ def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     expected = rl.linearize(MODEL, state, contacts=list(FEET))
     np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out.linearization.contact_forces, expected.contact_forces, rtol=1e-12, atol=1e-12)
-    messages = output_messages(FACTORY, out, "base_link", heatmaps=False)
+    messages = output_messages(FACTORY, out, "base_link")
     assert list(messages)[-1] == "stamp" and set(messages) <= set(OUTPUT_TYPES)
     forces = wire(messages["contact_forces"])
     np.testing.assert_array_equal(np.asarray(forces.data), out.linearization.contact_forces)
@@ -363,7 +363,7 @@ def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     p.on_joint_state(joint_state(3 * SEC, s, r))
     (out,) = p.step(3 * SEC)
     assert out.linearization.contact_forces is None
-    assert "contact_forces" not in output_messages(FACTORY, out, "base_link", heatmaps=False)
+    assert "contact_forces" not in output_messages(FACTORY, out, "base_link")
 
 
 def test_a_degenerate_contact_set_gives_a_diagnostic_and_no_output(rng):

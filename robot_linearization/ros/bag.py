@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .messages import (OUTPUT_TYPES, RosbagsFactory, contact_labels_message, diagnostic_array_message,
-                       joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
+from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, diagnostic_array_message,
+                       heatmap_messages, joint_state_message, odometry_message, output_messages, state_labels_message,
+                       string_message)
 from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
@@ -32,12 +33,14 @@ class ReplaySummary:
     problems: dict = field(default_factory=dict)
     last_output: object = None
     pipeline: object = None
+    bag_bytes: int = 0  # size of the bag written
 
     def count(self, problem: str) -> None:
         self.problems[problem] = self.problems.get(problem, 0) + 1
 
     def text(self) -> str:
-        lines = [f"read {self.messages_read} messages, wrote {self.outputs} linearizations"]
+        lines = [f"read {self.messages_read} messages, wrote {self.outputs} linearizations"
+                 + (f" ({_size(self.bag_bytes)} on disk)" if self.bag_bytes else "")]
         if self.compute_times:
             t = np.array(self.compute_times) * 1e6
             lines.append(f"compute time per linearization: median {np.median(t):.0f} µs, max {t.max():.0f} µs")
@@ -79,6 +82,13 @@ def _progress(done: int, total: int, last: list) -> None:
         sys.stderr.flush()
 
 
+def _size(n_bytes: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024 or unit == "GiB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+
+
 def _check_bag_path(path) -> None:
     """ValueError in one line unless ``path`` is a ROS 2 bag directory."""
     path = Path(path)
@@ -90,7 +100,7 @@ def _check_bag_path(path) -> None:
 
 def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str = "/joint_states",
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
-           config: PipelineConfig | None = None, heatmaps: bool = True, storage: str = "mcap",
+           config: PipelineConfig | None = None, heatmap_rate_hz: float = 2.0, storage: str = "mcap",
            namespace: str = DEFAULT_NAMESPACE, progress: bool = True,
            contacts_topic: str | None = None) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
@@ -100,7 +110,9 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     urdf: XML or path; without it the bag's ``description_topic`` is used (a new
     description there rebuilds the model, as in the node).  The contact set is
     config.contacts, changed by std_msgs/String messages on ``contacts_topic``
-    (as the node's 'contacts' topic) when given.
+    (as the node's 'contacts' topic) when given.  Heatmap images are written at most
+    heatmap_rate_hz times per second of log time (0: none): they are for eyes, and at
+    every cycle they would make the bag a hundred times the size of the matrices.
     """
     from rosbags.highlevel import AnyReader
 
@@ -141,6 +153,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
             labels_conn = connection("state_labels", "std_msgs/msg/String")
             diagnostics_conn = connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
             labels_model, contact_labels, next_diagnostics, tick = None, None, None, [0.0]
+            heatmap_limit = RateLimit(heatmap_rate_hz)
 
             def write(conn, t, msg):
                 writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
@@ -155,7 +168,10 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                         contact_labels = out.linearization.contact_labels
                         write(connection("contact_labels", "std_msgs/msg/String"), t,
                               contact_labels_message(factory, out.linearization.contacts))
-                    for name, message in output_messages(factory, out, pipeline.base_frame, heatmaps).items():
+                    messages = output_messages(factory, out, pipeline.base_frame)
+                    if heatmap_limit.due(t):
+                        messages.update(heatmap_messages(factory, out, pipeline.base_frame, pipeline.model))
+                    for name, message in messages.items():
                         write(connection(name, OUTPUT_TYPES[name]), t, message)
                     summary.outputs += 1
                     summary.compute_times.append(out.compute_time)
@@ -183,6 +199,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
             if summary.messages_read:  # the last joint state may still wait for odometry that never comes
                 emit(t, t + int(pipeline.config.pairing_tolerance * 1e9) + 1)
     summary.pipeline = pipeline
+    summary.bag_bytes = sum(f.stat().st_size for f in Path(out_bag).rglob("*") if f.is_file())
     return summary
 
 

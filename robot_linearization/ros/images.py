@@ -1,18 +1,27 @@
-"""Pictures of matrices: the colour map for the heatmap topics and PNG files."""
+"""Pictures of matrices: the heatmap topics' images and the demo's figure (matplotlib)."""
 
 from __future__ import annotations
-
-import struct
-import zlib
 
 import numpy as np
 
 
-def heatmap_rgb(matrix: np.ndarray, cell: int = 0) -> np.ndarray:
+BOUNDARY = (90, 90, 90)
+"""Grey of the frame and of the lines between the blocks [z_H | z_s | z_v | z_r]."""
+
+
+def state_block_boundaries(model) -> tuple[int, ...]:
+    """Indices where the blocks z_H, z_s, z_v, z_r (fixed base: z_s, z_r) of A's rows
+    and columns start, after the first."""
+    n = model.n_joints
+    return (6, 6 + n, 12 + n) if model.floating_base else (n,)
+
+
+def heatmap_rgb(matrix: np.ndarray, cell: int = 0, row_blocks=(), col_blocks=()) -> np.ndarray:
     """(H, W, 3) uint8 picture of a matrix: red positive, blue negative, white
     zero, on a log scale spanning 8 decades below the largest |entry|, so both
     the big and the small couplings stay visible.  Each entry is a cell×cell block
-    (cell 0: chosen to make the long side at least 400 px)."""
+    (cell 0: chosen to make the long side at least 400 px).  A grey frame, and grey
+    lines before the rows row_blocks and the columns col_blocks (the state blocks)."""
     m = np.asarray(matrix, dtype=float)
     peak = np.abs(m).max() if m.size else 0.0
     with np.errstate(divide="ignore"):
@@ -26,31 +35,73 @@ def heatmap_rgb(matrix: np.ndarray, cell: int = 0) -> np.ndarray:
     rgb[negative, 0] = fade[negative]
     rgb[negative, 1] = fade[negative]
     cell = cell or max(1, -(-400 // max(1, max(m.shape))))  # ceil: at least 400 px along the long side
-    return np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
+    picture = np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)
+    framed = np.empty((picture.shape[0] + 2, picture.shape[1] + 2, 3), dtype=np.uint8)
+    framed[:] = BOUNDARY
+    framed[1:-1, 1:-1] = picture
+    if cell >= 3:  # lines inside the cells' first pixel row/column, so no entry is hidden
+        for b in row_blocks:
+            if 0 < b < m.shape[0]:
+                framed[1 + b * cell, 1:-1] = BOUNDARY
+        for b in col_blocks:
+            if 0 < b < m.shape[1]:
+                framed[1:-1, 1 + b * cell] = BOUNDARY
+    return framed
 
 
-def side_by_side(*images: np.ndarray, gap: int = 16) -> np.ndarray:
-    """Place RGB images left to right on white, top-aligned."""
-    height = max(im.shape[0] for im in images)
-    width = sum(im.shape[1] for im in images) + gap * (len(images) - 1)
-    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
-    x = 0
-    for im in images:
-        canvas[:im.shape[0], x:x + im.shape[1]] = im
-        x += im.shape[1] + gap
-    return canvas
+def signed_log_scale(matrix: np.ndarray, decades: float = 8.0):
+    """(values in [−1, 1], peak): sign(x)·(log10(|x|/peak) + decades)/decades, 0 for
+    entries more than ``decades`` below the largest |entry| (peak) and for zeros."""
+    m = np.asarray(matrix, dtype=float)
+    peak = float(np.abs(m).max(initial=0.0))
+    if peak == 0.0:
+        return np.zeros_like(m), 0.0
+    with np.errstate(divide="ignore"):
+        level = np.clip((np.log10(np.abs(m) / peak) + decades) / decades, 0.0, 1.0)
+    return np.where(m != 0, np.sign(m) * level, 0.0), peak
 
 
-def write_png(path, rgb: np.ndarray) -> None:
-    """Write an (H, W, 3) uint8 array as an 8-bit RGB PNG (zlib, no filters)."""
-    height, width, _ = rgb.shape
-    raw = b"".join(b"\x00" + np.ascontiguousarray(rgb[y]).tobytes() for y in range(height))
+def write_linearization_figure(path, A: np.ndarray, B: np.ndarray, model, title: str = ""):
+    """A and B side by side as a person reads them (matplotlib, PNG): titles, the
+    state labels (H:x … r:<joint>) on both axes, lines between the blocks
+    [z_H | z_s | z_v | z_r], a colour bar of the signed log scale.  Returns the Figure."""
+    import matplotlib
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
 
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
-        f.write(chunk(b"IDAT", zlib.compress(raw, 6)))
-        f.write(chunk(b"IEND", b""))
+    labels, blocks = list(model.state_labels), state_block_boundaries(model)
+    n_rows = len(labels)
+    figure = Figure(figsize=(14, 7.5), dpi=100, layout="constrained")
+    axes = figure.subplots(1, 2, width_ratios=[A.shape[1], max(B.shape[1], 4)])
+    scaled_A, peak_A = signed_log_scale(A)
+    scaled_B, peak_B = signed_log_scale(B)
+    font = max(3.0, min(8.0, 400.0 / max(n_rows, 1)))
+    image = None
+    for ax, scaled, peak, name in ((axes[0], scaled_A, peak_A, "A"), (axes[1], scaled_B, peak_B, "B")):
+        if scaled.size == 0:  # a robot without joints (a quadrotor): B has no columns
+            ax.set_title(f"{name} ({scaled.shape[0]}×{scaled.shape[1]}): no joints, no inputs", fontsize=10)
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(scaled, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto")
+        rows, cols = scaled.shape
+        ax.set_title(f"{name} ({rows}×{cols}), largest |entry| {peak:.3g}", fontsize=10)
+        ax.set_yticks(range(rows), labels, fontsize=font)
+        for b in blocks:
+            ax.axhline(b - 0.5, color="0.35", linewidth=0.8)
+        if name == "A":
+            ax.set_xticks(range(cols), labels, fontsize=font, rotation=90)
+            ax.set_xlabel("state perturbation z = [z_H | z_s | z_v | z_r]", fontsize=9)
+            for b in blocks:
+                ax.axvline(b - 0.5, color="0.35", linewidth=0.8)
+        else:
+            ax.set_xticks(range(cols), [f"τ:{j}" for j in model.joint_names], fontsize=font, rotation=90)
+            ax.set_xlabel("input w = δτ (joint torques)", fontsize=9)
+        ax.set_ylabel("ż rows", fontsize=9)
+    bar = figure.colorbar(image, ax=list(axes), shrink=0.8)
+    bar.set_ticks([-1.0, -0.5, 0.0, 0.5, 1.0],
+                  labels=["−largest", "−1e-4·largest", "0 (or < 1e-8·largest)", "+1e-4·largest", "+largest"])
+    bar.set_label("sign · log10 |entry| over 8 decades below the largest (each matrix its own)", fontsize=9)
+    figure.suptitle(title or f"geometric linearization ż = A z + B w of '{model.name}'", fontsize=12)
+    figure.savefig(path)
+    return figure

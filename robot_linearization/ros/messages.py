@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .images import heatmap_rgb
+from .images import heatmap_rgb, state_block_boundaries
 
 
 
@@ -282,8 +282,9 @@ JSON list) names the rows/columns of A.  The contact topics (λ as an m×1 matri
 ~/contact_labels (latched String, JSON list) names λ's rows."""
 
 
-def output_messages(factory: MessageFactory, output, frame_id: str, heatmaps: bool = True) -> dict:
-    """{topic suffix: message} for one pipeline Output, in publishing order."""
+def output_messages(factory: MessageFactory, output, frame_id: str) -> dict:
+    """{topic suffix: message} for one pipeline Output, in publishing order (the
+    heatmaps, which are for eyes and come at their own rate: :func:`heatmap_messages`)."""
     lin = output.linearization
     messages = {"A": matrix_message(factory, lin.A), "B": matrix_message(factory, lin.B),
                 "M_inv": matrix_message(factory, lin.M_inv)}
@@ -292,7 +293,27 @@ def output_messages(factory: MessageFactory, output, frame_id: str, heatmaps: bo
         messages["contact_forces_state_jacobian"] = matrix_message(factory, lin.contact_forces_state_jacobian)
         messages["contact_forces_input_jacobian"] = matrix_message(factory, lin.contact_forces_input_jacobian)
     messages["stamp"] = header_message(factory, output.stamp_ns, frame_id)
-    if heatmaps:
-        messages["A_heatmap"] = image_message(factory, heatmap_rgb(lin.A), output.stamp_ns, frame_id)
-        messages["B_heatmap"] = image_message(factory, heatmap_rgb(lin.B), output.stamp_ns, frame_id)
     return messages
+
+
+def heatmap_messages(factory: MessageFactory, output, frame_id: str, model) -> dict:
+    """~/A_heatmap, ~/B_heatmap (sensor_msgs/Image rgb8) of one Output, with grey lines
+    between the state blocks [z_H | z_s | z_v | z_r]; stamped with the input stamp."""
+    lin, blocks = output.linearization, state_block_boundaries(model)
+    return {"A_heatmap": image_message(factory, heatmap_rgb(lin.A, row_blocks=blocks, col_blocks=blocks),
+                                       output.stamp_ns, frame_id),
+            "B_heatmap": image_message(factory, heatmap_rgb(lin.B, row_blocks=blocks), output.stamp_ns, frame_id)}
+
+
+class RateLimit:
+    """True at most ``rate_hz`` times per second of the caller's clock (ns); 0: never."""
+
+    def __init__(self, rate_hz: float):
+        self.period_ns = int(1e9 / rate_hz) if rate_hz > 0 else None
+        self._next = None
+
+    def due(self, now_ns: int) -> bool:
+        if self.period_ns is None or (self._next is not None and now_ns < self._next):
+            return False
+        self._next = now_ns + self.period_ns
+        return True

@@ -17,8 +17,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from .messages import (MessageFactory, OUTPUT_TYPES, contact_labels_message, diagnostic_array_message, output_messages,
-                       state_labels_message)
+from .messages import (MessageFactory, OUTPUT_TYPES, contact_labels_message, diagnostic_array_message,
+                       heatmap_messages, output_messages, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
 
@@ -65,10 +65,11 @@ class LinearizationNode(Node):
         self.factory = RclpyFactory()
         self.pipeline = LinearizationPipeline(settings.pipeline)
         self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
-        self.heatmaps = settings.publish_heatmaps
+        heatmaps = settings.publish_heatmaps
         self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
                                                         t.split("/")[2]), f"~/{name}", 10)
-                    for name, t in OUTPUT_TYPES.items() if self.heatmaps or "heatmap" not in name}
+                    for name, t in OUTPUT_TYPES.items() if heatmaps or "heatmap" not in name}
+        self._heatmap_of = None  # the Output whose heatmaps were published last
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import JointState
@@ -96,6 +97,8 @@ class LinearizationNode(Node):
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
+        if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
+            self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -142,11 +145,22 @@ class LinearizationNode(Node):
     def _step(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
-                for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
-                                                     self.heatmaps).items():
+                for name, message in output_messages(self.factory, out, self.pipeline.base_frame).items():
                     self.out[name].publish(message)
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"linearization cycle failed: {e!r}")
+
+    def _publish_heatmaps(self) -> None:
+        latest = self.pipeline.latest
+        if latest is None or latest is self._heatmap_of:
+            return
+        self._heatmap_of = latest
+        try:
+            for name, message in heatmap_messages(self.factory, latest, self.pipeline.base_frame,
+                                                  self.pipeline.model).items():
+                self.out[name].publish(message)
+        except Exception as e:  # noqa: BLE001
+            self.get_logger().error(f"heatmap failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
         now = self._now()

@@ -27,7 +27,9 @@ PARAMETERS = {  # name: (default, description)
     "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s], > 0"),
     "max_input_age": (0.5, "inputs older than this (node clock) are stale [s], > 0"),
     "rate_hz": (0.0, "linearize at this rate [Hz]; 0: on every joint state"),
-    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images)"),
+    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images, for eyes)"),
+    "heatmap_rate_hz": (2.0, "rate of the heatmap images [Hz], > 0; drawn on their own timer, never in the "
+                             "linearization cycle"),
     "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
     "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
     "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
@@ -55,6 +57,7 @@ class NodeSettings:
     description: str  # URDF XML or a path; "" = wait for the robot_description topic
     rate_hz: float
     publish_heatmaps: bool
+    heatmap_rate_hz: float
     diagnostics_period: float
 
 
@@ -135,6 +138,7 @@ def node_settings(values: dict) -> NodeSettings:
         or _typed("urdf_path", v["urdf_path"], str),
         rate_hz=rate,
         publish_heatmaps=_typed("publish_heatmaps", v["publish_heatmaps"], bool),
+        heatmap_rate_hz=_positive("heatmap_rate_hz", v["heatmap_rate_hz"]),
         diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]))
 
 
