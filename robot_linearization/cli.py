@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from . import load_urdf, linearize
-from .contacts import CONTACT_SYNTAX, format_contacts, parse_contacts, resolve
+from .contacts import CONTACT_SYNTAX, ContactError, format_contacts, parse_contacts, resolve
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
 from .validation import validate
@@ -67,10 +67,11 @@ def demo(args: argparse.Namespace) -> int:
         stance = ",".join(BUNDLED_FEET) if args.contacts is None and not args.urdf else (args.contacts or "")
         contacts = parse_contacts(stance)
         resolve(model, contacts)
-    except ModelError as e:  # (ContactError is one)
+    except (ModelError, ContactError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    description = open(path).read()
+    with open(path) as f:
+        description = f.read()
     if args.duration < args.dt:
         print(f"error: --duration {args.duration:g} s is shorter than one step (--dt {args.dt:g} s)", file=sys.stderr)
         return 2

@@ -387,3 +387,10 @@ def test_demo_figure_has_titles_state_labels_block_lines_and_a_colour_bar(tmp_pa
     assert [t.get_text() for t in ax_B.get_xticklabels()][0] == "τ:front_left_hip_abduction"
     assert len(ax_A.lines) == 6 and len(ax_B.lines) == 3  # block boundaries 6 | 18 | 24 on both axes of A
     assert "log10" in bar.get_ylabel() and "[z_H | z_s | z_v | z_r]" in ax_A.get_xlabel()
+
+
+def test_demo_with_a_contact_frame_the_robot_lacks_is_a_one_line_error(tmp_path, capsys):
+    assert main(DEMO_QUICK + ["--contacts", "paw", "--output-dir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: contact frame 'paw' is not a link") and err.count("\n") == 1
+    assert not (tmp_path / "d").exists()
