@@ -238,3 +238,37 @@ def test_contacts_parameter_topic_and_contact_forces(ros):
                             each=two_feet)
     assert graph.spin_until(lambda: len(json.loads(graph.received[f"{NS}/contact_labels"][-1].data)) == 6)
     graph.close()
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, tmp_path):
+    """A terminal's Ctrl-C reaches the process group and ros2 launch forwards another:
+    the node exits with status 0 and no traceback either way."""
+    import os
+    import signal
+    import subprocess
+
+    from ament_index_python.packages import get_package_prefix
+
+    executable = os.path.join(get_package_prefix("robot_linearization"), "lib", "robot_linearization",
+                              "linearization_node")
+    process = subprocess.Popen([executable, "--ros-args", "-p", f"urdf_path:={bundled_urdf_path()}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120.0
+        lines = []
+        while time.monotonic() < deadline:  # until the model is loaded (the first start compiles)
+            line = process.stdout.readline()
+            lines.append(line)
+            if "model 'rl_quadruped'" in line or not line:
+                break
+        assert any("model 'rl_quadruped'" in line for line in lines), "".join(lines)
+        for _ in range(signals):
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.01)
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
