@@ -17,7 +17,7 @@ import numpy as np
 
 from .compiled import kernel
 from .joints import Joint
-from .spatial import inverse_transform, is_rotation, velocity_transform
+from .spatial import inverse_transform, is_rotation, quaternion_rotation, velocity_transform
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -300,6 +300,38 @@ class State:
         object.__setattr__(self, "joint_velocities", np.array(joint_velocities, dtype=float).reshape(-1))
         object.__setattr__(self, "base_pose", None if base_pose is None else np.array(base_pose, dtype=float))
         object.__setattr__(self, "base_twist", None if base_twist is None else np.array(base_twist, dtype=float).reshape(-1))
+
+    @classmethod
+    def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,
+                   base_position=(0.0, 0.0, 0.0), base_orientation=(0.0, 0.0, 0.0, 1.0),
+                   base_twist=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
+        """A state from what a robot gives: joints **by name** (dicts {joint: value};
+        every joint of the model in joint_positions, velocities default to zero), and
+        for a floating base its position [m] in the world, its orientation as a
+        quaternion in ROS order (x, y, z, w), and its body twist [v; ω] in the base
+        frame.  ValueError names a missing or unknown joint, or a bad quaternion."""
+        names = set(model.joint_names)
+        velocities = joint_velocities or {}
+        for what, values in (("joint_positions", joint_positions), ("joint_velocities", velocities)):
+            unknown = sorted(set(values) - names)
+            if unknown:
+                raise ValueError(f"{what}: model '{model.name}' has no joints {unknown[:5]}")
+        missing = [j for j in model.joint_names if j not in joint_positions]
+        if missing:
+            raise ValueError(f"joint_positions lacks joints {missing[:5]}{' …' if len(missing) > 5 else ''}")
+        s = [float(joint_positions[j]) for j in model.joint_names]
+        r = [float(velocities.get(j, 0.0)) for j in model.joint_names]
+        if not model.floating_base:
+            return cls(joint_positions=s, joint_velocities=r)
+        x, y, z, w = (float(c) for c in base_orientation)
+        norm = float(np.sqrt(x * x + y * y + z * z + w * w))
+        if not np.isfinite(norm) or abs(norm - 1.0) > 1e-3:
+            raise ValueError(f"base_orientation {tuple(base_orientation)} (x, y, z, w) is not a unit quaternion "
+                             f"(norm {norm:.4g})")
+        H = np.eye(4)
+        H[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
+        H[:3, 3] = np.asarray(base_position, dtype=float).reshape(3)
+        return cls(base_pose=H, joint_positions=s, base_twist=base_twist, joint_velocities=r)
 
     def check(self, model: Model) -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite."""

@@ -112,6 +112,14 @@ def so3_exp(w: np.ndarray) -> np.ndarray:
     return np.eye(3) + a * W + b * W @ W
 
 
+def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
+    """Rotation matrix (3×3) of the unit quaternion w + xi + yj + zk (Hamilton, as ROS and
+    Eigen use; ROS messages store it in the order x, y, z, w)."""
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
 def so3_log(R: np.ndarray) -> np.ndarray:
     """Rotation vector w with exp(w^) = R, |w| ∈ [0, π]; robust near 0 and π."""
     cos_theta = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)

@@ -257,3 +257,30 @@ def test_the_first_compile_is_announced_once_and_a_cached_start_is_quiet(tmp_pat
     assert cold.stderr.count("compiling the numba kernels") == 1 and "once per installation" in cold.stderr
     warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert warm.returncode == 0 and "compiling" not in warm.stderr
+
+
+def test_state_from_named_joints_and_a_ros_order_quaternion(rng):
+    """Joints by name (any order), orientation (x, y, z, w) as ROS sends it; checked
+    against scipy's rotation, which also stores quaternions scalar-last."""
+    from scipy.spatial.transform import Rotation
+
+    model = rl.load_urdf(bundled_urdf_path())
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    positions = {name: float(v) for name, v in zip(reversed(model.joint_names), rng.normal(size=12))}
+    state = rl.State.from_named(model, joint_positions=positions, joint_velocities={"hind_left_knee": 2.0},
+                                base_position=(1.0, 2.0, 3.0), base_orientation=tuple(q), base_twist=np.arange(6.0))
+    np.testing.assert_allclose(state.base_pose[:3, :3], Rotation.from_quat(q).as_matrix(), atol=1e-12)
+    np.testing.assert_array_equal(state.base_pose[:3, 3], [1.0, 2.0, 3.0])
+    assert state.joint_positions[model.joint_index("front_right_knee")] == positions["front_right_knee"]
+    assert state.joint_velocities[model.joint_index("hind_left_knee")] == 2.0 and state.joint_velocities.sum() == 2.0
+    with pytest.raises(ValueError, match=r"joint_positions lacks joints \['front_left_hip_abduction'\]"):
+        rl.State.from_named(model, joint_positions={k: v for k, v in positions.items()
+                                                    if k != "front_left_hip_abduction"})
+    with pytest.raises(ValueError, match=r"joint_velocities: model 'rl_quadruped' has no joints \['elbow'\]"):
+        rl.State.from_named(model, joint_positions=positions, joint_velocities={"elbow": 1.0})
+    with pytest.raises(ValueError, match="is not a unit quaternion"):
+        rl.State.from_named(model, joint_positions=positions, base_orientation=(0, 0, 0, 0))
+    arm = load_example("ur5")
+    fixed = rl.State.from_named(arm, joint_positions={j: 0.1 for j in arm.joint_names})
+    assert fixed.base_pose is None and fixed.joint_positions.shape == (6,)

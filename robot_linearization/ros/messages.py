@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..spatial import quaternion_rotation
 from .images import heatmap_rgb, state_block_boundaries
 
 
@@ -150,11 +151,8 @@ def odometry_base_state(msg, expected_child_frame: str):
         raise InputError("odometry orientation is the zero quaternion")
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise InputError(f"odometry orientation is not a unit quaternion (|q| = {norm:.3g})")
-    w, x, y, z = quaternion / norm
     H = np.eye(4)
-    H[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                 [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                 [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+    H[:3, :3] = quaternion_rotation(*(quaternion / norm))
     H[:3, 3] = position
     return H, twist
 
