@@ -3,9 +3,7 @@
 # where a ROS 2 installation is, the rclpy/launch/rosbag2 tests against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet ".[test]"
+source scripts/venv.sh test  # (re)installs only when the sources changed
 # The pytest executable (unlike `python -m pytest`) does not put the source tree on
 # sys.path, so the tests exercise the installed package and packaging mistakes show.
 .venv/bin/pytest -q -p no:cacheprovider test "$@"
