@@ -19,6 +19,7 @@ from .algorithms import (
 )
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .contacts import Contact, ContactError
+from .coupling import CoupledModel
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
@@ -30,6 +31,7 @@ __all__ = [
     "ComparisonReport",
     "Contact",
     "ContactError",
+    "CoupledModel",
     "Joint",
     "JointType",
     "Linearization",

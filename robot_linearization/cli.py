@@ -237,8 +237,9 @@ def main(argv=None) -> int:
                    help="max time between a joint state and the odometry it is paired with [s], > 0 (default: 0.02)")
     r.add_argument("--max-input-age", type=_number(float, 0.0, None, unit=" s"), default=0.5,
                    help="inputs older than this at their log time are stale [s], > 0 (default: 0.5)")
-    r.add_argument("--mimic-joints", choices=["error", "independent"], default="error",
-                   help="URDF mimic joints: refuse the robot, or treat them as actuated (default: error)")
+    r.add_argument("--mimic-joints", choices=["coupled", "independent", "error"], default="coupled",
+                   help="URDF mimic joints: follow their source joint (not states or inputs), be actuated joints, "
+                        "or refuse the robot (default: coupled)")
     r.add_argument("--contacts", default="",
                    help=f"frames held by the ground ({CONTACT_SYNTAX}) (default: none, free-floating)")
     r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set, as the "

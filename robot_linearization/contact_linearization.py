@@ -33,7 +33,8 @@ from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, kernel
 from .contacts import ContactError, as_contacts
-from .model import Model, State, stack_states
+from .coupling import CoupledModel
+from .model import State, stack_states
 from .spatial import cross_motion_into, transform_force_add
 
 
@@ -53,7 +54,7 @@ def _cross3_matrix_row(x, r, col):
 def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                                pose, s, twist, r, tau,
                                X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
-                               bodies, X_cb, dims, world_aligned, starts,
+                               bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
                                J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
                                A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
     """The constrained linearization (module docstring) of one state into A (2N, 2N),
@@ -79,7 +80,7 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
     newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
     contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
-                            starts, v, a, J, drift, J_local, rotation, body_X_base)
+                            starts, coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
     if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
         return 1
     # EIDAmb forward pass at the constrained ν̇; each contact wrench b_X^c λ_c held in its body's frame
@@ -228,32 +229,59 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     return 0
 
 
-def linearize_with_contacts(model: Model, state: State, joint_torques, contacts, workspace):
-    """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with ``contacts`` rigidly held.
+def linearize_with_contacts(model, state: State, joint_torques, contacts, workspace):
+    """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with ``contacts`` rigidly held
+    (and, for a CoupledModel, its mimic joints following their sources).
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
-    ∂λ/∂τ (m, n).  ``workspace``: the model's per-thread scratch arrays.
-    ContactError for a redundant or degenerate contact set.
+    ∂λ/∂τ (m, n), in the model's (independent) coordinates.  ``workspace``: the
+    tree's per-thread scratch arrays.  ContactError for a redundant or degenerate
+    contact set.
     """
     contacts = as_contacts(contacts)
     arrays = contact_arrays(model, contacts)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     poses, s, twists, r, torques = stack_states(model, [state], torques)
-    k, m, n, N = len(contacts), arrays.m, model.n_joints, model.n_velocities
+    coupled = isinstance(model, CoupledModel)
+    tree = model.tree if coupled else model
+    s, r, tau = s[0], r[0], torques[0]
+    if coupled:
+        s, r, tau = model.coupling @ s + model.offset, model.coupling @ r, model.tree_torques(tau)
+    k, m, n, N = len(contacts), arrays.m, tree.n_bodies - 1, tree.n_velocities
     J, JM_inv = np.empty((m, N)), np.empty((m, N))
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n)))
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(*workspace.model_arrays, poses[0], s[0], twists[0], r[0], torques[0],
-                                    *workspace.arrays(), *arrays.arrays(),
-                                    J, np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
-                                    JM_inv, np.empty((m, m)), np.empty((k, 6)), *out)
+    status = constrained_linearize_into(*workspace.model_arrays, poses[0], s, twists[0], r, tau,
+                                        *workspace.arrays(), *arrays.arrays(),
+                                        J, np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
+                                        JM_inv, np.empty((m, m)), np.empty((k, 6)), *out)
     if status == 1:
         raise ContactError(degeneracy_reason(contacts, J, out[2]))
     if status >= 2:
         from .linearization import singular_state_message
 
-        raise ValueError(singular_state_message(model, status - 2))
+        raise ValueError(singular_state_message(tree, status - 2))
     if not all(np.isfinite(x).all() for x in out):
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    return out
+    return _reduced(model, arrays, J, out) if coupled else out
+
+
+def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):
+    """The tree's constrained linearization in the independent coordinates (coupling.py):
+    rows of the independent joints, columns through Ĝ (state) and E (torques); M⁻¹
+    projected onto the couplings."""
+    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out
+    G, rows = model.velocity_map, model.velocity_rows
+    N_tree = G.shape[0]
+    state_rows = np.concatenate([rows, N_tree + rows])
+    G_state = np.zeros((2 * N_tree, 2 * G.shape[1]))
+    G_state[:N_tree, :G.shape[1]] = G
+    G_state[N_tree:, G.shape[1]:] = G
+    independent = model.independent
+    J_c = J[arrays.m_contacts:]
+    MJ = M_inv @ J_c.T
+    projected = M_inv - MJ @ np.linalg.solve(J_c @ MJ, MJ.T)  # = Ĝ (Ĝᵀ M Ĝ)⁻¹ Ĝᵀ
+    c = arrays.m_contacts
+    return (A[state_rows] @ G_state, B[state_rows][:, independent], projected[np.ix_(rows, rows)], nu_dot[rows],
+            forces[:c], d_forces[:c] @ G_state, d_forces_dtau[:c][:, independent])

@@ -24,6 +24,7 @@ from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, contact_labels
+from .coupling import CoupledModel, tree_of
 from .model import Model, State, stack_states
 
 
@@ -203,7 +204,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) 
     (contact_linearization.py, docs/contacts.md).  ContactError for a redundant
     or degenerate set.
     """
-    if contacts:
+    if contacts or isinstance(model, CoupledModel):
         return _linearize_with_contacts(model, state, joint_torques, contacts)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     arrays = stack_states(model, [state], torques)
@@ -230,7 +231,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     K = len(states)
     if K == 0:
         raise ValueError("linearize_trajectory needs at least one state")
-    if contacts:
+    if contacts or isinstance(model, CoupledModel):
         return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
     arrays = stack_states(model, states, torques)
@@ -287,8 +288,10 @@ def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearizatio
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts) -> Linearization:
     contacts = as_contacts(contacts)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
-        model, state, joint_torques, contacts, workspace(model))
+        model, state, joint_torques, contacts, workspace(tree_of(model)))
     torques = np.zeros(model.n_joints) if joint_torques is None else np.array(joint_torques, dtype=float)
+    if not contacts:  # a CoupledModel without contacts: no contact fields
+        return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=torques)
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
                    contact_forces_input_jacobian=d_forces_dtau, contact_labels=contact_labels(contacts),
                    contacts=contacts, state=state, joint_torques=torques)
@@ -296,6 +299,7 @@ def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts
 
 def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers) -> Linearization:
     K = len(states)
+    contacts = contacts or ()
     per_state = not isinstance(contacts, (str, Contact)) and len(contacts) == K \
         and all(c is None or not isinstance(c, (str, Contact)) for c in contacts)
     sets = list(contacts) if per_state else [contacts] * K
@@ -310,7 +314,7 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
     same = len({x.contact_labels for x in results}) == 1
     for name in ("contact_forces", "contact_forces_state_jacobian", "contact_forces_input_jacobian"):
         values = [getattr(x, name) for x in results]
-        fields[name] = np.stack(values) if same and values[0] is not None else tuple(values)
+        fields[name] = None if all(v is None for v in values) else np.stack(values) if same else tuple(values)
     fields["contact_labels"] = results[0].contact_labels if same else tuple(x.contact_labels for x in results)
     fields["contacts"] = results[0].contacts if same else tuple(x.contacts for x in results)
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \

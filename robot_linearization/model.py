@@ -95,12 +95,18 @@ class Model:
     @functools.cached_property
     def state_labels(self) -> tuple[str, ...]:
         """Row/column labels of A in the order [z_H, z_s, z_v, z_r]."""
-        joint_pos = [f"s:{j}" for j in self.joint_names]
-        joint_vel = [f"r:{j}" for j in self.joint_names]
-        if not self.floating_base:
-            return tuple(joint_pos + joint_vel)
-        axes = ["x", "y", "z", "rx", "ry", "rz"]
-        return tuple([f"H:{a}" for a in axes] + joint_pos + [f"v:{a}" for a in axes] + joint_vel)
+        return state_labels(self.joint_names, self.floating_base)
+
+
+def state_labels(joint_names, floating_base: bool) -> tuple[str, ...]:
+    """Labels of the state perturbation [z_H, z_s, z_v, z_r]: H:x … H:rz, s:<joint>,
+    v:x … v:rz, r:<joint> (fixed base: s:<joint>, r:<joint>)."""
+    joint_pos = [f"s:{j}" for j in joint_names]
+    joint_vel = [f"r:{j}" for j in joint_names]
+    if not floating_base:
+        return tuple(joint_pos + joint_vel)
+    axes = ["x", "y", "z", "rx", "ry", "rz"]
+    return tuple([f"H:{a}" for a in axes] + joint_pos + [f"v:{a}" for a in axes] + joint_vel)
 
 
 class ModelBuilder:

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .joints import Joint, JointType
+from .coupling import CoupledModel, couple
 from .model import STANDARD_GRAVITY, Model, ModelBuilder, ModelError
 from .spatial import inverse_transform, spatial_inertia, velocity_transform
 
@@ -36,18 +37,25 @@ _warned: set = set()  # warnings already given in this process: a model loaded t
 _MOVABLE = {"revolute": JointType.REVOLUTE, "continuous": JointType.REVOLUTE, "prismatic": JointType.PRISMATIC}
 
 
+MIMIC_MODES = ("coupled", "independent", "error")
+
+
 def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gravity=STANDARD_GRAVITY,
-              mimic_joints: str = "error") -> Model:
+              mimic_joints: str = "coupled") -> Model | CoupledModel:
     """Build a model from a URDF file path or an XML string.
 
     floating_base: True -> the root link is a free-floating base (state on
     SE(3)×ℝⁿ×ℝ⁶×ℝⁿ); False -> the root link is welded to the world frame.
     gravity (3,): in the world frame, default [0, 0, −9.81] m/s².
-    mimic_joints: "error" (default) rejects mimic joints; "independent" treats
-    each as an ordinary actuated joint, as Pinocchio's URDF parser does.
+    mimic_joints: "coupled" (default): a mimic joint follows its source joint,
+    s_m = multiplier·s_j + offset, and is not a state or input — a
+    :class:`~robot_linearization.coupling.CoupledModel` (reduced coordinates, as
+    Pinocchio's buildModelFromUrdf(..., mimic=True)); "independent" treats each
+    as an ordinary actuated joint (Pinocchio's default); "error" refuses them.
+    Without mimic joints the result is a plain Model whatever the mode.
     """
-    if mimic_joints not in ("error", "independent"):
-        raise ValueError("mimic_joints must be 'error' or 'independent'")
+    if mimic_joints not in MIMIC_MODES:
+        raise ValueError(f"mimic_joints must be one of {MIMIC_MODES}, got {mimic_joints!r}")
     if not isinstance(floating_base, (bool, np.bool_)):  # "false" would be truthy
         raise ModelError(f"floating_base must be True or False, got {floating_base!r}")
     root = _parse_xml(_read_description(path_or_xml))
@@ -223,8 +231,8 @@ def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) ->
             elif joint.type in _MOVABLE:
                 if joint.mimic is not None and mimic_joints == "error":
                     raise ModelError(
-                        f"joint '{joint.name}' mimics joint '{joint.mimic.joint}': mimic joints are not "
-                        "supported; pass mimic_joints='independent' to treat it as an independent joint")
+                        f"joint '{joint.name}' mimics joint '{joint.mimic.joint}' (mimic_joints='error'); use "
+                        "mimic_joints='coupled' (it follows) or 'independent' (it is actuated)")
                 body_of[child] = (child, np.eye(4))
                 lumped[child] = _link_inertia(links[child])
                 movable.append((joint, body, H_body_joint))
@@ -248,4 +256,10 @@ def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) ->
     for link, (body, H) in body_of.items():
         if body != link:
             builder.add_frame(link, body=body, placement=H)
-    return builder.build()
+    tree = builder.build()
+    mimics = [(joint.name, joint.mimic.joint, 1.0 if joint.mimic.multiplier is None else joint.mimic.multiplier,
+               0.0 if joint.mimic.offset is None else joint.mimic.offset)
+              for joint, _, _ in movable if joint.mimic is not None]
+    if mimic_joints != "coupled" or not mimics:
+        return tree
+    return couple(tree, mimics)

@@ -13,6 +13,7 @@ import numpy as np
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
 from .contacts import as_contacts
+from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
 from .model import Model, State
 from .spatial import cross_motion, se3_exp
@@ -34,7 +35,7 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
 def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
     """Left-trivialised vector field (v, r, v̇, ṙ) (3.22), (2N,), followed by the
     contact forces λ (m,) of the constrained dynamics when there are contacts."""
-    if contacts:
+    if contacts or isinstance(model, CoupledModel):
         nu_dot, forces = constrained_forward_dynamics(model, state, torques, contacts)
     else:
         base_acceleration, joint_accelerations = forward_dynamics(model, state, torques)
@@ -198,6 +199,14 @@ def _same_state(a: State, b: State) -> bool:
                             (a.base_twist, b.base_twist), (a.joint_velocities, b.joint_velocities)))
 
 
+def _mass_matrix(model, state: State) -> np.ndarray:
+    """M by the CRBA; for a CoupledModel Ĝᵀ M_tree Ĝ (coupling.py)."""
+    if isinstance(model, CoupledModel):
+        G = model.velocity_map
+        return G.T @ mass_matrix(model.tree, model.tree_state(state).joint_positions) @ G
+    return mass_matrix(model, state.joint_positions)
+
+
 def validate(model: Model, state, linearization=None, joint_torques=None, step: float = DEFAULT_STEP
              ) -> ComparisonReport:
     """Check a :class:`~robot_linearization.Linearization` against finite
@@ -212,7 +221,7 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
         state, linearization = None, state
     state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
     contacts = linearization.contacts
-    M_inv_ref = np.linalg.inv(mass_matrix(model, state.joint_positions))
+    M_inv_ref = np.linalg.inv(_mass_matrix(model, state))
     if not contacts:
         A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
         return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref)

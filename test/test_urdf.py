@@ -81,8 +81,8 @@ def test_gravity_is_a_model_parameter():
     (urdf({"a": BODY, "b": BODY}, [joint("free", "floating", "a", "b")]), "joint 'free' is floating"),
     (urdf({"a": BODY, "b": BODY}, [joint("flat", "planar", "a", "b")]), "joint 'flat' is planar"),
     (urdf({"a": BODY, "b": BODY, "c": BODY},
-          [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="j1"/>')]),
-     "joint 'j2' mimics joint 'j1'"),
+          [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="ghost"/>')]),
+     "joint 'j2' mimics joint 'ghost', which is not a moving joint"),
     (urdf({"a": BODY, "b": None}, [joint("j", "revolute", "a", "b")]), "joint 'j': the bodies it moves have no inertia"),
     (urdf({"a": BODY, "b": dict(m=0.0, c="0 0 0.5", i=0.0)}, [joint("j", "revolute", "a", "b", axis="0 0 1")]),
      "joint 'j': the bodies it moves have no inertia"),
@@ -110,10 +110,24 @@ def test_floating_robot_without_mass_is_rejected():
         rl.load_urdf(text)
 
 
-def test_mimic_joints_can_be_loaded_as_independent_joints():
-    text = urdf({"a": BODY, "b": BODY, "c": BODY},
-                [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="j1"/>')])
-    assert rl.load_urdf(text, mimic_joints="independent").joint_names == ("j1", "j2")
+def test_mimic_joints_follow_by_default_or_are_independent_or_refused():
+    text = urdf({"a": BODY, "b": BODY, "c": BODY, "d": BODY},
+                [joint("j1", "revolute", "a", "b"),
+                 joint("j2", "revolute", "a", "c", extra='<mimic joint="j1" multiplier="-0.5" offset="0.2"/>'),
+                 joint("j3", "prismatic", "c", "d", axis="1 0 0", extra='<mimic joint="j2" multiplier="2"/>'
+                       '<limit lower="-1" upper="1" effort="1" velocity="1"/>')])
+    coupled = rl.load_urdf(text)
+    assert coupled.joint_names == ("j1",) and coupled.tree.joint_names == ("j1", "j2", "j3")
+    # j2 = −0.5 j1 + 0.2 and j3 = 2 j2 = −j1 + 0.4, composed along the chain
+    np.testing.assert_allclose(coupled.coupling[:, 0], [1.0, -0.5, -1.0])
+    np.testing.assert_allclose(coupled.offset, [0.0, 0.2, 0.4])
+    assert coupled.state_labels == ("H:x", "H:y", "H:z", "H:rx", "H:ry", "H:rz", "s:j1", "v:x", "v:y", "v:z",
+                                    "v:rx", "v:ry", "v:rz", "r:j1")
+    with pytest.raises(KeyError, match="joint 'j3' of model 't' mimics 'j2': it is not a state or input"):
+        coupled.joint_index("j3")
+    assert rl.load_urdf(text, mimic_joints="independent").joint_names == ("j1", "j2", "j3")
+    with pytest.raises(rl.ModelError, match=r"joint 'j2' mimics joint 'j1' \(mimic_joints='error'\)"):
+        rl.load_urdf(text, mimic_joints="error")
 
 
 def test_missing_file_and_oversized_description_are_reported(tmp_path):

@@ -34,9 +34,12 @@ fraction of its largest diagonal entry (redundant or unreachable constraints).""
 class ContactArrays:
     """A contact set bound to a model, as the compiled passes take it (k contacts):
     bodies (k,), X_contact_body (k, 6, 6) = c_X_b, dims (k,) 3 or 6, world_aligned (k,)
-    bool, starts (k,) first row of each contact in J and λ; m rows in all."""
+    bool, starts (k,) first row of each contact in J and λ; m_contacts rows.  After
+    them, the joint-space rows of a CoupledModel's mimic joints (coupling.py):
+    coupling_rows (c, 2) tree indices (mimic, source) and coupling_multipliers (c,);
+    m rows in all."""
 
-    def __init__(self, model: Model, contacts):
+    def __init__(self, model, contacts):
         self.contacts = as_contacts(contacts)
         resolved = resolve(model, self.contacts)
         self.bodies = np.array([rc.body for rc in resolved], dtype=np.int64)
@@ -44,15 +47,20 @@ class ContactArrays:
         self.dims = np.array([c.dimension for c in self.contacts], dtype=np.int64)
         self.world_aligned = np.array([c.reference == "world_aligned" for c in self.contacts], dtype=np.bool_)
         self.starts = np.concatenate([[0], np.cumsum(self.dims)[:-1]]).astype(np.int64)
-        self.m = int(self.dims.sum())
+        self.m_contacts = int(self.dims.sum())
+        self.coupling_rows = getattr(model, "coupling_rows", np.zeros((0, 2), dtype=np.int64))
+        self.coupling_multipliers = getattr(model, "coupling_multipliers", np.zeros(0))
+        self.m = self.m_contacts + len(self.coupling_multipliers)
 
     def arrays(self):
-        return self.bodies, self.X_contact_body, self.dims, self.world_aligned, self.starts
+        return (self.bodies, self.X_contact_body, self.dims, self.world_aligned, self.starts, self.coupling_rows,
+                self.coupling_multipliers)
 
 
 @functools.lru_cache(maxsize=256)
-def contact_arrays(model: Model, contacts: tuple) -> ContactArrays:
-    """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model``, built once."""
+def contact_arrays(model, contacts: tuple) -> ContactArrays:
+    """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model`` (a Model or
+    CoupledModel), built once."""
     return ContactArrays(model, contacts)
 
 
@@ -70,13 +78,20 @@ def matmul_into(A, B, out):
 
 @kernel
 def contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
-                            v, a, J, drift, J_local, rotation, body_X_base):
+                            coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base):
     """J (m, N) in each contact's reference axes and γ (m) from the body twists v and
     body accelerations a (n+1, 6) at ν̇ = 0 without gravity.  Also per contact k:
     J_local[k] (6, N) the frame's body Jacobian in its own axes, rotation[k] = A_R_c,
-    body_X_base[k] = b_X_0 (base, or world for a fixed base, to its body)."""
+    body_X_base[k] = b_X_0 (base, or world for a fixed base, to its body).  The last
+    rows are the mimic couplings e_m − a e_j (no drift)."""
     N = J.shape[1]
     off = 6 if floating_base else 0
+    first = J.shape[0] - coupling_multipliers.shape[0]  # (the contact rows come first)
+    for i in range(coupling_multipliers.shape[0]):
+        J[first + i] = 0.0
+        J[first + i, off + coupling_rows[i, 0]] = 1.0
+        J[first + i, off + coupling_rows[i, 1]] -= coupling_multipliers[i]
+        drift[first + i] = 0.0
     X = np.empty((6, 6))
     X_next = np.empty((6, 6))
     J_body = np.empty((6, N))
@@ -220,7 +235,8 @@ def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
 
 def contact_kinematics(model: Model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
     """(J (m, N), γ (m,)) of ``contacts`` given the body transforms X_up, body
-    twists v (n+1, 6) and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
+    twists v (n+1, 6) and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity
+    (a tree Model and its state)."""
     arrays = contact_arrays(model, as_contacts(contacts))
     k, N = len(arrays.contacts), model.n_velocities
     J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
@@ -236,27 +252,40 @@ def bias_motion(model: Model, state: State, X_up: np.ndarray):
     n_bodies = model.n_bodies
     v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
     newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up, base_twist(model, state),
-                              np.zeros(6), state.joint_velocities, np.zeros(model.n_joints), v, a, f)
+                              np.zeros(6), state.joint_velocities, np.zeros(model.n_bodies - 1), v, a, f)
     return v, a
 
 
-def constrained_forward_dynamics(model: Model, state: State, joint_torques, contacts):
-    """Forward dynamics with rigid contacts: (ν̇ (N,), λ (m,)).
+def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()):
+    """Forward dynamics with rigid contacts (and a CoupledModel's mimic joints):
+    (ν̇ (N,), λ (m,)).
 
     ν̇ = [v̇; ṙ] (floating base) or ṙ; λ stacks each contact's force (point) or
     wrench [force; moment] (6d) on the robot, in the contact's reference axes.
     ContactError for a redundant or degenerate contact set.
     """
-    state.check(model)
     contacts = as_contacts(contacts)
+    coupled = hasattr(model, "tree")
+    tree = model.tree if coupled else model
+    state.check(model)
     torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
-    base_acc, joint_acc = forward_dynamics(model, state, torques)
+    if coupled:
+        state, torques = model.tree_state(state), model.tree_torques(torques)
+    base_acc, joint_acc = forward_dynamics(tree, state, torques)
     free = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
-    X_up = body_transforms(model, state.joint_positions)
-    J, drift = contact_kinematics(model, state, contacts, X_up, *bias_motion(model, state, X_up))
-    M_inv = inverse_mass_matrix(model, state.joint_positions)
-    m, N = J.shape
+    X_up = body_transforms(tree, state.joint_positions)
+    arrays = contact_arrays(model, contacts)
+    k, N = len(contacts), tree.n_velocities
+    J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
+    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
+                            *arrays.arrays(), *bias_motion(tree, state, X_up), J, drift, np.empty((k, 6, N)),
+                            np.empty((k, 3, 3)), np.empty((k, 6, 6)))
+    M_inv = inverse_mass_matrix(tree, state.joint_positions)
+    m = J.shape[0]
     forces, accelerations = np.empty(m), np.empty(N)
     if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
+    if coupled:
+        return accelerations[model.velocity_rows], forces[:arrays.m_contacts]
     return accelerations, forces

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..contacts import CONTACT_SYNTAX, ContactError, parse_contacts
 from .pipeline import PipelineConfig
 
-MIMIC_MODES = ("error", "independent")
+from ..urdf import MIMIC_MODES
 
 PARAMETERS = {  # name: (default, description)
     "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
@@ -31,7 +31,8 @@ PARAMETERS = {  # name: (default, description)
     "heatmap_rate_hz": (2.0, "rate of the heatmap images [Hz], > 0; drawn on their own timer, never in the "
                              "linearization cycle"),
     "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
-    "mimic_joints": ("error", "'error' or 'independent' (treat mimic joints as actuated)"),
+    "mimic_joints": ("coupled", "URDF mimic joints: 'coupled' (they follow their source joint and are not states "
+                                "or inputs), 'independent' (actuated joints) or 'error'"),
     "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
     "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
                  + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "

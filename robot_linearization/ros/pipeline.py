@@ -38,7 +38,7 @@ class PipelineConfig:
     pairing_tolerance: float = 0.02  # s between a joint state and the odometry it is paired with
     max_input_age: float = 0.5  # s; older inputs are stale and produce nothing
     validation_tolerance: float = 1e-6
-    mimic_joints: str = "error"
+    mimic_joints: str = "coupled"
     contacts: tuple = ()  # Contacts held at start-up (empty: free-floating); changed by set_contacts
 
 

@@ -53,7 +53,7 @@ class Simulation:
         return state, torques
 
     def _advance(self, state: State, torques: np.ndarray) -> None:
-        if self.contacts:
+        if self.contacts or hasattr(self.model, "tree"):  # contacts, or a CoupledModel's mimic joints
             nu_dot = constrained_forward_dynamics(self.model, state, torques, self.contacts)[0]
             base_acc, joint_acc = (nu_dot[:6], nu_dot[6:]) if self.model.floating_base else (None, nu_dot)
         else:

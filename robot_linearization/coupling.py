@@ -1,0 +1,144 @@
+"""Mimic joints in reduced coordinates (URDF ``<mimic joint multiplier offset>``).
+
+A mimic joint m follows its source joint j: s_m = a·s_j + b.  The tree keeps
+every joint (the mimic joint's bodies move and carry inertia), but the state,
+the input and A, B, M⁻¹ are in the independent joints only:
+
+    s_tree = G s + o,   r_tree = G r,   ν_tree = Ĝ ν,   Ĝ = blockdiag(I_6, G)
+
+with G (n_tree, n) the coupling map.  The reduced dynamics Ĝᵀ M Ĝ ν̇ + Ĝᵀ h = τ
+are the tree's dynamics under the joint-space constraint J_c ν̇_tree = 0, J_c =
+e_m − a e_j, with the tree torque E τ (zero on the mimic joints): the same KKT
+elimination as the rigid contacts (contact_linearization.py), whose rows they
+join.  M⁻¹ of the reduced model is the tree's M⁻¹ projected onto the coupling,
+P (M⁻¹ − M⁻¹J_cᵀ(J_c M⁻¹ J_cᵀ)⁻¹J_c M⁻¹) Pᵀ = (Ĝᵀ M Ĝ)⁻¹.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .model import Model, ModelError, State, state_labels
+
+
+@dataclass(frozen=True, eq=False)
+class CoupledModel:
+    """A :class:`Model` tree whose mimic joints follow other joints.
+
+    It describes the state like a Model (joint_names: the independent joints, the
+    order of s, r and τ; n_joints, n_velocities, state_labels), and passes the rest
+    through to ``tree`` (the full tree, every joint, for the recursive algorithms).
+    coupling G (n_tree, n), offset o (n_tree,): s_tree = G s + o.
+    mimics: (mimic joint, source joint, multiplier, offset) by name.
+    """
+
+    tree: Model
+    joint_names: tuple[str, ...]
+    coupling: np.ndarray
+    offset: np.ndarray
+    mimics: tuple
+    independent: np.ndarray = field(repr=False)  # tree index of each independent joint
+    coupling_rows: np.ndarray = field(repr=False)  # (k, 2) tree indices (mimic, source)
+    coupling_multipliers: np.ndarray = field(repr=False)  # (k,)
+
+    name = property(lambda self: self.tree.name)
+    floating_base = property(lambda self: self.tree.floating_base)
+    body_names = property(lambda self: self.tree.body_names)
+    frames = property(lambda self: self.tree.frames)
+    gravity = property(lambda self: self.tree.gravity)
+    n_bodies = property(lambda self: self.tree.n_bodies)
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def n_velocities(self) -> int:
+        return self.n_joints + (6 if self.floating_base else 0)
+
+    @functools.cached_property
+    def state_labels(self) -> tuple[str, ...]:
+        return state_labels(self.joint_names, self.floating_base)
+
+    def joint_index(self, name: str) -> int:
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            mimic = next((m for m in self.mimics if m[0] == name), None)
+            if mimic is not None:
+                raise KeyError(f"joint '{name}' of model '{self.name}' mimics '{mimic[1]}': it is not a state or "
+                               "input (load with mimic_joints='independent' to make it one)") from None
+            raise KeyError(f"model '{self.name}' has no joint '{name}'") from None
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.joint_names[:4]) + (", …" if self.n_joints > 4 else "")
+        mimics = ", ".join(f"{m} follows {s}" for m, s, _, _ in self.mimics[:3]) + (", …" if len(self.mimics) > 3
+                                                                                    else "")
+        return (f"<CoupledModel '{self.name}': {'floating' if self.floating_base else 'fixed'} base "
+                f"'{self.body_names[0]}', {self.n_joints} independent joints ({names}), {len(self.mimics)} mimic "
+                f"joints ({mimics}), {self.n_bodies} bodies, N = {self.n_velocities} velocities>")
+
+    @functools.cached_property
+    def velocity_map(self) -> np.ndarray:
+        """Ĝ (N_tree, N): ν_tree = Ĝ ν."""
+        off = 6 if self.floating_base else 0
+        G = np.zeros((off + self.coupling.shape[0], off + self.n_joints))
+        G[:off, :off] = np.eye(off)
+        G[off:, off:] = self.coupling
+        return G
+
+    @functools.cached_property
+    def velocity_rows(self) -> np.ndarray:
+        """Indices of the independent coordinates among the tree's ν."""
+        off = 6 if self.floating_base else 0
+        return np.concatenate([np.arange(off), off + self.independent])
+
+    def tree_state(self, state: State) -> State:
+        """The tree's state for a state of the independent joints."""
+        return State(base_pose=state.base_pose, joint_positions=self.coupling @ state.joint_positions + self.offset,
+                     base_twist=state.base_twist, joint_velocities=self.coupling @ state.joint_velocities)
+
+    def tree_torques(self, joint_torques) -> np.ndarray:
+        """E τ: the independent joints' torques in the tree, zero on the mimic joints."""
+        torques = np.zeros(self.coupling.shape[0])
+        torques[self.independent] = np.zeros(self.n_joints) if joint_torques is None else joint_torques
+        return torques
+
+
+def couple(tree: Model, mimics) -> CoupledModel:
+    """The reduced model of ``tree`` with ``mimics`` [(mimic, source, multiplier, offset)]
+    by joint name; a mimic of a mimic follows the chain to an independent joint."""
+    names = list(tree.joint_names)
+    follows = {}
+    for mimic, source, multiplier, offset in mimics:
+        if source not in names:
+            raise ModelError(f"joint '{mimic}' mimics joint '{source}', which is not a moving joint of the model")
+        if not (np.isfinite(multiplier) and np.isfinite(offset)):
+            raise ModelError(f"joint '{mimic}': mimic multiplier and offset must be finite")
+        follows[mimic] = (source, float(multiplier), float(offset))
+    independent = [j for j in names if j not in follows]
+    column = {j: k for k, j in enumerate(independent)}
+    G, o = np.zeros((len(names), len(independent))), np.zeros(len(names))
+    for i, joint in enumerate(names):
+        multiplier, offset, seen = 1.0, 0.0, [joint]
+        while joint in follows:  # s = a·s_source + b, composed along a chain of mimics
+            joint, a, b = follows[joint]
+            if joint in seen:
+                raise ModelError(f"mimic joints follow each other in a cycle: {' -> '.join(seen + [joint])}")
+            seen.append(joint)
+            offset, multiplier = offset + multiplier * b, multiplier * a
+        G[i, column[joint]], o[i] = multiplier, offset
+    rows = np.array([[names.index(m), names.index(s)] for m, (s, _, _) in follows.items()], dtype=np.int64)
+    return CoupledModel(tree=tree, joint_names=tuple(independent), coupling=G, offset=o,
+                        mimics=tuple((m, s, a, b) for m, (s, a, b) in follows.items()),
+                        independent=np.array([names.index(j) for j in independent], dtype=np.int64),
+                        coupling_rows=rows.reshape(-1, 2),
+                        coupling_multipliers=np.array([a for _, a, _ in follows.values()]))
+
+
+def tree_of(model):
+    """The Model whose recursive algorithms run: the model itself, or a CoupledModel's tree."""
+    return model.tree if isinstance(model, CoupledModel) else model

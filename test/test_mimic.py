@@ -1,0 +1,109 @@
+"""Mimic joints in reduced coordinates (coupling.py): the mimic joint moves and
+carries inertia but is not a state or input.  Checked against oracles that share
+nothing with the constrained solver: Pinocchio's own mimic model (CRBA + RNEA,
+forward dynamics by solving, differenced), and the reduced dynamics
+Ĝᵀ M Ĝ ν̇ = Ĝᵀ (E τ − h) built from our CRBA and RNEA, differenced."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.validation import perturb
+
+from conftest import example_robot_path, random_state
+
+
+def reduced_forward_dynamics(model, state, torques):
+    """ν̇ of the independent coordinates from the tree's CRBA and RNEA: (Ĝᵀ M Ĝ)⁻¹ Ĝᵀ (E τ − h)."""
+    tree, G = model.tree, model.velocity_map
+    full = model.tree_state(state)
+    M = rl.mass_matrix(tree, full.joint_positions)
+    zeros = np.zeros(tree.n_joints)
+    if tree.floating_base:
+        h = np.concatenate(rl.extended_inverse_dynamics(tree, full, np.zeros(6), zeros))
+        generalized = np.concatenate([np.zeros(6), model.tree_torques(torques)])
+    else:
+        h = rl.inverse_dynamics(tree, full, zeros)[0]
+        generalized = model.tree_torques(torques)
+    return np.linalg.solve(G.T @ M @ G, G.T @ (generalized - h))
+
+
+def differenced(model, state, torques, dynamics, h=1e-5):
+    """The dynamics rows of A and B by central differences along g·exp(±h e_j) and τ ± e_j."""
+    N, n = model.n_velocities, model.n_joints
+    A = np.empty((N, 2 * N))
+    for j in range(2 * N):
+        z = np.zeros(2 * N)
+        z[j] = h
+        A[:, j] = (dynamics(perturb(model, state, z), torques) - dynamics(perturb(model, state, -z), torques)) / (2 * h)
+    B = np.empty((N, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = 1.0
+        B[:, j] = (dynamics(state, torques + e) - dynamics(state, torques - e)) / 2
+    return A, B
+
+
+def relative(ours, reference):
+    return np.abs(ours - reference).max() / np.abs(reference).max()
+
+
+def test_panda_fingers_agree_with_pinocchios_mimic_model(rng):
+    import pinocchio as pin
+
+    path = example_robot_path("panda")
+    model = rl.load_urdf(path, floating_base=False)
+    assert model.n_joints == 8 and "panda_finger_joint2" not in model.joint_names
+    pmodel = pin.buildModelFromUrdf(path, mimic=True)
+    data = pmodel.createData()
+    index = [pmodel.joints[pmodel.getJointId(j)].idx_v for j in model.joint_names]
+    assert sorted(index) == list(range(pmodel.nv))
+
+    def pinocchio_dynamics(state, torques):
+        q, v, tau = np.zeros(pmodel.nq), np.zeros(pmodel.nv), np.zeros(pmodel.nv)
+        for k, jid in enumerate(pmodel.getJointId(j) for j in model.joint_names):
+            q[pmodel.joints[jid].idx_q] = state.joint_positions[k]
+        v[index], tau[index] = state.joint_velocities, torques
+        M = pin.crba(pmodel, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return np.linalg.solve(M, tau - pin.nonLinearEffects(pmodel, data, q, v))[index], M[np.ix_(index, index)]
+
+    for _ in range(3):
+        state, tau = random_state(model, rng), rng.normal(size=8)
+        lin = rl.linearize(model, state, tau)
+        nu_dot, M = pinocchio_dynamics(state, tau)
+        assert relative(lin.joint_accelerations, nu_dot) < 1e-9
+        assert relative(lin.M_inv, np.linalg.inv(M)) < 1e-9
+        A, B = differenced(model, state, tau, lambda s, t: pinocchio_dynamics(s, t)[0])
+        assert relative(lin.A[8:], A) < 1e-6 and relative(lin.B[8:], B) < 1e-6
+
+
+@pytest.mark.parametrize("contacts", [None, [rl.Contact("left_sole_link", "6d"), rl.Contact("right_sole_link", "6d")]])
+def test_talos_full_grippers_against_the_reduced_crba_rnea_dynamics(rng, contacts):
+    model = rl.load_urdf(example_robot_path("talos_full"))
+    assert isinstance(model, rl.CoupledModel) and len(model.mimics) > 0
+    assert model.n_joints == model.tree.n_joints - len(model.mimics)
+    state, tau = random_state(model, rng), rng.normal(size=model.n_joints)
+    lin = rl.linearize(model, state, tau, contacts=contacts)
+    report = rl.validate(model, lin)  # our constrained FD differenced, M⁻¹ against inv(Ĝᵀ M Ĝ)
+    assert report.passed(1e-6), report.summary()
+    if contacts is None:
+        N = model.n_velocities
+        nu_dot = np.concatenate([lin.base_acceleration, lin.joint_accelerations])
+        assert relative(nu_dot, reduced_forward_dynamics(model, state, tau)) < 1e-9
+        A, B = differenced(model, state, tau, lambda s, t: reduced_forward_dynamics(model, s, t))
+        assert relative(lin.A[N:], A) < 1e-6 and relative(lin.B[N:], B) < 1e-6
+
+
+def test_the_coupled_model_in_the_node_pipeline_and_horizon(rng):
+    from robot_linearization.ros.pipeline import LinearizationPipeline, PipelineConfig
+
+    path = example_robot_path("panda")
+    model = rl.load_urdf(path, floating_base=False)
+    pipeline = LinearizationPipeline(PipelineConfig(floating_base=False))
+    assert pipeline.set_description(path) is None and pipeline.model.joint_names == model.joint_names
+    states = [random_state(model, rng) for _ in range(3)]
+    horizon = rl.linearize_trajectory(model, states, np.zeros((3, 8)))
+    assert horizon.A.shape == (3, 16, 16) and horizon.contact_forces is None
+    for k in range(3):
+        np.testing.assert_array_equal(horizon.A[k], rl.linearize(model, states[k], np.zeros(8)).A)
