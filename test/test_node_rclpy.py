@@ -240,11 +240,13 @@ def test_contacts_parameter_topic_and_contact_forces(ros):
     graph.close()
 
 
-@pytest.mark.parametrize("signals", [1, 2])
-def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, tmp_path):
+@pytest.mark.parametrize("signals, when", [(1, "ready"), (2, "ready"), (1, "model"), (2, "model")])
+def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, when, tmp_path):
     """A terminal's Ctrl-C reaches the process group and ros2 launch forwards another:
-    the node exits with status 0 and no traceback either way."""
+    the node exits with status 0 and no traceback either way — also while it is still
+    starting (just after loading the model, before its subscriptions exist)."""
     import os
+    import select
     import signal
     import subprocess
 
@@ -257,12 +259,15 @@ def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, tmp_path):
     try:
         deadline = time.monotonic() + 120.0
         lines = []
-        while time.monotonic() < deadline:  # until the model is loaded (the first start compiles)
+        marker = "model 'rl_quadruped'" if when == "model" else "]: ready"
+        while time.monotonic() < deadline:  # until that line (the first start compiles)
+            if not select.select([process.stdout], [], [], 1.0)[0]:
+                continue
             line = process.stdout.readline()
             lines.append(line)
-            if "model 'rl_quadruped'" in line or not line:
+            if marker in line or not line:
                 break
-        assert any("model 'rl_quadruped'" in line for line in lines), "".join(lines)
+        assert any(marker in line for line in lines), "".join(lines)
         for _ in range(signals):
             process.send_signal(signal.SIGINT)
             time.sleep(0.01)

@@ -13,7 +13,7 @@ import signal
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
@@ -100,6 +100,7 @@ class LinearizationNode(Node):
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
         if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
+        self.get_logger().info("ready")
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -189,17 +190,27 @@ def run(node_class, args=None) -> int:
     """
     rclpy.init(args=args)
     node = None
+    # made before the node: a Ctrl-C that lands while rclpy.spin would build its own executor
+    # leaves a half-made one whose __del__ prints a traceback
+    executor = SingleThreadedExecutor()
     try:
         try:
             node = node_class()
         except (ValueError, OSError) as e:  # an invalid parameter or an unreadable URDF, named
             rclpy.logging.get_logger(node_class.__name__).fatal(str(e))
             return 1
-        rclpy.spin(node)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # noqa: BLE001
+        if rclpy.ok():
+            raise
+        # Ctrl-C before spinning (while starting, e.g. during the first compile): rclpy's signal
+        # handler shut the context down under us, and the next rcl call failed: a clean exit
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # shutting down already: more Ctrl-C changes nothing
+        executor.shutdown()
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
