@@ -16,7 +16,7 @@ from .contacts import as_contacts
 from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
 from .model import Model, State
-from .spatial import cross_motion, se3_exp
+from .spatial import se3_exp, se3_log
 
 DEFAULT_STEP = 1e-3
 
@@ -52,10 +52,12 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     """(A, B) by 4th-order central differences of the ABA(mb) along g·exp(±h e_j),
     g·exp(±2h e_j), and τ ± δ e_j.
 
-    A = D₁λ∘DL_g(e) − ad_λ (2.47): the −ad term only touches the z_H rows, where
-    it is −v×.  The 4th-order stencil keeps truncation negligible at a step large
-    enough that round-off stays small even when the accelerations are large (a
-    falling or spinning robot).  Costs 4·2N + 2n forward-dynamics evaluations.
+    The dynamics rows are D₁λ∘DL_g(e) (2.47), differences of the forward dynamics.
+    The kinematic rows (ż_H, ż_s) come from the flow instead (:func:`flow_kinematic_rows`),
+    so that no formula of A (such as its −v× block) is assumed by the reference.
+    The 4th-order stencil keeps truncation negligible at a step large enough that
+    round-off stays small even when the accelerations are large (a falling or
+    spinning robot).  Costs 4·2N + 2n forward-dynamics evaluations.
 
     With contacts, the constrained forward dynamics are differenced, and
     (A, B, ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) is returned.
@@ -69,8 +71,7 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
         z[j] = step
         f = [_vector_field(model, perturb(model, state, k * z), torques, contacts) for k in (-2, -1, 1, 2)]
         A[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * step)
-    if model.floating_base:
-        A[:6, :6] -= cross_motion(state.base_twist)
+    A[:N] = flow_kinematic_rows(model, state)
     # The dynamics are affine in τ, so central differences have no truncation
     # error there: a large step keeps round-off negligible.
     torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
@@ -83,6 +84,31 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     if contacts:
         return A[:2 * N], B[:2 * N], A[2 * N:], B[2 * N:]
     return A, B
+
+
+def flow_kinematic_rows(model: Model, state: State, step: float = 1e-4) -> np.ndarray:
+    """The kinematic rows of A (N, 2N) by differencing the flow of the configuration.
+
+    Over a time t the configuration moves to (H·exp(t v^), s + t r).  For the
+    perturbed state the left-trivialised difference to the nominal one is
+    z_q(t) = [log(exp(−t v) exp(z_H) exp(t (v + z_v))); z_s + t z_r]; its mixed
+    second difference in (t, z_j) at 0 is column j of [ż_H; ż_s] = A[:N] z.
+    Central in both, so the truncation is O(step²)."""
+    N = model.n_velocities
+    rows = np.empty((N, 2 * N))
+
+    def z_q(z, t):
+        if not model.floating_base:
+            return z[:N] + t * z[N:]
+        v = state.base_twist
+        H = se3_exp(-t * v) @ se3_exp(z[:6]) @ se3_exp(t * (v + z[N:N + 6]))
+        return np.concatenate([se3_log(H), z[6:N] + t * z[N + 6:]])
+
+    for j in range(2 * N):
+        z = np.zeros(2 * N)
+        z[j] = step
+        rows[:, j] = (z_q(z, step) - z_q(-z, step) - z_q(z, -step) + z_q(-z, -step)) / (4 * step * step)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -127,22 +153,22 @@ def _row_col_blocks(model: Model):
     n = model.n_joints
     if model.floating_base:
         rows = [("vdot", slice(0, 6)), ("rdot", slice(6, 6 + n))]
-        cols = [("H", slice(0, 6)), ("s", slice(6, 6 + n)), ("v", slice(6 + n, 12 + n)), ("r", slice(12 + n, 12 + 2 * n))]
+        kinematic = [("Hdot", slice(0, 6)), ("sdot", slice(6, 6 + n))]
+        cols = [("H", slice(0, 6)), ("s", slice(6, 6 + n)), ("v", slice(6 + n, 12 + n)),
+                ("r", slice(12 + n, 12 + 2 * n))]
     else:
-        rows = [("rdot", slice(0, n))]
+        rows, kinematic = [("rdot", slice(0, n))], [("sdot", slice(0, n))]
         cols = [("s", slice(0, n)), ("r", slice(n, 2 * n))]
-    return rows, cols
+    return rows, kinematic, cols
 
 
 def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians=None,
             forces_jacobians_ref=None) -> ComparisonReport:
-    """Compare the dynamics rows of A, the dynamics rows of B, and M⁻¹ block by block;
-    with contacts also ∂λ/∂z per column block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ)).
-
-    (The kinematic rows of A are exact by construction and equal in both.)
-    """
+    """Compare A (its dynamics rows v̇, ṙ and its kinematic rows ż_H, ż_s), the
+    dynamics rows of B, and M⁻¹ block by block; with contacts also ∂λ/∂z per column
+    block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ))."""
     N = model.n_velocities
-    rows, cols = _row_col_blocks(model)
+    rows, kinematic, cols = _row_col_blocks(model)
     blocks = []
 
     def add(name, ours, ref, matrix_scale):
@@ -159,6 +185,10 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
     for rname, rs in rows:
         for cname, cs in cols:
             add(f"A[{rname},{cname}]", A_dyn[rs, cs], A_dyn_ref[rs, cs], a_scale)
+    A_kin, A_kin_ref = np.asarray(A)[:N], np.asarray(A_ref)[:N]
+    for rname, rs in kinematic:
+        for cname, cs in cols:
+            add(f"A[{rname},{cname}]", A_kin[rs, cs], A_kin_ref[rs, cs], float(np.abs(A_kin_ref).max(initial=0.0)))
     for rname, rs in rows:
         add(f"B[{rname}]", B_dyn[rs], B_dyn_ref[rs], b_scale)
     add("M_inv", M_inv, M_inv_ref, float(np.abs(M_inv_ref).max()))

@@ -128,6 +128,9 @@ class PinocchioOracle:
         N = model.n_velocities
         A = np.zeros((2 * N, 2 * N))
         A[N:] = np.hstack([ddq_dq, ddq_dv])
+        A[:N, N:] = np.eye(N)  # the kinematic rows: q̇ = ν, left-trivialised (Pinocchio's q ⊕ δ) ...
+        if model.floating_base:  # ... with ż_H = −v×·z_H + z_v, Pinocchio's motion action matrix
+            A[:6, :6] = -pin.Motion(state.base_twist).action
         B = np.zeros((2 * N, model.n_joints))
         B[N:] = M_inv[:, off:]
         return A, B, M_inv, self.data.ddq[P]

@@ -394,3 +394,39 @@ def test_demo_with_a_contact_frame_the_robot_lacks_is_a_one_line_error(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("error: contact frame 'paw' is not a link") and err.count("\n") == 1
     assert not (tmp_path / "d").exists()
+
+
+def test_replayed_odometry_orientation_against_an_independent_quaternion_oracle(tmp_path, rng):
+    """The odometry quaternion is written from scipy (x, y, z, w, as ROS stores it) and the
+    expected A is built from scipy's rotation matrix: no function of ours on either side."""
+    from scipy.spatial.transform import Rotation
+
+    factory = RosbagsFactory(TYPESTORE)
+    writer = Writer(tmp_path / "in", version=8, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
+    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
+    expected = []
+    for k in range(3):
+        t = (k + 1) * 10_000_000
+        rotation = Rotation.from_rotvec(rng.normal(size=3))
+        x, y, z, w = rotation.as_quat()  # scipy: scalar last, as geometry_msgs/Quaternion's field order
+        position, twist = rng.normal(size=3), rng.normal(size=6)
+        s, r = rng.normal(size=12), rng.normal(size=12)
+        msg = odometry_message(factory, t, "odom", "base_link", np.eye(4), twist)
+        msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = position
+        q = msg.pose.pose.orientation
+        q.x, q.y, q.z, q.w = x, y, z, w
+        writer.write(odom, t, TYPESTORE.serialize_cdr(msg, odom.msgtype))
+        writer.write(js, t, TYPESTORE.serialize_cdr(joint_state_message(factory, t, MODEL.joint_names, s, r),
+                                                    js.msgtype))
+        H = np.eye(4)
+        H[:3, :3], H[:3, 3] = rotation.as_matrix(), position
+        expected.append(rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=twist,
+                                                     joint_velocities=r)).A)
+    writer.close()
+    replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
+    outputs = read_bag(tmp_path / "out")["/robot_linearization/A"]
+    assert len(outputs) == 3
+    for (_, A), A_expected in zip(outputs, expected):
+        np.testing.assert_allclose(matrix_from_message(A), A_expected, rtol=1e-10, atol=1e-10)

@@ -347,6 +347,7 @@ def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     assert body["contact_labels"][0] == "front_left_foot:fx" and len(body["contact_forces"]) == 12
     passed, text = p.validate_latest()
     assert passed and "dlambda/dz[s]" in json.loads(text)["blocks"]
+    assert {"A[Hdot,H]", "A[Hdot,v]", "A[sdot,r]"} <= set(json.loads(text)["blocks"])  # the kinematic rows too
     assert "front_left_foot:point:world_aligned" in p.diagnostics(SEC)[0][3]["contacts"]
 
     assert p.set_contacts("front_left_foot, hind_right_foot:point:local") is None  # a trot's stance pair
@@ -395,3 +396,32 @@ def test_a_state_where_the_mass_matrix_is_singular_gets_a_diagnostic_and_no_outp
     p.on_joint_state(joint_state(2 * SEC, rng.uniform(-1, 1, n), np.zeros(n), names=names))
     (out,) = p.step(2 * SEC)
     assert np.isfinite(out.linearization.A).all()
+
+
+def test_a_joint_state_is_paired_with_the_nearest_odometry_not_the_newest(rng):
+    """A state estimator at 1 kHz and joint states slower: the odometry of 0 ms (x = 0)
+    is nearest to a joint state of 2 ms, not the newer one of 15 ms (x = 1)."""
+    p = LinearizationPipeline(PipelineConfig())
+    p.set_description(URDF)
+    _, v, s, r = _state(rng)
+    at = lambda x: se3_exp(np.array([x, 0.0, 0.0, 0.0, 0.0, 0.0]))  # noqa: E731
+    assert p.on_odometry(odometry(10 * SEC, at(0.0), v))
+    assert p.on_odometry(odometry(10 * SEC + 15_000_000, at(1.0), v))
+    assert p.on_joint_state(joint_state(10 * SEC + 2_000_000, s, r))
+    (out,) = p.step(10 * SEC + 16_000_000)
+    assert out.state.base_pose[0, 3] == 0.0
+
+
+@pytest.mark.parametrize("gap_ns, paired", [(20_000_000, True), (20_000_001, False)])
+def test_pairing_tolerance_boundary_is_inclusive(rng, gap_ns, paired):
+    """README: a joint state is paired with odometry within pairing_tolerance (0.02 s):
+    exactly 20 ms apart is paired, 1 ns more is not."""
+    p = LinearizationPipeline(PipelineConfig(pairing_tolerance=0.02))
+    p.set_description(URDF)
+    H, v, s, r = _state(rng)
+    assert p.on_odometry(odometry(10 * SEC, H, v))
+    assert p.on_joint_state(joint_state(10 * SEC + gap_ns, s, r))
+    outputs = p.step(10 * SEC + gap_ns + 30_000_000)  # the tolerance has passed: decide now
+    assert bool(outputs) == paired
+    if not paired:
+        assert "no odometry within 0.02 s" in p.last_problem

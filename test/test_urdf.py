@@ -23,6 +23,7 @@ def joint(name, jtype, parent, child, xyz="0 0 0", axis="0 0 1", extra=""):
 
 
 BODY = dict(m=1.0, c="0 0 0", i=0.01)
+LIMIT = '<limit lower="-3" upper="3" effort="1" velocity="1"/>'  # urdfdom (Pinocchio) needs it on revolute joints
 
 
 def test_joint_names_follow_depth_first_order_and_frames_include_merged_links():
@@ -200,3 +201,42 @@ def test_inertia_warning_ignores_rounding_and_is_given_once(caplog):
         rl.load_urdf(xml)  # the demo and the node's pipeline load the same URDF twice
     warnings = [r for r in caplog.records if r.name == "robot_linearization.urdf"]
     assert len(warnings) == 1 and "link 'c'" in warnings[0].getMessage()
+
+
+def test_a_joint_without_axis_turns_about_x_as_urdf_specifies(rng, tmp_path):
+    """URDF: <axis> defaults to (1, 0, 0); checked also against Pinocchio's mass matrix."""
+    text = urdf({"a": BODY, "b": dict(m=1.0, c="0 0.2 0.1", i=0.01), "c": dict(m=2.0, c="0.1 0 0", i=0.02)},
+                [joint("j1", "revolute", "a", "b", extra='<limit lower="-3" upper="3" effort="1" velocity="1"/>')
+                 .replace('<axis xyz="0 0 1"/>', ""),
+                 joint("j2", "prismatic", "b", "c", xyz="0 0.3 0", extra='<limit lower="-1" upper="1" '
+                       'effort="1" velocity="1"/>').replace('<axis xyz="0 0 1"/>', "")])
+    model = rl.load_urdf(text, floating_base=False)
+    np.testing.assert_array_equal(model.motion_subspaces[1], [0, 0, 0, 1, 0, 0])  # revolute about x
+    np.testing.assert_array_equal(model.motion_subspaces[2], [1, 0, 0, 0, 0, 0])  # prismatic along x
+    path = tmp_path / "no_axis.urdf"
+    path.write_text(text)
+    oracle = PinocchioOracle(str(path), model)
+    s = rng.uniform(-1, 1, 2)
+    M_pin = oracle.pin.crba(oracle.pmodel, oracle.data, s[np.argsort(oracle.perm)])
+    M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+    np.testing.assert_allclose(rl.mass_matrix(model, s), M_pin[np.ix_(oracle.perm, oracle.perm)], atol=1e-12)
+
+
+def test_a_rotated_anisotropic_inertia_matches_pinocchio(rng, tmp_path):
+    """An <inertial> with <origin xyz rpy> and a full inertia tensor: the spatial inertia
+    is rotated into the link frame (R I Rᵀ) and shifted; the floating-base mass matrix
+    equals Pinocchio's at random configurations."""
+    inertial = ('<inertial><origin xyz="0.05 -0.1 0.2" rpy="0.3 -0.7 1.1"/><mass value="2.5"/>'
+                '<inertia ixx="0.09" iyy="0.04" izz="0.07" ixy="0.005" ixz="-0.01" iyz="0.002"/></inertial>')
+    text = (f'<robot name="r"><link name="a">{INERTIAL.format(**BODY)}</link><link name="b">{inertial}</link>'
+            f'{joint("j", "revolute", "a", "b", xyz="0.1 0 0", axis="0 1 0", extra=LIMIT)}</robot>')
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    model = rl.load_urdf(str(path))
+    oracle = PinocchioOracle(str(path), model)
+    for _ in range(3):
+        s = rng.uniform(-2, 2, 1)
+        q = np.zeros(oracle.pmodel.nq)
+        q[6], q[7] = 1.0, s[0]  # identity quaternion (x, y, z, w) = (0, 0, 0, 1), then the joint
+        M_pin = oracle.pin.crba(oracle.pmodel, oracle.data, q)
+        np.testing.assert_allclose(rl.mass_matrix(model, s), np.triu(M_pin) + np.triu(M_pin, 1).T, atol=1e-12)
