@@ -11,10 +11,12 @@ import os
 
 from numba import njit
 
-FIRST_COMPILE_SECONDS = 30
-"""About how long the first call after an installation compiles on 2 cores (README, Performance)."""
+FIRST_COMPILE_SECONDS = 40
+"""Up to how long the first calls after an installation compile on 2 cores: 28 s to the
+first A, 40 s with the constrained (contact, mimic) kernels (README, Performance)."""
 
-_announced: set = set()
+_checked: set = set()  # entry points whose cache was looked for
+_said = False  # the announcement is made at most once per process
 
 
 def kernel(function=None, *, inline: bool = False):
@@ -29,18 +31,19 @@ def kernel(function=None, *, inline: bool = False):
 
 
 def announce_compilation(entry_point) -> None:
-    """Say once per process, on the 'robot_linearization' logger, that ``entry_point``'s
-    kernels are about to be compiled because the on-disk cache has none yet — the
-    silent ≈ 30 s otherwise looks like a hang.  Quiet when the cache is there."""
-    if entry_point in _announced:
+    """Say once per process, on the 'robot_linearization' logger, that the kernels are
+    about to be compiled because the on-disk cache of ``entry_point`` has none yet —
+    the silent half minute otherwise looks like a hang.  Quiet when the cache is there."""
+    global _said
+    if _said or entry_point in _checked:
         return
-    _announced.add(entry_point)
+    _checked.add(entry_point)
     try:
         cached = os.path.exists(entry_point._cache._cache_file._index_path)
     except AttributeError:  # NUMBA_DISABLE_JIT, or numba's internals moved: nothing to say
         return
     if not cached:
+        _said = True
         logging.getLogger("robot_linearization").warning(
-            "compiling the numba kernels (%s): this happens once per installation and takes about %d s on 2 cores; "
-            "later processes load them from the cache in under a second", entry_point.__name__,
-            FIRST_COMPILE_SECONDS)
+            "compiling the numba kernels: this happens once per installation and takes up to about %d s on 2 cores; "
+            "later processes load them from the cache in under a second", FIRST_COMPILE_SECONDS)
