@@ -1,5 +1,6 @@
 # Sourced by demo.sh and test.sh: make .venv hold this package (with the extras in $1),
-# reinstalling only when the package's sources or setup files changed, or extras are missing.
+# reinstalling it only when its sources or setup files changed: a reinstall invalidates the
+# compiled kernels' cache, so the demo and the tests share one compile.
 set -euo pipefail
 extras=${1:-}
 stamp=$( (cat setup.py setup.cfg pyproject.toml package.xml;
@@ -10,9 +11,20 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   installed=""
 fi
-if [ "${installed%% *}" != "$stamp" ] || { [ -n "$extras" ] && [ "${installed#* }" != "$extras" ]; }; then
+if [ "${installed%% *}" != "$stamp" ]; then
   echo "installing robot_linearization${extras:+[$extras]} into .venv (again only when its sources change) ..." >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet ".${extras:+[$extras]}"
+  echo "$stamp $extras" > .venv/.robot_linearization-installed
+elif [ -n "$extras" ] && [ "${installed#* }" != "$extras" ]; then
+  # same sources, extras missing: install only the extras' requirements, not the package again
+  echo "installing the [$extras] extras into .venv ..." >&2
+  .venv/bin/python - "$extras" > .venv/extras.txt <<'PY'
+import importlib.metadata, re, sys
+for requirement in importlib.metadata.requires("robot_linearization") or []:
+    if re.search(r"extra\s*==\s*['\"]" + sys.argv[1] + "['\"]", requirement):
+        print(requirement.split(";")[0].strip())
+PY
+  .venv/bin/python -m pip install --quiet -r .venv/extras.txt
   echo "$stamp $extras" > .venv/.robot_linearization-installed
 fi
