@@ -120,6 +120,19 @@ def _set_minus_skew(A, row, col, x):
     A[row + 2, col], A[row + 2, col + 1] = x[1], -x[0]
 
 
+@kernel(inline=True)
+def _all_finite(A, M_inv, accelerations):
+    """No inf/NaN in A, M⁻¹ or ν̇ (B is made of M⁻¹'s entries)."""
+    total = 0.0
+    for x in A.ravel():
+        total += x
+    for x in M_inv.ravel():
+        total += x
+    for x in accelerations:
+        total += x
+    return np.isfinite(total)
+
+
 @kernel
 def _minus_product_into(M, D, out):
     """out = −M D, in plain loops (contiguous inner loop, vectorised by the
@@ -142,7 +155,8 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
     A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
     (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
     where the derivatives are evaluated (Proposition 3.3).  singular[k]: a joint
-    whose articulated-body pivot vanishes at state k (M singular there), else −1.
+    whose articulated-body pivot vanishes at state k (M singular there), −2 if the
+    result is not finite, else −1.
     """
     N = M_inv.shape[1]
     n = N - (6 if floating_base else 0)
@@ -176,6 +190,8 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
             _set_minus_skew(A[k], N, 3, -g0[:3])
         B[k] = 0.0
         B[k, N:, :] = M_inv[k][:, N - n:]
+        if singular[k] < 0 and not _all_finite(A[k], M_inv[k], accelerations[k]):
+            singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
 
 
 def _linearize_stack(model: Model, arrays, out) -> None:
@@ -263,19 +279,19 @@ def singular_state_message(model: Model, joint: int, where: str = "") -> str:
 def _check_finite(model: Model, out, arrays) -> None:
     """ValueError, naming the state, if the mass matrix is singular there or A, B or
     M⁻¹ overflowed (e.g. joint velocities of 1e200): never a matrix of inf/NaN
-    without a word."""
-    A, B, M_inv, nu_dot, singular = out
-    K = A.shape[0]
-    for k in np.flatnonzero(singular >= 0)[:1]:
-        raise ValueError(singular_state_message(model, int(singular[k]), f" (state {k})" if K > 1 else ""))
-    if np.isfinite(A.sum() + B.sum() + M_inv.sum() + nu_dot.sum()):
+    without a word.  (The kernel flags both: singular[k] ≥ 0 or −2.)"""
+    singular = out[-1]
+    K = singular.shape[0]
+    if K == 1 and singular[0] == -1 or K > 1 and singular.max() == -1 and singular.min() == -1:
         return
-    for k in range(K):
-        if not all(np.isfinite(x[k]).all() for x in out[:4]):
-            _, s, v, r, tau = (a[k] for a in arrays)
-            largest = max(float(np.abs(x).max(initial=0.0)) for x in (s, v, r, tau))
-            raise ValueError(f"the linearization overflows at this state{f' (state {k})' if K > 1 else ''}: "
-                             f"inf/NaN in the result; its largest position, velocity or torque is {largest:.3g}")
+    k = int(np.flatnonzero(singular != -1)[0])
+    where = f" (state {k})" if K > 1 else ""
+    if singular[k] >= 0:
+        raise ValueError(singular_state_message(model, int(singular[k]), where))
+    _, s, v, r, tau = (a[k] for a in arrays)
+    largest = max(float(np.abs(x).max(initial=0.0)) for x in (s, v, r, tau))
+    raise ValueError(f"the linearization overflows at this state{where}: inf/NaN in the result; its largest "
+                     f"position, velocity or torque is {largest:.3g}")
 
 
 def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearization:
