@@ -233,15 +233,16 @@ def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
             f"{rank} are independent (J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
 
 
-def contact_kinematics(model: Model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
-    """(J (m, N), γ (m,)) of ``contacts`` given the body transforms X_up, body
-    twists v (n+1, 6) and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity
-    (a tree Model and its state)."""
+def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
+    """(J (m, N), γ (m,)) of ``contacts`` (and of a CoupledModel's mimic couplings, in the
+    last rows) given the tree's state, body transforms X_up, body twists v (n+1, 6)
+    and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
+    tree = getattr(model, "tree", model)
     arrays = contact_arrays(model, as_contacts(contacts))
-    k, N = len(arrays.contacts), model.n_velocities
+    k, N = len(arrays.contacts), tree.n_velocities
     J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
-    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if model.floating_base else np.eye(3)
-    contact_kinematics_into(model.parent, model.motion_subspaces, X_up, model.floating_base, base_rotation,
+    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
                             *arrays.arrays(), v, a_bias, J, drift, np.empty((k, 6, N)), np.empty((k, 3, 3)),
                             np.empty((k, 6, 6)))
     return J, drift
@@ -274,18 +275,12 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     base_acc, joint_acc = forward_dynamics(tree, state, torques)
     free = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
     X_up = body_transforms(tree, state.joint_positions)
-    arrays = contact_arrays(model, contacts)
-    k, N = len(contacts), tree.n_velocities
-    J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
-    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
-    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
-                            *arrays.arrays(), *bias_motion(tree, state, X_up), J, drift, np.empty((k, 6, N)),
-                            np.empty((k, 3, 3)), np.empty((k, 6, 6)))
+    J, drift = contact_kinematics(model, state, contacts, X_up, *bias_motion(tree, state, X_up))
     M_inv = inverse_mass_matrix(tree, state.joint_positions)
-    m = J.shape[0]
+    m, N = J.shape
     forces, accelerations = np.empty(m), np.empty(N)
     if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
     if coupled:
-        return accelerations[model.velocity_rows], forces[:arrays.m_contacts]
+        return accelerations[model.velocity_rows], forces[:m - len(model.coupling_multipliers)]
     return accelerations, forces
