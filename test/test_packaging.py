@@ -97,3 +97,15 @@ def test_parameter_defaults_in_yaml_match_the_node():
     params = YAML(typ="safe").load((root / "config/linearization.yaml").read_text())["/**"]["ros__parameters"]
     defaults = {name: default for name, (default, _) in PARAMETERS.items()}
     assert params == defaults
+
+
+def test_the_demo_launch_stands_the_bundled_robot_on_its_own_feet():
+    """demo.launch.py names its feet literally (launch files import no package code):
+    they must be the bundled robot's."""
+    import re
+
+    from robot_linearization.robots import BUNDLED_FEET
+
+    text = (_source_tree() / "launch" / "demo.launch.py").read_text()
+    feet = re.search(r'FEET = "([^"]+)"', text).group(1)
+    assert tuple(f.strip() for f in feet.split(",")) == BUNDLED_FEET

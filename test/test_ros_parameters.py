@@ -82,3 +82,11 @@ def test_contacts_parameter_is_parsed_and_a_bad_entry_named():
         node_settings({"contacts": "FL_FOOT:3d"})
     with pytest.raises(ValueError, match="parameter 'contacts' must be a string"):
         node_settings({"contacts": 3})
+
+
+def test_simulated_robot_contacts_parameter():
+    assert [c.frame for c in simulation_settings({"contacts": "front_left_foot, hind_right_foot"}).contacts] == [
+        "front_left_foot", "hind_right_foot"]
+    assert simulation_settings({}).contacts == ()
+    with pytest.raises(ValueError, match="parameter 'contacts'"):
+        simulation_settings({"contacts": "front_left_foot:plane"})

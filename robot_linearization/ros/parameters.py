@@ -47,6 +47,7 @@ SIMULATION_PARAMETERS = {  # the demo's simulated robot: name: (default, descrip
     "publish_rate": (100.0, "joint_states/odom rate [Hz], > 0"),
     "world_frame": ("odom", "odometry header.frame_id"),
     "reset_after": (10.0, "restart the simulation after this many seconds, > 0"),
+    "contacts": ("", "frames held where they start, " + CONTACT_SYNTAX + "; empty: it floats"),
 }
 
 
@@ -70,6 +71,7 @@ class SimulationSettings:
     publish_rate: float
     world_frame: str
     reset_after: float
+    contacts: tuple
 
 
 def _number(name: str, value) -> float:
@@ -98,6 +100,15 @@ def _with_defaults(values: dict, table: dict) -> dict:
     return {name: values.get(name, default) for name, (default, _) in table.items()}
 
 
+def _contacts(value) -> tuple:
+    if not (isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(c, str) for c in value))):
+        raise ValueError(f"parameter 'contacts' must be a string ({CONTACT_SYNTAX}), got {value!r}")
+    try:
+        return parse_contacts(value)
+    except ContactError as e:
+        raise ValueError(f"parameter 'contacts': {e}") from None
+
+
 def node_settings(values: dict) -> NodeSettings:
     """Check and convert {parameter name: value} (missing names take their default).
 
@@ -112,14 +123,7 @@ def node_settings(values: dict) -> NodeSettings:
     mimic = _typed("mimic_joints", v["mimic_joints"], str)
     if mimic not in MIMIC_MODES:
         raise ValueError(f"parameter 'mimic_joints' must be one of {MIMIC_MODES}, got {mimic!r}")
-    contacts = v["contacts"]
-    if not (isinstance(contacts, str) or (isinstance(contacts, (list, tuple))
-                                          and all(isinstance(c, str) for c in contacts))):
-        raise ValueError(f"parameter 'contacts' must be a string ({CONTACT_SYNTAX}), got {contacts!r}")
-    try:
-        contacts = parse_contacts(contacts)
-    except ContactError as e:
-        raise ValueError(f"parameter 'contacts': {e}") from None
+    contacts = _contacts(v["contacts"])
     rate = _number("rate_hz", v["rate_hz"])
     if rate < 0.0:
         raise ValueError(f"parameter 'rate_hz' must be >= 0 (0: on every joint state), got {rate!r}")
@@ -152,4 +156,5 @@ def simulation_settings(values: dict) -> SimulationSettings:
         dt=_positive("dt", v["dt"]),
         publish_rate=_positive("publish_rate", v["publish_rate"]),
         world_frame=_typed("world_frame", v["world_frame"], str),
-        reset_after=_positive("reset_after", v["reset_after"]))
+        reset_after=_positive("reset_after", v["reset_after"]),
+        contacts=_contacts(v["contacts"]))

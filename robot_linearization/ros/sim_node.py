@@ -33,14 +33,15 @@ class SimulatedRobot(Node):
             string_message(self.factory, self.description))
         self.joint_states = self.create_publisher(JointState, "joint_states", 10)
         self.odom = self.create_publisher(Odometry, "odom", 10) if self.model.floating_base else None
-        self.simulation = Simulation(self.model, dt=self.dt)
+        self.contacts = settings.contacts
+        self.simulation = Simulation(self.model, dt=self.dt, contacts=self.contacts)
         period = 1.0 / settings.publish_rate
         self.steps_per_publish = max(1, round(period / self.dt))
         self.create_timer(period, self._tick)
 
     def _tick(self) -> None:
         if self.simulation.time > self.reset_after:
-            self.simulation = Simulation(self.model, dt=self.dt)
+            self.simulation = Simulation(self.model, dt=self.dt, contacts=self.contacts)
         for _ in range(self.steps_per_publish):
             state, torques = self.simulation.step()
         now = self.get_clock().now().nanoseconds
