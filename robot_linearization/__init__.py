@@ -20,6 +20,7 @@ from .algorithms import (
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .contacts import Contact, ContactError
 from .coupling import CoupledModel
+from .discretization import discretize, step
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
@@ -40,6 +41,7 @@ __all__ = [
     "ModelError",
     "State",
     "constrained_forward_dynamics",
+    "discretize",
     "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives",
     "finite_difference_linearization",
@@ -51,5 +53,6 @@ __all__ = [
     "load_urdf",
     "mass_matrix",
     "robots",
+    "step",
     "validate",
 ]
