@@ -88,23 +88,20 @@ class ResolvedContact:
     contact: Contact
     body: int
     X_contact_body: np.ndarray
-    rows: slice  # its rows in J and entries in λ
 
 
 def resolve(model: Model, contacts: Sequence[Contact]) -> tuple[ResolvedContact, ...]:
     """Bind contacts to ``model``'s bodies; ContactError for an unknown frame."""
     from .spatial import inverse_transform, velocity_transform
 
-    resolved, row = [], 0
+    resolved = []
     for contact in as_contacts(contacts):
         if contact.frame not in model.frames:
             known = sorted(model.frames)
             raise ContactError(f"contact frame '{contact.frame}' is not a link of model '{model.name}' "
                                f"(links: {', '.join(known[:12])}{' …' if len(known) > 12 else ''})")
         body, body_H_frame = model.frames[contact.frame]
-        resolved.append(ResolvedContact(contact, body, velocity_transform(inverse_transform(body_H_frame)),
-                                        slice(row, row + contact.dimension)))
-        row += contact.dimension
+        resolved.append(ResolvedContact(contact, body, velocity_transform(inverse_transform(body_H_frame))))
     return tuple(resolved)
 
 
@@ -119,10 +116,16 @@ CONTACT_SYNTAX = "frame[:point|6d[:world_aligned|local]], comma-separated"
 def parse_contacts(spec) -> tuple[Contact, ...]:
     """Contacts from text, as ROS parameters, topics and the command line give them:
     ``"FL_FOOT, FR_FOOT:point:local, left_sole_link:6d"`` (or a list of such
-    entries); empty (or "none") = no contacts.  ContactError names a bad entry."""
+    entries, which may also be Contacts); empty (or "none") = no contacts.
+    ContactError names a bad entry."""
+    if isinstance(spec, Contact):
+        spec = [spec]
     entries = spec if isinstance(spec, (list, tuple)) else str(spec).split(",")
     contacts = []
     for entry in entries:
+        if isinstance(entry, Contact):
+            contacts.append(entry)
+            continue
         entry = str(entry).strip()
         if not entry or (entry.lower() == "none" and len(entries) == 1):
             continue

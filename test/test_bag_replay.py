@@ -78,6 +78,18 @@ def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage):
         np.testing.assert_allclose(matrix_from_message(A[1]), rl.linearize(MODEL, state).A, rtol=1e-12, atol=1e-12)
 
 
+def write_bag(path, events, version=8):
+    """A ROS 2 bag (mcap) of [(log time ns, topic, rosbags message)], one connection per topic."""
+    writer = Writer(path, version=version, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    connections = {}
+    for t, topic, msg in events:
+        if topic not in connections:
+            connections[topic] = writer.add_connection(topic, msg.__msgtype__, typestore=TYPESTORE)
+        writer.write(connections[topic], t, TYPESTORE.serialize_cdr(msg, msg.__msgtype__))
+    writer.close()
+
+
 def stamp_ns(stamp):
     return stamp.sec * 1_000_000_000 + stamp.nanosec
 
@@ -99,10 +111,7 @@ def test_written_bags_have_metadata_that_humble_can_parse(tmp_path, storage):
 
 def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
     factory = RosbagsFactory(TYPESTORE)
-    writer = Writer(tmp_path / "in", version=9, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
-    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
+    js, odom = "/joint_states", "/odom"
     n = MODEL.n_joints
     good_odom = lambda t: odometry_message(factory, t, "odom", "base_link", np.eye(4), np.zeros(6))  # noqa: E731
     zero_q = odometry_message(factory, 50, "odom", "base_link", np.eye(4), np.zeros(6))
@@ -115,9 +124,7 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
         (50, odom, zero_q),
         (60, js, joint_state_message(factory, 60, MODEL.joint_names, np.ones(n), np.ones(n))),
     ]
-    for t, conn, msg in events:
-        writer.write(conn, t, TYPESTORE.serialize_cdr(msg, conn.msgtype))
-    writer.close()
+    write_bag(tmp_path / "in", events, version=9)
     summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
     assert summary.outputs == 2  # t=11 and t=60 (paired with the odometry of t=10)
     outputs = read_bag(tmp_path / "out")
@@ -232,24 +239,17 @@ def test_replay_with_contacts_records_the_constrained_linearization_and_forces(t
 def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
     """A gait scheduler's std_msgs/String on a contacts topic changes the set mid-bag."""
     factory = RosbagsFactory(TYPESTORE)
-    writer = Writer(tmp_path / "in", version=8, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
-    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
-    gait = writer.add_connection("/contact_schedule", "std_msgs/msg/String", typestore=TYPESTORE)
     n = MODEL.n_joints
     posture = np.tile([0.0, 0.8, -1.5], 4)
     sets = {0: ",".join(FEET), 3: "front_left_foot, hind_right_foot", 6: "none"}
+    events = []
     for k in range(9):
         t = (k + 1) * 10_000_000
         if k in sets:
-            writer.write(gait, t - 1, TYPESTORE.serialize_cdr(factory.make("std_msgs/msg/String", data=sets[k]),
-                                                             gait.msgtype))
-        writer.write(odom, t, TYPESTORE.serialize_cdr(odometry_message(factory, t, "odom", "base_link", np.eye(4),
-                                                                       np.zeros(6)), odom.msgtype))
-        writer.write(js, t, TYPESTORE.serialize_cdr(joint_state_message(factory, t, MODEL.joint_names, posture,
-                                                                        np.zeros(n)), js.msgtype))
-    writer.close()
+            events.append((t - 1, "/contact_schedule", factory.make("std_msgs/msg/String", data=sets[k])))
+        events += [(t, "/odom", odometry_message(factory, t, "odom", "base_link", np.eye(4), np.zeros(6))),
+                   (t, "/joint_states", joint_state_message(factory, t, MODEL.joint_names, posture, np.zeros(n)))]
+    write_bag(tmp_path / "in", events)
     summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
                      contacts_topic="/contact_schedule")
     assert summary.outputs == 9 and not summary.problems
@@ -316,12 +316,8 @@ def test_replay_checks_every_argument_before_reading_the_bag(tmp_path, capsys):
     assert "is not a ROS 2 bag (a directory with metadata.yaml" in capsys.readouterr().err
     # a bag without /robot_description needs --urdf
     factory = RosbagsFactory(TYPESTORE)
-    writer = Writer(tmp_path / "bare", version=8, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
-    writer.write(js, 1, TYPESTORE.serialize_cdr(joint_state_message(factory, 1, MODEL.joint_names, np.zeros(12),
-                                                                    np.zeros(12)), js.msgtype))
-    writer.close()
+    write_bag(tmp_path / "bare", [(1, "/joint_states", joint_state_message(factory, 1, MODEL.joint_names,
+                                                                            np.zeros(12), np.zeros(12)))])
     assert main(["replay", str(tmp_path / "bare"), "-o", str(tmp_path / "out"), "--fixed-base"]) == 2
     assert "bag has no topic /robot_description (see --urdf)" in capsys.readouterr().err
     for option in ("--pairing-tolerance", "--max-input-age"):
@@ -402,11 +398,7 @@ def test_replayed_odometry_orientation_against_an_independent_quaternion_oracle(
     from scipy.spatial.transform import Rotation
 
     factory = RosbagsFactory(TYPESTORE)
-    writer = Writer(tmp_path / "in", version=8, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=TYPESTORE)
-    odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=TYPESTORE)
-    expected = []
+    events, expected = [], []
     for k in range(3):
         t = (k + 1) * 10_000_000
         rotation = Rotation.from_rotvec(rng.normal(size=3))
@@ -417,14 +409,12 @@ def test_replayed_odometry_orientation_against_an_independent_quaternion_oracle(
         msg.pose.pose.position.x, msg.pose.pose.position.y, msg.pose.pose.position.z = position
         q = msg.pose.pose.orientation
         q.x, q.y, q.z, q.w = x, y, z, w
-        writer.write(odom, t, TYPESTORE.serialize_cdr(msg, odom.msgtype))
-        writer.write(js, t, TYPESTORE.serialize_cdr(joint_state_message(factory, t, MODEL.joint_names, s, r),
-                                                    js.msgtype))
+        events += [(t, "/odom", msg), (t, "/joint_states", joint_state_message(factory, t, MODEL.joint_names, s, r))]
         H = np.eye(4)
         H[:3, :3], H[:3, 3] = rotation.as_matrix(), position
         expected.append(rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=twist,
                                                      joint_velocities=r)).A)
-    writer.close()
+    write_bag(tmp_path / "in", events)
     replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
     outputs = read_bag(tmp_path / "out")["/robot_linearization/A"]
     assert len(outputs) == 3

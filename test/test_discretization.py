@@ -90,5 +90,11 @@ def test_as_dt_goes_to_zero_the_step_jacobians_become_a_and_b(rng):
         A_d, B_d = rl.discretize(model, lin, dt)
         assert relative((A_d - np.eye(36)) / dt, lin.A) < tolerance
         assert relative(B_d / dt, lin.B) < tolerance
-    with pytest.raises(ValueError, match="dt must be a positive number"):
-        rl.discretize(model, lin, 0.0)
+    for bad in (0.0, -1e-3, float("nan")):
+        with pytest.raises(ValueError, match="dt must be a positive number"):
+            rl.discretize(model, lin, bad)
+        with pytest.raises(ValueError, match="dt must be a positive number"):
+            rl.step(model, state, tau, bad)
+    horizon = rl.linearize_trajectory(model, [state, state])
+    with pytest.raises(ValueError, match="Linearization of one state"):
+        rl.discretize(model, horizon, 1e-3)

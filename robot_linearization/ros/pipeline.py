@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linearization import Linearization, linearize
-from ..contacts import ContactError, as_contacts, format_contacts, parse_contacts, resolve
+from ..contacts import ContactError, format_contacts, parse_contacts, resolve
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
@@ -40,17 +40,6 @@ class PipelineConfig:
     validation_tolerance: float = 1e-6
     mimic_joints: str = "coupled"
     contacts: tuple = ()  # Contacts held at start-up (empty: free-floating); changed by set_contacts
-
-
-def _are_contacts(spec) -> bool:
-    from ..contacts import Contact
-
-    return isinstance(spec, Contact) or (isinstance(spec, (list, tuple)) and all(isinstance(c, Contact) for c in spec)
-                                         and len(spec) > 0)
-
-
-def _or_empty(x):
-    return np.zeros(0) if x is None else x
 
 
 @dataclass
@@ -113,7 +102,7 @@ class LinearizationPipeline:
         Contacts); it applies to the joint states linearized from now on.  On an
         error keep the previous set and return the reason; None on success."""
         try:
-            contacts = parse_contacts(spec) if not _are_contacts(spec) else as_contacts(spec)
+            contacts = parse_contacts(spec)
             if self.model is not None:
                 resolve(self.model, contacts)
         except ContactError as e:
@@ -250,10 +239,7 @@ class LinearizationPipeline:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
             return self._drop(f"cannot linearize: {e}", "invalid_state")
-        compute_time = time.perf_counter() - start
-        if not all(np.isfinite(x).all() for x in (lin.A, lin.B, lin.M_inv, _or_empty(lin.contact_forces),
-                                                  _or_empty(lin.contact_forces_state_jacobian))):
-            return self._drop("the linearization is not finite at this state (singular mass matrix?)", "not_finite")
+        compute_time = time.perf_counter() - start  # (linearize raises rather than return inf/NaN)
         self.latest = Output(stamp, state, torques, lin, compute_time)
         self._counters.outputs += 1
         self._output_times.append(now_ns)
@@ -314,7 +300,7 @@ class LinearizationPipeline:
             "joint_accelerations": lin.joint_accelerations.tolist(),
             "A": lin.A.tolist(), "B": lin.B.tolist(), "M_inv": lin.M_inv.tolist(),
             "contacts": format_contacts(lin.contacts), "contact_labels": list(lin.contact_labels),
-            "contact_forces": _or_empty(lin.contact_forces).tolist(),
+            "contact_forces": [] if lin.contact_forces is None else lin.contact_forces.tolist(),
             "contact_forces_state_jacobian": None if lin.contact_forces_state_jacobian is None
             else lin.contact_forces_state_jacobian.tolist(),
             "contact_forces_input_jacobian": None if lin.contact_forces_input_jacobian is None
