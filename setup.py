@@ -19,7 +19,9 @@ setup(
     python_requires=">=3.10",
     install_requires=["setuptools", "numpy>=1.24", "scipy>=1.10", "numba>=0.58", "urdf-parser-py>=0.0.4",
                       "rosbags>=0.9", "matplotlib>=3.6"],
-    extras_require={"test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1"]},
+    extras_require={"test": ["pytest>=7", "example-robot-data>=4.1",
+                             # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
+                             "pin==4.0.0", "crocoddyl==3.2.1"]},
     zip_safe=True,
     maintainer="robot_linearization developers",
     maintainer_email="robot-linearization@example.invalid",

@@ -9,7 +9,9 @@ finite differences over our own forward dynamics; the breakdown of ours; and
 checks that the matrices agree, so speed is never bought with wrong numbers.
 Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
 against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
-MPC-horizon API, the first-call cost and the memory per model.
+discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
+IntegratedActionModelEuler calc + calcDiff; the MPC-horizon API, the first-call cost
+and the memory per model.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from robot_linearization.algorithms.kinematics import body_transforms_into
 from robot_linearization.linearization import Workspace, linearize_trajectory
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp
-from robot_linearization.validation import compare, finite_difference_linearization
+from robot_linearization.validation import compare, finite_difference_linearization, finite_difference_step
 
 ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
 ROBOTS = {  # name -> (URDF, floating base, load options)
@@ -198,6 +200,75 @@ def contact_rows(details, rng, repeat):
               f"{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
 
 
+STEP_DT = 1e-3  # s
+
+
+class CrocoddylStep:
+    """IntegratedActionModelEuler(DifferentialActionModelFreeFwdDynamics): calc + calcDiff
+    give x⁺ and F_x, F_u of the same semi-implicit Euler step (what a Crocoddyl user calls)."""
+
+    def __init__(self, pinocchio: PinocchioPipeline, dt: float):
+        import crocoddyl
+
+        multibody = crocoddyl.StateMultibody(pinocchio.pmodel)
+        actuation = (crocoddyl.ActuationModelFloatingBase(multibody) if pinocchio.model.floating_base
+                     else crocoddyl.ActuationModelFull(multibody))
+        dynamics = crocoddyl.DifferentialActionModelFreeFwdDynamics(
+            multibody, actuation, crocoddyl.CostModelSum(multibody, actuation.nu))
+        self.action = crocoddyl.IntegratedActionModelEuler(dynamics, dt)
+        self.data = self.action.createData()
+        self.pinocchio = pinocchio
+
+    def inputs(self, state, torques):
+        q, v, tau = self.pinocchio.inputs(state, torques)
+        off = 6 if self.pinocchio.model.floating_base else 0
+        return np.concatenate([q, v]), tau[off:].copy()
+
+    def jacobians(self, x, u):
+        self.action.calc(self.data, x, u)
+        self.action.calcDiff(self.data, x, u)
+        return self.data.Fx, self.data.Fu
+
+
+def step_rows(details, rng, repeat):
+    """The one-step Jacobians: ours (dt=) vs our continuous call vs Crocoddyl vs differences of rl.step."""
+    us = 1e6
+    print(f"\ndiscrete step Jacobians A_d, B_d (semi-implicit Euler, dt = {STEP_DT * 1e3:g} ms): median µs")
+    print(f"{'robot':<13}{'continuous':>11}{'dt=':>8}{'dt=/cont':>10}{'zoh':>8}{'crocoddyl':>11}{'dt=/croco':>11}"
+          f"{'err vs croco':>14}{'err vs FD':>11}")
+    for name in ("solo12", "talos"):
+        if name not in details:
+            continue
+        model, path, floating, options, states, torques, _ = details[name]
+        try:
+            croco = CrocoddylStep(PinocchioPipeline(path, model), STEP_DT)
+        except Exception as e:  # noqa: BLE001 - an oracle missing or incompatible: say so, go on
+            print(f"{name:<13}crocoddyl unavailable ({e!r}); see setup.py's test extra")
+            continue
+        P = np.concatenate([croco.pinocchio.perm, croco.pinocchio.perm + len(croco.pinocchio.perm)])
+        joints = croco.pinocchio._joint_order()
+        times = {"continuous": [], "dt": [], "zoh": [], "croco": []}
+        err_croco = 0.0
+        for state, tau in list(zip(states, torques))[:5]:
+            times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau), repeat))
+            times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT), repeat))
+            times["zoh"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT,
+                                                                 discretization="zoh"), repeat // 4))
+            x, u = croco.inputs(state, tau)
+            times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
+            lin = rl.linearize(model, state, tau, dt=STEP_DT)
+            F_x, F_u = croco.jacobians(x, u)
+            for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
+                err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+        A_fd, B_fd = finite_difference_step(model, state, tau, STEP_DT)
+        err_fd = max(float(np.abs(lin.A_d - A_fd).max() / np.abs(A_fd).max()),
+                     float(np.abs(lin.B_d - B_fd).max() / np.abs(B_fd).max()))
+        t = {k: float(np.median(v)) for k, v in times.items()}
+        print(f"{name:<13}{t['continuous'] * us:>11.0f}{t['dt'] * us:>8.0f}{t['dt'] / t['continuous']:>10.2f}"
+              f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}{err_croco:>14.1e}"
+              f"{err_fd:>11.1e}")
+
+
 def breakdown(model, state, torques, repeat):
     """Median times of the parts of one linearization (all kernels, one workspace)."""
     ws = Workspace(model)
@@ -290,6 +361,7 @@ def main() -> None:
         details[name] = (model, path, floating, options, states, torques, pin_med)
 
     contact_rows(details, rng, args.repeat)
+    step_rows(details, rng, args.repeat)
 
     for name, (model, path, floating, options, states, torques, pin_med) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")

@@ -26,7 +26,7 @@ from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
 from .model import Model, ModelBuilder, ModelError, State
 from .urdf import load_urdf
-from .validation import ComparisonReport, finite_difference_linearization, validate
+from .validation import ComparisonReport, finite_difference_linearization, state_difference, validate
 
 __all__ = [
     "ComparisonReport",
@@ -53,6 +53,7 @@ __all__ = [
     "load_urdf",
     "mass_matrix",
     "robots",
+    "state_difference",
     "step",
     "validate",
 ]

@@ -150,7 +150,8 @@ def replay_command(args: argparse.Namespace) -> int:
         return 2
     config = PipelineConfig(floating_base=not args.fixed_base, base_frame=args.base_frame, use_effort=args.effort,
                             pairing_tolerance=args.pairing_tolerance, max_input_age=args.max_input_age,
-                            mimic_joints=args.mimic_joints, contacts=contacts)
+                            mimic_joints=args.mimic_joints, contacts=contacts,
+                            discretization_dt=args.discretization_dt, discretization=args.discretization)
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config,
@@ -244,6 +245,12 @@ def main(argv=None) -> int:
                    help=f"frames held by the ground ({CONTACT_SYNTAX}) (default: none, free-floating)")
     r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set, as the "
                    "node's 'contacts' topic (default: none)")
+    r.add_argument("--discretization-dt", type=_number(float, 0.0, None, low_open=False, unit=" s"), default=0.0,
+                   help="also write ~/A_d, ~/B_d, the exact Jacobians of one integrator step of this length [s], "
+                        "0 for none (default: 0)")
+    r.add_argument("--discretization", choices=["euler", "zoh"], default="euler",
+                   help="that step: semi-implicit Euler on the state's Lie group (rl.step), or the zero-order hold "
+                        "of A, B (default: euler)")
     r.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
                    help="~/A_heatmap, ~/B_heatmap images per second of bag time [Hz], 0 for none (default: 2)")
     r.add_argument("--no-heatmaps", action="store_true", help="write no heatmap images (default: write them)")

@@ -13,7 +13,10 @@ on both sides, x⁺ + z⁺ = step(x + z, τ + w) gives z⁺ = A_d z + B_d w with
     z_H⁺ = Ad(exp(−dt v⁺)) z_H + dt J_r(dt v⁺) δv⁺
 
 where J_r is the right Jacobian of the SE(3) exponential, exp(ξ + δ) = exp(ξ)·exp(J_r(ξ) δ),
-J_r(ξ) = ∫₀¹ exp(−s ad_ξ) ds — exact, not I + A·dt (which is only its first order).
+in closed form — exact, not I + A·dt (which is only its first order).  docs/discretization.md.
+
+The zero-order hold of the continuous (A, B) is offered too (``method="zoh"``): the exact
+flow of ż = A z + B w over dt with w held, by one matrix exponential.
 """
 
 from __future__ import annotations
@@ -23,15 +26,25 @@ from scipy.linalg import expm
 
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
+from .compiled import kernel
 from .coupling import CoupledModel
 from .model import Model, State
-from .spatial import cross_motion, se3_exp, velocity_transform
+from .spatial import se3_exp
+
+METHODS = ("euler", "zoh")
+"""discretize's methods: the Jacobians of :func:`step` (semi-implicit Euler), or the
+zero-order hold of the continuous (A, B)."""
+
+
+def check_dt(dt) -> float:
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (dt > 0 and np.isfinite(dt)):
+        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+    return float(dt)
 
 
 def step(model: Model, state: State, joint_torques, dt: float, contacts=()) -> State:
     """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring)."""
-    if not (dt > 0 and np.isfinite(dt)):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+    dt = check_dt(dt)
     torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
     if contacts or isinstance(model, CoupledModel):
         nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
@@ -47,37 +60,182 @@ def step(model: Model, state: State, joint_torques, dt: float, contacts=()) -> S
     return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
 
 
-def se3_right_jacobian(xi: np.ndarray) -> np.ndarray:
-    """J_r(ξ) (6, 6) for a twist ξ = [v; ω]: exp(ξ + δ) = exp(ξ)·exp(J_r(ξ) δ) to first
-    order in δ; J_r = ∫₀¹ exp(−s ad_ξ) ds, the top-right block of exp([[−ad_ξ, I], [0, 0]])."""
-    block = np.zeros((12, 12))
-    block[:6, :6] = -cross_motion(np.asarray(xi, dtype=float))
-    block[:6, 6:] = np.eye(6)
-    return expm(block)[:6, 6:]
+@kernel(inline=True)
+def _skew_into(x, M):
+    """M (3, 3) = x^."""
+    M[0, 0], M[0, 1], M[0, 2] = 0.0, -x[2], x[1]
+    M[1, 0], M[1, 1], M[1, 2] = x[2], 0.0, -x[0]
+    M[2, 0], M[2, 1], M[2, 2] = -x[1], x[0], 0.0
 
 
-def discretize(model: Model, linearization, dt: float):
-    """(A_d (2N, 2N), B_d (2N, n)): the exact Jacobians of :func:`step` at the state,
-    torques (and contacts) of ``linearization`` (a single-state Linearization)."""
-    if not (dt > 0 and np.isfinite(dt)):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-    A, B = linearization.A, linearization.B
-    if A.ndim != 2 or linearization.state is None:
-        raise ValueError("discretize takes the Linearization of one state (it must remember its state)")
-    N = model.n_velocities
-    off = 6 if model.floating_base else 0
-    F_nu = dt * A[N:]
-    F_nu[:, N:] += np.eye(N)  # δν⁺ = z_ν + dt (A z + B w)
-    G_nu = dt * B[N:]
-    A_d, B_d = np.zeros_like(A), np.zeros_like(B)
-    A_d[N:], B_d[N:] = F_nu, G_nu
-    A_d[off:N] = dt * F_nu[off:]  # z_s⁺ = z_s + dt δr⁺
-    A_d[off:N, off:N] += np.eye(N - off)
-    B_d[off:N] = dt * G_nu[off:]
-    if model.floating_base:
-        v_next = linearization.state.base_twist + dt * linearization.base_acceleration
-        J_r = se3_right_jacobian(dt * v_next)
-        A_d[:6] = dt * J_r @ F_nu[:6]
-        A_d[:6, :6] += velocity_transform(se3_exp(-dt * v_next))  # Ad(exp(−dt v⁺)) z_H
-        B_d[:6] = dt * J_r @ G_nu[:6]
-    return A_d, B_d
+@kernel(inline=True)
+def _mm3(X, Y):
+    """X Y for 3×3 matrices, in loops (no BLAS call from compiled code)."""
+    out = np.zeros((3, 3))
+    for i in range(3):
+        for k in range(3):
+            for j in range(3):
+                out[i, j] += X[i, k] * Y[k, j]
+    return out
+
+
+@kernel
+def se3_right_jacobian_into(xi, J):
+    """J (6, 6) = J_r(ξ) for a twist ξ = [ρ; φ]: exp(ξ + δ) = exp(ξ)·exp(J_r(ξ) δ) to first order.
+
+    J_r(ξ) = J_l(−ξ) = Σ_k (−ad_ξ)^k/(k+1)!, in closed form [[J(−φ), Q(−ρ, −φ)], [0, J(−φ)]]
+    with J the SO(3) left Jacobian and Q Barfoot's (State Estimation for Robotics, (7.86))."""
+    rho, phi = -xi[:3], -xi[3:]
+    theta2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    if theta2 < 1e-2:  # series to θ⁶: the closed forms below cancel digits as θ → 0
+        a = 0.5 - theta2 / 24.0 * (1.0 - theta2 / 30.0 * (1.0 - theta2 / 56.0))
+        b = 1.0 / 6.0 - theta2 / 120.0 * (1.0 - theta2 / 42.0 * (1.0 - theta2 / 72.0))
+        c = 1.0 / 24.0 - theta2 / 720.0 * (1.0 - theta2 / 56.0 * (1.0 - theta2 / 90.0))
+        d = 1.0 / 120.0 - theta2 / 2520.0 * (1.0 - theta2 / 48.0 * (1.0 - 2.0 * theta2 / 165.0))
+    else:
+        theta = np.sqrt(theta2)
+        half = np.sin(0.5 * theta)
+        a = 2.0 * half * half / theta2  # (1 − cos θ)/θ², without its cancellation
+        b = (theta - np.sin(theta)) / (theta2 * theta)
+        c = (0.5 - a) / theta2  # (θ²/2 + cos θ − 1)/θ⁴
+        d = 0.5 * (3.0 * (b - 1.0 / 6.0) / theta2 + c)  # ((θ − sin θ − θ³/6)·3/θ⁵ − (1 − θ²/2 − cos θ)/θ⁴)/2
+    P, R = np.empty((3, 3)), np.empty((3, 3))
+    _skew_into(phi, P)
+    _skew_into(rho, R)
+    PP, PR, RP = _mm3(P, P), _mm3(P, R), _mm3(R, P)
+    PRP = _mm3(PR, P)
+    Q = 0.5 * R + b * (PR + RP + PRP) + c * (_mm3(PP, R) + _mm3(RP, P) - 3.0 * PRP) \
+        + d * (_mm3(PRP, P) + _mm3(P, PRP))
+    J[:] = 0.0
+    for i in range(3):
+        for j in range(3):
+            J[i, j] = J[3 + i, 3 + j] = (1.0 if i == j else 0.0) + a * P[i, j] + b * PP[i, j]
+            J[i, 3 + j] = Q[i, j]
+
+
+@kernel
+def exp_adjoint_into(xi, X):
+    """X (6, 6) = Ad(exp(ξ)) = [[R, p^R], [0, R]] for a twist ξ = [ρ; φ] (2.36, 2.39)."""
+    phi = xi[3:]
+    theta2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    if theta2 < 1e-8:
+        sa, a, b = 1.0 - theta2 / 6.0, 0.5 - theta2 / 24.0, 1.0 / 6.0 - theta2 / 120.0
+    else:
+        theta = np.sqrt(theta2)
+        sa, a, b = np.sin(theta) / theta, (1.0 - np.cos(theta)) / theta2, (theta - np.sin(theta)) / (theta2 * theta)
+    P = np.empty((3, 3))
+    _skew_into(phi, P)
+    PP = _mm3(P, P)
+    R = np.eye(3) + sa * P + a * PP
+    V = np.eye(3) + a * P + b * PP
+    p = np.zeros(3)
+    for i in range(3):
+        for j in range(3):
+            p[i] += V[i, j] * xi[j]
+    pR = np.empty((3, 3))
+    _skew_into(p, pR)
+    pR = _mm3(pR, R)
+    X[:] = 0.0
+    for i in range(3):
+        for j in range(3):
+            X[i, j] = X[3 + i, 3 + j] = R[i, j]
+            X[i, 3 + j] = pR[i, j]
+
+
+@kernel
+def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_base, dt, A_d, B_d):
+    """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of :func:`step` from the continuous
+    A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v and accelerations v̇
+    (K, 6) they were evaluated at (module docstring)."""
+    N = A.shape[1] // 2
+    off = 6 if floating_base else 0
+    J, X = np.empty((6, 6)), np.empty((6, 6))
+    xi = np.empty(6)
+    for k in range(A.shape[0]):
+        Ad, Bd = A_d[k], B_d[k]
+        for i in range(N):  # δν⁺ = z_ν + dt (A z + B w)
+            for j in range(2 * N):
+                Ad[N + i, j] = dt * A[k, N + i, j]
+            Ad[N + i, N + i] += 1.0
+            for j in range(B.shape[2]):
+                Bd[N + i, j] = dt * B[k, N + i, j]
+        for i in range(off, N):  # z_s⁺ = z_s + dt δr⁺
+            for j in range(2 * N):
+                Ad[i, j] = dt * Ad[N + i, j]
+            Ad[i, i] += 1.0
+            for j in range(B.shape[2]):
+                Bd[i, j] = dt * Bd[N + i, j]
+        if not floating_base:
+            continue
+        for i in range(6):  # z_H⁺ = Ad(exp(−dt v⁺)) z_H + dt J_r(dt v⁺) δv⁺
+            xi[i] = dt * (base_twists[k, i] + dt * base_accelerations[k, i])
+        se3_right_jacobian_into(xi, J)
+        exp_adjoint_into(-xi, X)
+        for i in range(6):
+            for j in range(2 * N):
+                total = 0.0
+                for m in range(6):
+                    total += J[i, m] * Ad[N + m, j]
+                Ad[i, j] = dt * total
+            for j in range(6):
+                Ad[i, j] += X[i, j]
+            for j in range(B.shape[2]):
+                total = 0.0
+                for m in range(6):
+                    total += J[i, m] * Bd[N + m, j]
+                Bd[i, j] = dt * total
+
+
+def se3_right_jacobian(xi) -> np.ndarray:
+    """J_r(ξ) (6, 6) of a twist ξ = [v; ω] (:func:`se3_right_jacobian_into`)."""
+    J = np.empty((6, 6))
+    se3_right_jacobian_into(np.asarray(xi, dtype=float), J)
+    return J
+
+
+def discretize(model: Model, linearization, dt: float, method: str = "euler"):
+    """(A_d, B_d): the discrete-time linearization over one step of ``dt`` [s] at the
+    state(s), torques (and contacts) of ``linearization``; z⁺ = A_d z + B_d w, with z
+    left-trivialised on both sides.  Shapes as A and B: (2N, 2N), (2N, n), with a
+    leading K axis for a horizon.  (``rl.linearize(..., dt=)`` fills the same in.)
+
+    method "euler": the exact Jacobians of :func:`step` (semi-implicit Euler on the
+    Lie group); "zoh": the zero-order hold of the continuous (A, B), i.e.
+    expm([[A, B], [0, 0]]·dt) = [[A_d, B_d], [0, I]].
+    """
+    state = linearization.state
+    twists = None if not model.floating_base else (
+        state.base_twist if isinstance(state, State) else np.array([s.base_twist for s in state]))
+    return step_jacobians(linearization.A, linearization.B, twists, linearization.base_acceleration, check_dt(dt),
+                          method)
+
+
+def step_jacobians(A, B, base_twists, base_accelerations, dt: float, method: str = "euler"):
+    """(A_d, B_d) from the continuous A (2N, 2N), B (2N, n) and, for a floating base, the
+    twist v and acceleration v̇ (6,) where they were evaluated (None for a fixed base);
+    every array may have a leading K axis (:func:`discretize`)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "zoh":
+        return zero_order_hold(A, B, dt)
+    K = 1 if A.ndim == 2 else A.shape[0]
+    A_d, B_d = np.empty((K,) + A.shape[-2:]), np.empty((K,) + B.shape[-2:])
+    floating = base_twists is not None
+    twists = np.reshape(base_twists, (K, 6)) if floating else np.zeros((K, 6))
+    accelerations = np.reshape(base_accelerations, (K, 6)) if floating else twists
+    euler_step_jacobians_into(A.reshape(A_d.shape), B.reshape(B_d.shape), twists, accelerations, floating, dt,
+                              A_d, B_d)
+    return (A_d[0], B_d[0]) if A.ndim == 2 else (A_d, B_d)
+
+
+def zero_order_hold(A, B, dt: float):
+    """(A_d, B_d) = the flow of ż = A z + B w over dt with w held: expm([[A, B], [0, 0]]·dt)
+    = [[A_d, B_d], [0, I]].  A (2N, 2N) and B (2N, n), or with a leading K axis."""
+    if A.ndim == 3:
+        pairs = [zero_order_hold(a, b, dt) for a, b in zip(A, B)]
+        return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+    M, n = A.shape[0], B.shape[1]
+    block = np.zeros((M + n, M + n))
+    block[:M, :M], block[:M, M:] = A * dt, B * dt
+    flow = expm(block)
+    return flow[:M, :M], flow[:M, M:]

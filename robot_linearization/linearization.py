@@ -25,6 +25,7 @@ from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, contact_labels
 from .coupling import CoupledModel, tree_of
+from .discretization import METHODS, check_dt, step_jacobians
 from .model import Model, State, stack_states
 
 
@@ -48,6 +49,12 @@ class Linearization:
     state and joint_torques are where it was evaluated (for a horizon: the tuple
     of K states and the (K, n) torques), so :func:`~robot_linearization.validate`
     needs only the model and the linearization.
+
+    With a step dt [s]: A_d (2N, 2N), B_d (2N, n), the discrete-time linearization
+    z⁺ = A_d z + B_d w of one step (:func:`~robot_linearization.discretize`,
+    docs/discretization.md) by ``discretization`` ("euler": the Jacobians of
+    :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
+    Without dt they are None.
     """
 
     A: np.ndarray
@@ -63,14 +70,19 @@ class Linearization:
     contacts: tuple = ()
     state: State | tuple | None = None
     joint_torques: np.ndarray | None = None
+    A_d: np.ndarray | None = None
+    B_d: np.ndarray | None = None
+    dt: float | None = None
+    discretization: str | None = None
 
     def __repr__(self) -> str:
         horizon = f"{self.A.shape[0]} states, " if self.A.ndim == 3 else ""
         contacts = "no contacts" if not self.contacts else (
             f"{len(self.contacts)} contacts" if isinstance(self.contacts[0], Contact)
             else "contacts varying along the horizon")
+        step = "" if self.dt is None else f", A_d and B_d of a {self.discretization} step of {self.dt:g} s"
         return (f"<Linearization: {horizon}A {self.A.shape[-2:]}, B {self.B.shape[-2:]}, M_inv {self.M_inv.shape[-2:]} "
-                f"(state [z_H, z_s, z_v, z_r] of {len(self.state_labels)}), {contacts}>")
+                f"(state [z_H, z_s, z_v, z_r] of {len(self.state_labels)}), {contacts}{step}>")
 
 
 class Workspace:
@@ -206,7 +218,8 @@ def _allocate(model: Model, K: int):
             np.empty(K, dtype=np.int64))
 
 
-def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) -> Linearization:
+def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
+              discretization: str = "euler") -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -219,20 +232,27 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None) 
     the constrained dynamics and the contact forces are filled in
     (contact_linearization.py, docs/contacts.md).  ContactError for a redundant
     or degenerate set.
+
+    dt: also fill A_d, B_d, the discrete-time linearization of one step of dt
+    seconds ("euler": of :func:`~robot_linearization.step`; "zoh": the zero-order
+    hold of A, B).
     """
+    _check_step(dt, discretization)
+    step = {"dt": dt, "discretization": discretization}
     if contacts or isinstance(model, CoupledModel):
-        return _linearize_with_contacts(model, state, joint_torques, contacts)
+        return _linearize_with_contacts(model, state, joint_torques, contacts, step)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     arrays = stack_states(model, [state], torques)
     out = _allocate(model, 1)
     _linearize_stack(model, arrays, out)
     _check_finite(model, out, arrays)
     A, B, M_inv, nu_dot = (x[0] for x in out[:4])
-    return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0])
+    return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0], **step)
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
-                         workers: int | None = None, contacts=None) -> Linearization:
+                         workers: int | None = None, contacts=None, dt: float | None = None,
+                         discretization: str = "euler") -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -243,12 +263,17 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     empty set is a flight phase).  The contact arrays gain a leading K axis when
     every state has the same set; otherwise they are tuples of K arrays (and
     contact_labels a tuple of K label tuples).
+
+    dt: also A_d (K, 2N, 2N), B_d (K, 2N, n), each state's one-step
+    discrete-time linearization, as in :func:`linearize`.
     """
     K = len(states)
     if K == 0:
         raise ValueError("linearize_trajectory needs at least one state")
+    _check_step(dt, discretization)
+    step = {"dt": dt, "discretization": discretization}
     if contacts or isinstance(model, CoupledModel):
-        return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers)
+        return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
     arrays = stack_states(model, states, torques)
     out = _allocate(model, K)
@@ -261,7 +286,15 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
                                 chunks))
     _check_finite(model, out, arrays)
-    return _result(model, *out[:4], state=tuple(states), joint_torques=arrays[-1])
+    return _result(model, *out[:4], state=tuple(states), joint_torques=arrays[-1], **step)
+
+
+def _check_step(dt, discretization: str) -> None:
+    """Bad dt or method: ValueError before any work."""
+    if dt is not None:
+        check_dt(dt)
+    if discretization not in METHODS:
+        raise ValueError(f"discretization must be one of {METHODS}, got {discretization!r}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -294,26 +327,34 @@ def _check_finite(model: Model, out, arrays) -> None:
                      f"position, velocity or torque is {largest:.3g}")
 
 
-def _result(model: Model, A, B, M_inv, nu_dot, **contact_fields) -> Linearization:
+def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization="euler", **fields
+            ) -> Linearization:
+    """The Linearization, with A_d, B_d of a step when dt is given."""
     base = nu_dot[..., :6] if model.floating_base else None
     joints = nu_dot[..., 6:] if model.floating_base else nu_dot
+    if dt is not None:
+        twists = None if base is None else (state.base_twist if isinstance(state, State)
+                                            else np.array([s.base_twist for s in state]))
+        fields.update(zip(("A_d", "B_d"), step_jacobians(A, B, twists, base, dt, discretization)),
+                      dt=float(dt), discretization=discretization)
     return Linearization(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
-                         state_labels=model.state_labels, **contact_fields)
+                         state_labels=model.state_labels, state=state, **fields)
 
 
-def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts) -> Linearization:
+def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
     contacts = as_contacts(contacts)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
         model, state, joint_torques, contacts, workspace(tree_of(model)))
     torques = np.zeros(model.n_joints) if joint_torques is None else np.array(joint_torques, dtype=float)
     if not contacts:  # a CoupledModel without contacts: no contact fields
-        return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=torques)
+        return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=torques, **step)
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
                    contact_forces_input_jacobian=d_forces_dtau, contact_labels=contact_labels(contacts),
-                   contacts=contacts, state=state, joint_torques=torques)
+                   contacts=contacts, state=state, joint_torques=torques, **step)
 
 
-def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers) -> Linearization:
+def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step
+                                        ) -> Linearization:
     K = len(states)
     contacts = contacts or ()
     per_state = not isinstance(contacts, (str, Contact)) and len(contacts) == K \
@@ -336,4 +377,4 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
         if model.floating_base else stack("joint_accelerations")
     return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, state=tuple(states), joint_torques=torques,
-                   **fields)
+                   **fields, **step)

@@ -15,6 +15,7 @@ from .algorithms.forward_dynamics import forward_dynamics
 from .contacts import as_contacts
 from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
+from .discretization import step as integrator_step, zero_order_hold
 from .model import Model, State
 from .spatial import se3_exp, se3_log
 
@@ -30,6 +31,14 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
                  joint_positions=state.joint_positions + z[6:6 + n],
                  base_twist=state.base_twist + z[6 + n:12 + n],
                  joint_velocities=state.joint_velocities + z[12 + n:])
+
+
+def state_difference(model: Model, a: State, b: State) -> np.ndarray:
+    """z (2N,) with b = a·exp(z) (the inverse of :func:`perturb`): [log(H_a⁻¹ H_b), Δs, Δv, Δr]."""
+    parts = [b.joint_positions - a.joint_positions]
+    if model.floating_base:
+        parts = [se3_log(np.linalg.inv(a.base_pose) @ b.base_pose)] + parts + [b.base_twist - a.base_twist]
+    return np.concatenate(parts + [b.joint_velocities - a.joint_velocities])
 
 
 def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
@@ -84,6 +93,34 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     if contacts:
         return A[:2 * N], B[:2 * N], A[2 * N:], B[2 * N:]
     return A, B
+
+
+def finite_difference_step(model: Model, state: State, joint_torques, dt: float, contacts=(),
+                           step: float = DEFAULT_STEP):
+    """(A_d (2N, 2N), B_d (2N, n)) of :func:`~robot_linearization.step` by 4th-order central
+    differences along g·exp(±h e_j), g·exp(±2h e_j) and τ ± δ e_j, the result measured
+    left-trivialised from the nominal step (:func:`state_difference`)."""
+    n, N = model.n_joints, model.n_velocities
+    torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    nominal = integrator_step(model, state, torques, dt, contacts)
+
+    def after(start, tau):
+        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts))
+
+    A_d = np.empty((2 * N, 2 * N))
+    for j in range(2 * N):
+        z = np.zeros(2 * N)
+        z[j] = step
+        f = [after(perturb(model, state, k * z), torques) for k in (-2, -1, 1, 2)]
+        A_d[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * step)
+    torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))  # (ν⁺ is affine in τ; H⁺ nearly so)
+    B_d = np.empty((2 * N, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = 1e-3 * torque_step
+        f = [after(state, torques + k * e) for k in (-2, -1, 1, 2)]
+        B_d[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * e[j])
+    return A_d, B_d
 
 
 def flow_kinematic_rows(model: Model, state: State, step: float = 1e-4) -> np.ndarray:
@@ -163,10 +200,11 @@ def _row_col_blocks(model: Model):
 
 
 def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians=None,
-            forces_jacobians_ref=None) -> ComparisonReport:
+            forces_jacobians_ref=None, step_jacobians=None, step_jacobians_ref=None) -> ComparisonReport:
     """Compare A (its dynamics rows v̇, ṙ and its kinematic rows ż_H, ż_s), the
     dynamics rows of B, and M⁻¹ block by block; with contacts also ∂λ/∂z per column
-    block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ))."""
+    block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ)); with a step also A_d, B_d per row
+    block (each a pair (A_d, B_d); rows H+ … r+ are the next state's)."""
     N = model.n_velocities
     rows, kinematic, cols = _row_col_blocks(model)
     blocks = []
@@ -198,6 +236,15 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
         for cname, cs in cols:
             add(f"dlambda/dz[{cname}]", np.asarray(dz)[:, cs], np.asarray(dz_ref)[:, cs], z_scale)
         add("dlambda/dtau", dtau, dtau_ref, float(np.abs(dtau_ref).max(initial=0.0)))
+    if step_jacobians is not None:
+        (A_d, B_d), (A_d_ref, B_d_ref) = step_jacobians, step_jacobians_ref
+        next_rows = [(name.removesuffix("dot") + "+", slice(N * half + rs.start, N * half + rs.stop))
+                     for half, group in enumerate((kinematic, rows)) for name, rs in group]
+        a_scale, b_scale = float(np.abs(A_d_ref).max()), float(np.abs(B_d_ref).max(initial=0.0))
+        for rname, rs in next_rows:
+            for cname, cs in cols:
+                add(f"A_d[{rname},{cname}]", np.asarray(A_d)[rs, cs], np.asarray(A_d_ref)[rs, cs], a_scale)
+            add(f"B_d[{rname}]", np.asarray(B_d)[rs], np.asarray(B_d_ref)[rs], b_scale)
     return ComparisonReport(blocks)
 
 
@@ -243,6 +290,10 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     differences (A, B) and inv(CRBA) (M⁻¹); with contacts (linearization.contacts)
     against differences of the constrained forward dynamics, ∂λ included.
 
+    With a step (lin.A_d, lin.dt) also A_d, B_d: against finite differences of
+    :func:`~robot_linearization.step` ("euler"), or the zero-order hold of the
+    differenced A, B ("zoh").
+
     ``validate(model, lin)`` checks it at the state and torques it remembers;
     ``validate(model, state, lin[, τ])`` (the older form) must name the same ones,
     else ValueError — never a comparison at another input.
@@ -250,12 +301,17 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     if linearization is None:
         state, linearization = None, state
     state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
-    contacts = linearization.contacts
+    lin, contacts = linearization, linearization.contacts
     M_inv_ref = np.linalg.inv(_mass_matrix(model, state))
-    if not contacts:
+    forces = forces_ref = steps = steps_ref = None
+    if contacts:
+        A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, joint_torques, step, contacts)
+        forces = (lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian)
+        forces_ref = (dz_fd, dtau_fd)
+    else:
         A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
-        return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref)
-    A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, joint_torques, step, contacts)
-    return compare(model, linearization.A, linearization.B, linearization.M_inv, A_fd, B_fd, M_inv_ref,
-                   (linearization.contact_forces_state_jacobian, linearization.contact_forces_input_jacobian),
-                   (dz_fd, dtau_fd))
+    if lin.A_d is not None:
+        steps = (lin.A_d, lin.B_d)
+        steps_ref = zero_order_hold(A_fd, B_fd, lin.dt) if lin.discretization == "zoh" \
+            else finite_difference_step(model, state, joint_torques, lin.dt, contacts, step)
+    return compare(model, lin.A, lin.B, lin.M_inv, A_fd, B_fd, M_inv_ref, forces, forces_ref, steps, steps_ref)

@@ -236,6 +236,28 @@ def test_replay_with_contacts_records_the_constrained_linearization_and_forces(t
     assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts", "a:b:c:d"]) == 2
 
 
+def test_replay_writes_the_step_jacobians_with_discretization_dt(tmp_path, capsys):
+    simulation = Simulation(MODEL, dt=0.01, seed=4)
+    write_simulation_bag(tmp_path / "in", simulation, URDF, 0.05)
+    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort", "--no-heatmaps",
+                 "--discretization-dt", "0.001", "--discretization", "zoh"]) == 0
+    inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
+    odometry = {t: m for t, m in inputs["/odom"]}
+    A_d, B_d = outputs["/robot_linearization/A_d"], outputs["/robot_linearization/B_d"]
+    assert len(A_d) == len(B_d) == len(outputs["/robot_linearization/A"]) == 5
+    for (t, js), (t_out, a), (_, b) in zip(inputs["/joint_states"], A_d, B_d):
+        H, v = odometry_base_state(odometry[t], "base_link")
+        state = rl.State(base_pose=H, joint_positions=js.position, base_twist=v, joint_velocities=js.velocity)
+        expected = rl.linearize(MODEL, state, js.effort, dt=1e-3, discretization="zoh")
+        assert t_out == t
+        np.testing.assert_array_equal(matrix_from_message(a), expected.A_d)
+        np.testing.assert_array_equal(matrix_from_message(b), expected.B_d)
+    with pytest.raises(SystemExit):
+        main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--discretization-dt", "-1"])
+    assert "--discretization-dt: -1 is outside [0.0, inf] s" in capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
+
+
 def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
     """A gait scheduler's std_msgs/String on a contacts topic changes the set mid-bag."""
     factory = RosbagsFactory(TYPESTORE)

@@ -44,6 +44,7 @@ class Graph:
         self.received = {}
         for topic, msg_type, qos in [(f"{NS}/A", Float64MultiArray, 10), (f"{NS}/B", Float64MultiArray, 10),
                                      (f"{NS}/M_inv", Float64MultiArray, 10), (f"{NS}/stamp", Header, 10),
+                                     (f"{NS}/A_d", Float64MultiArray, 10), (f"{NS}/B_d", Float64MultiArray, 10),
                                      (f"{NS}/A_heatmap", Image, 10), (f"{NS}/state_labels", String, LATCHED),
                                      ("/diagnostics", DiagnosticArray, 10), ("/joint_states", JointState, 10),
                                      ("/odom", Odometry, 10), ("/robot_description", String, LATCHED)]:
@@ -112,6 +113,7 @@ def test_linearization_node_round_trip(ros):
     answer = graph.call(f"{NS}/get_linearization")
     body = json.loads(answer.message)
     assert answer.success and body["stamp_ns"] in sent and np.array(body["A"]).shape == expected.A.shape
+    assert f"{NS}/A_d" not in graph.received and body["A_d"] is None  # discretization_dt is off by default
     answer = graph.call(f"{NS}/validate")
     assert answer.success and json.loads(answer.message)["passed"]
 
@@ -183,10 +185,11 @@ def test_simulated_robot_publishes_description_joint_states_and_odometry(ros):
     graph.close()
 
 
-def test_rate_mode_linearizes_on_a_timer(ros):
+def test_rate_mode_linearizes_on_a_timer_and_discretization_dt_adds_the_step_jacobians(ros):
     graph = Graph(LinearizationNode(parameter_overrides=[
         Parameter("urdf_path", value=bundled_urdf_path()), Parameter("floating_base", value=False),
-        Parameter("rate_hz", value=20), Parameter("publish_heatmaps", value=False)]))
+        Parameter("rate_hz", value=20), Parameter("publish_heatmaps", value=False),
+        Parameter("discretization_dt", value=0.001)]))
     js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
     published = []
 
@@ -200,6 +203,13 @@ def test_rate_mode_linearizes_on_a_timer(ros):
     assert len(published) > 1.5 * len(stamps)  # not one output per input
     assert all(s in published for s in stamps) and stamps == sorted(set(stamps))
     assert f"{NS}/A_heatmap" not in graph.received  # switched off
+    fixed = rl.load_urdf(URDF, floating_base=False)
+    expected = rl.linearize(fixed, rl.State(joint_positions=np.zeros(12), joint_velocities=np.zeros(12)), dt=1e-3)
+    assert graph.spin_until(lambda: graph.received.get(f"{NS}/B_d"))
+    np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/A_d"][0]), expected.A_d, rtol=1e-12,
+                               atol=1e-15)
+    np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/B_d"][0]), expected.B_d, rtol=1e-12,
+                               atol=1e-15)
     graph.close()
 
 

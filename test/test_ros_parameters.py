@@ -17,6 +17,12 @@ def test_defaults_give_the_documented_configuration():
     assert node_settings({name: default for name, (default, _) in PARAMETERS.items()}) == settings
 
 
+def test_discretization_parameters():
+    settings = node_settings({"discretization_dt": 1, "discretization": "zoh"})  # `-p discretization_dt:=1`: an int
+    assert settings.pipeline.discretization_dt == 1.0 and settings.pipeline.discretization == "zoh"
+    assert node_settings({}).pipeline.discretization_dt == 0.0  # off by default
+
+
 def test_node_defaults_equal_the_offline_pipeline_defaults():
     """PARAMETERS (node, yaml) and PipelineConfig (replay, demo) state the same defaults."""
     assert node_settings({}).pipeline == PipelineConfig()
@@ -52,6 +58,9 @@ def test_ros_typed_values_are_converted():
     ({"base_frame": 3}, "base_frame"),
     ({"urdf_path": 0}, "urdf_path"),
     ({"rate_hertz": 10.0}, "rate_hertz"),
+    ({"discretization_dt": -1e-3}, "discretization_dt"),
+    ({"discretization_dt": float("nan")}, "discretization_dt"),
+    ({"discretization": "rk4"}, "discretization"),
 ])
 def test_bad_values_are_refused_naming_the_parameter(values, named):
     with pytest.raises(ValueError, match=named):

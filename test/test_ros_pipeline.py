@@ -322,19 +322,25 @@ def test_stock_joint_state_publisher_messages_are_linearized_at_zero_velocity(rn
 FEET = ("front_left_foot", "front_right_foot", "hind_left_foot", "hind_right_foot")
 
 
+def one_output(config, rng):
+    """(pipeline, its output, the state) for one paired joint state and odometry at a random state."""
+    p = LinearizationPipeline(config)
+    assert p.set_description(URDF) is None
+    H, v, s, r = _state(rng)
+    p.on_odometry(odometry(SEC, H, v))
+    p.on_joint_state(joint_state(SEC, s, r))
+    (out,) = p.step(SEC)
+    return p, out, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r)
+
+
 def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     """A standing quadruped: the constrained linearization and λ with every output;
     a new set (a gait's swing phase) applies from the next joint state; a bad set is
     refused with a diagnostic and the previous one kept."""
     from robot_linearization.ros.messages import OUTPUT_TYPES, output_messages
 
-    p = LinearizationPipeline(PipelineConfig(contacts=rl.contacts.parse_contacts(", ".join(FEET))))
-    assert p.set_description(URDF) is None
-    H, v, s, r = _state(rng)
-    p.on_odometry(odometry(SEC, H, v))
-    p.on_joint_state(joint_state(SEC, s, r))
-    (out,) = p.step(SEC)
-    state = rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r)
+    p, out, state = one_output(PipelineConfig(contacts=rl.contacts.parse_contacts(", ".join(FEET))), rng)
+    H, v, s, r = state.base_pose, state.base_twist, state.joint_positions, state.joint_velocities
     expected = rl.linearize(MODEL, state, contacts=list(FEET))
     np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(out.linearization.contact_forces, expected.contact_forces, rtol=1e-12, atol=1e-12)
@@ -425,3 +431,27 @@ def test_pairing_tolerance_boundary_is_inclusive(rng, gap_ns, paired):
     assert bool(outputs) == paired
     if not paired:
         assert "no odometry within 0.02 s" in p.last_problem
+
+
+def test_discretization_dt_adds_the_step_jacobians_to_every_output(rng):
+    """discretization_dt > 0: A_d, B_d of that step with every output (and in the services),
+    equal to rl.linearize(..., dt=); the node's publishers follow output_topics."""
+    from robot_linearization.ros.messages import matrix_from_message, output_messages, output_topics
+
+    p, out, state = one_output(PipelineConfig(discretization_dt=2e-3,
+                                              contacts=rl.contacts.parse_contacts(", ".join(FEET[:2]))), rng)
+    expected = rl.linearize(MODEL, state, contacts=list(FEET[:2]), dt=2e-3)
+    messages = output_messages(FACTORY, out, "base_link")
+    assert list(messages)[-3:] == ["A_d", "B_d", "stamp"]
+    np.testing.assert_allclose(matrix_from_message(wire(messages["A_d"])), expected.A_d, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(matrix_from_message(wire(messages["B_d"])), expected.B_d, rtol=1e-12, atol=1e-12)
+    body = json.loads(p.latest_json()[1])  # (H through the odometry message's quaternion: equal to 1e-16)
+    assert body["dt"] == 2e-3 and body["discretization"] == "euler"
+    np.testing.assert_allclose(body["A_d"], expected.A_d, rtol=1e-12, atol=1e-12)
+    passed, text = p.validate_latest()
+    assert passed and "A_d[H+,v]" in json.loads(text)["blocks"]
+    assert {"A_d", "B_d"} <= set(output_topics(True, 2e-3)) and not {"A_d", "B_d"} & set(output_topics(True, 0.0))
+    assert "A_heatmap" not in output_topics(False, 0.0)
+
+    plain, out, _ = one_output(PipelineConfig(), rng)
+    assert "A_d" not in output_messages(FACTORY, out, "base_link") and json.loads(plain.latest_json()[1])["A_d"] is None

@@ -272,12 +272,22 @@ OUTPUT_TYPES = {
     "contact_forces": "std_msgs/msg/Float64MultiArray",
     "contact_forces_state_jacobian": "std_msgs/msg/Float64MultiArray",
     "contact_forces_input_jacobian": "std_msgs/msg/Float64MultiArray",
+    "A_d": "std_msgs/msg/Float64MultiArray",
+    "B_d": "std_msgs/msg/Float64MultiArray",
 }
 """Output topics, relative to the node (~/A …).  ~/stamp carries the input stamp
 of the A, B, M_inv published just before it; ~/state_labels (latched String,
 JSON list) names the rows/columns of A.  The contact topics (λ as an m×1 matrix,
 ∂λ/∂z, ∂λ/∂τ) come with every cycle that has contacts, before ~/stamp;
-~/contact_labels (latched String, JSON list) names λ's rows."""
+~/contact_labels (latched String, JSON list) names λ's rows.  ~/A_d, ~/B_d (the
+one-step Jacobians, same layout as A and B) come with every cycle when
+discretization_dt > 0, before ~/stamp."""
+
+
+def output_topics(publish_heatmaps: bool, discretization_dt: float) -> dict:
+    """The OUTPUT_TYPES a node with these settings publishes."""
+    return {name: kind for name, kind in OUTPUT_TYPES.items()
+            if (publish_heatmaps or "heatmap" not in name) and (discretization_dt > 0 or name not in ("A_d", "B_d"))}
 
 
 def output_messages(factory: MessageFactory, output, frame_id: str) -> dict:
@@ -290,6 +300,9 @@ def output_messages(factory: MessageFactory, output, frame_id: str) -> dict:
         messages["contact_forces"] = matrix_message(factory, lin.contact_forces[:, None])
         messages["contact_forces_state_jacobian"] = matrix_message(factory, lin.contact_forces_state_jacobian)
         messages["contact_forces_input_jacobian"] = matrix_message(factory, lin.contact_forces_input_jacobian)
+    if lin.A_d is not None:
+        messages["A_d"] = matrix_message(factory, lin.A_d)
+        messages["B_d"] = matrix_message(factory, lin.B_d)
     messages["stamp"] = header_message(factory, output.stamp_ns, frame_id)
     return messages
 

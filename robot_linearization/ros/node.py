@@ -18,8 +18,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
-from .messages import (MessageFactory, OUTPUT_TYPES, contact_labels_message, diagnostic_array_message,
-                       heatmap_messages, output_messages, state_labels_message)
+from .messages import (MessageFactory, contact_labels_message, diagnostic_array_message, heatmap_messages,
+                       output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
 
@@ -69,7 +69,7 @@ class LinearizationNode(Node):
         heatmaps = settings.publish_heatmaps
         self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
                                                         t.split("/")[2]), f"~/{name}", 10)
-                    for name, t in OUTPUT_TYPES.items() if heatmaps or "heatmap" not in name}
+                    for name, t in output_topics(heatmaps, settings.pipeline.discretization_dt).items()}
         self._heatmap_of = None  # the Output whose heatmaps were published last
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 
 from ..contacts import CONTACT_SYNTAX, ContactError, parse_contacts
-from .pipeline import PipelineConfig
-
+from ..discretization import METHODS
 from ..urdf import MIMIC_MODES
+from .pipeline import PipelineConfig
 
 PARAMETERS = {  # name: (default, description)
     "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
@@ -34,6 +34,10 @@ PARAMETERS = {  # name: (default, description)
     "mimic_joints": ("coupled", "URDF mimic joints: 'coupled' (they follow their source joint and are not states "
                                 "or inputs), 'independent' (actuated joints) or 'error'"),
     "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
+    "discretization_dt": (0.0, "also publish ~/A_d, ~/B_d, the exact Jacobians of one integrator step of this "
+                               "length [s], >= 0; 0: off"),
+    "discretization": ("euler", "that step: 'euler' (semi-implicit Euler on the state's Lie group, rl.step) or "
+                                "'zoh' (zero-order hold of A, B)"),
     "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
                  + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "
                  "Changed at run time by a std_msgs/String on the 'contacts' topic"),
@@ -114,7 +118,8 @@ def node_settings(values: dict) -> NodeSettings:
 
     Raises ValueError naming the parameter for an unknown name, a wrong type,
     NaN/inf, a non-positive tolerance or period, a negative rate, a gravity that
-    is not three numbers, or an unknown mimic_joints mode.
+    is not three numbers, an unknown mimic_joints mode or discretization, or a
+    negative discretization_dt.
     """
     v = _with_defaults(values, PARAMETERS)
     gravity = v["gravity"]
@@ -124,6 +129,12 @@ def node_settings(values: dict) -> NodeSettings:
     if mimic not in MIMIC_MODES:
         raise ValueError(f"parameter 'mimic_joints' must be one of {MIMIC_MODES}, got {mimic!r}")
     contacts = _contacts(v["contacts"])
+    discretization = _typed("discretization", v["discretization"], str)
+    if discretization not in METHODS:
+        raise ValueError(f"parameter 'discretization' must be one of {METHODS}, got {discretization!r}")
+    dt = _number("discretization_dt", v["discretization_dt"])
+    if dt < 0.0:
+        raise ValueError(f"parameter 'discretization_dt' must be >= 0 (0: off), got {dt!r}")
     rate = _number("rate_hz", v["rate_hz"])
     if rate < 0.0:
         raise ValueError(f"parameter 'rate_hz' must be >= 0 (0: on every joint state), got {rate!r}")
@@ -136,7 +147,9 @@ def node_settings(values: dict) -> NodeSettings:
         max_input_age=_positive("max_input_age", v["max_input_age"]),
         validation_tolerance=_positive("validation_tolerance", v["validation_tolerance"]),
         mimic_joints=mimic,
-        contacts=contacts)
+        contacts=contacts,
+        discretization_dt=dt,
+        discretization=discretization)
     return NodeSettings(
         pipeline=config,
         description=_typed("robot_description", v["robot_description"], str)

@@ -40,6 +40,8 @@ class PipelineConfig:
     validation_tolerance: float = 1e-6
     mimic_joints: str = "coupled"
     contacts: tuple = ()  # Contacts held at start-up (empty: free-floating); changed by set_contacts
+    discretization_dt: float = 0.0  # s; > 0: also A_d, B_d of one step of this length (docs/discretization.md)
+    discretization: str = "euler"  # the step: "euler" (rl.step's Jacobians) or "zoh" (zero-order hold of A, B)
 
 
 @dataclass
@@ -234,7 +236,8 @@ class LinearizationPipeline:
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
-            lin = linearize(self.model, state, torques, contacts=self.contacts)
+            lin = linearize(self.model, state, torques, contacts=self.contacts,
+                            dt=self.config.discretization_dt or None, discretization=self.config.discretization)
         except ContactError as e:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
@@ -305,6 +308,8 @@ class LinearizationPipeline:
             else lin.contact_forces_state_jacobian.tolist(),
             "contact_forces_input_jacobian": None if lin.contact_forces_input_jacobian is None
             else lin.contact_forces_input_jacobian.tolist(),
+            "dt": lin.dt, "discretization": lin.discretization,
+            "A_d": None if lin.A_d is None else lin.A_d.tolist(), "B_d": None if lin.B_d is None else lin.B_d.tolist(),
             "compute_time_s": out.compute_time,
         }
         return True, json.dumps(body)
