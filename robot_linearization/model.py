@@ -408,11 +408,16 @@ def stack_states(model: Model, states, joint_torques=None):
                 raise ValueError(f"base_twist must be a 6-vector [linear; angular]{where(k)}")
         elif state.base_pose is not None or state.base_twist is not None:
             raise ValueError(f"model '{model.name}' has a fixed base: give joint positions and velocities only")
-    s = np.array([state.joint_positions for state in states]).reshape(K, n)
-    r = np.array([state.joint_velocities for state in states]).reshape(K, n)
+    if K == 1:  # (the control cycle's case: views, no copies)
+        stack = lambda x: np.ascontiguousarray(x, dtype=float)[None]  # noqa: E731
+    else:
+        stack = lambda x: np.ascontiguousarray(x, dtype=float)  # noqa: E731
+    one = states[0] if K == 1 else None
+    s = stack(one.joint_positions if one else [state.joint_positions for state in states]).reshape(K, n)
+    r = stack(one.joint_velocities if one else [state.joint_velocities for state in states]).reshape(K, n)
     if model.floating_base:
-        poses = np.array([state.base_pose for state in states])
-        twists = np.array([state.base_twist for state in states])
+        poses = stack(one.base_pose if one else [state.base_pose for state in states])
+        twists = stack(one.base_twist if one else [state.base_twist for state in states])
     else:
         poses, twists = np.broadcast_to(np.eye(4), (K, 4, 4)), np.zeros((K, 6))
     poses = np.ascontiguousarray(poses, dtype=float)

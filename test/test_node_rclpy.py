@@ -153,10 +153,15 @@ def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
     graph.close()
 
 
-def test_model_from_the_robot_description_parameter(ros):
-    node = LinearizationNode(parameter_overrides=[Parameter("robot_description", value=URDF)])
-    assert node.pipeline.model is not None and node.pipeline.model.joint_names == MODEL.joint_names
-    node.destroy_node()
+def test_model_from_the_robot_description_parameter_loads_beside_the_executor(ros):
+    """The description given as a parameter is loaded (and, the first time, compiled) on the
+    input thread: the constructor returns at once and the executor serves meanwhile."""
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("robot_description", value=URDF)]))
+    if graph.node.pipeline.model is None:
+        assert "loading the robot description" in graph.node.pipeline.model_error
+    assert graph.spin_until(lambda: graph.node.pipeline.model is not None)
+    assert graph.node.pipeline.model.joint_names == MODEL.joint_names
+    graph.close()
 
 
 def test_read_only_parameters_and_bad_values(ros):

@@ -8,12 +8,16 @@ services and timers to them.  Run: ``ros2 run robot_linearization linearization_
 from __future__ import annotations
 
 import array
+import functools
 import importlib
 import signal
+import threading
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
@@ -30,8 +34,7 @@ class RclpyFactory(MessageFactory):
     """Builds rclpy message classes, with the array types rclpy accepts fastest."""
 
     def make(self, type_name: str, **fields):
-        package, _, name = type_name.split("/")
-        return getattr(importlib.import_module(f"{package}.msg"), name)(**fields)
+        return message_class(type_name)(**fields)
 
     def float64_array(self, values):
         out = array.array("d")
@@ -43,6 +46,72 @@ class RclpyFactory(MessageFactory):
 
     def byte(self, value: int):
         return bytes([value])
+
+
+@functools.lru_cache(maxsize=None)
+def message_class(type_name: str):
+    """The rclpy class of 'package/msg/Name'."""
+    package, _, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)
+
+
+class ServedByTheInputLoop(CallbackGroup):
+    """The group of the input subscriptions: the executor never waits on them, the
+    :class:`InputLoop` takes their messages."""
+
+    def can_execute(self, entity) -> bool:
+        return False
+
+    def beginning_execution(self, entity) -> bool:
+        return False
+
+    def ending_execution(self, entity) -> None:
+        pass
+
+
+class InputLoop(threading.Thread):
+    """joint_states and odom on their own thread, outside the executor.
+
+    rclpy's executor rebuilds its wait set from every entity of the node for each
+    message: ≈ 0.3 ms of CPU per joint state/odometry pair in Jazzy, more than the
+    linearization of a humanoid (bench/node_load.py).  This loop waits on the two
+    input subscriptions only, through the wait set that rclpy.wait_for_message also
+    uses, and hands every message to the node under its lock.  It first loads the
+    robot description given as a parameter, so the first start's compile happens
+    while the executor already answers services and /diagnostics.
+    """
+
+    def __init__(self, node: "LinearizationNode", subscriptions, first_description: str):
+        super().__init__(name="linearization inputs", daemon=True)
+        self.node, self.subscriptions, self.first_description = node, subscriptions, first_description
+        self.running = True
+
+    def run(self) -> None:
+        try:
+            if self.first_description:
+                self.node.set_description(self.first_description)
+            self._serve()
+        except Exception as e:  # noqa: BLE001 - reported; at shutdown the context going away is expected
+            if self.running and self.node.context.ok():
+                self.node.get_logger().error(f"input loop stopped: {e!r}")
+
+    def _serve(self) -> None:
+        wait_set = _rclpy.WaitSet(len(self.subscriptions), 0, 0, 0, 0, 0, self.node.context.handle)
+        pointers = [(sub, handler, sub.handle.pointer) for sub, handler in self.subscriptions]
+        while self.running and self.node.context.ok():
+            wait_set.clear_entities()
+            for sub, _ in self.subscriptions:
+                wait_set.add_subscription(sub.handle)
+            wait_set.wait(100_000_000)  # 0.1 s: shutdown is noticed within it
+            ready = wait_set.get_ready_entities("subscription")
+            for sub, handler, pointer in pointers:
+                if pointer not in ready:
+                    continue
+                while self.running:
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                    if taken is None:
+                        break
+                    handler(taken[0])
 
 
 def declare_parameters(node: Node, table: dict) -> dict:
@@ -64,6 +133,7 @@ class LinearizationNode(Node):
         super().__init__("robot_linearization", **node_options)
         settings = node_settings(declare_parameters(self, PARAMETERS))
         self.factory = RclpyFactory()
+        self.lock = threading.Lock()  # the pipeline, shared by the executor's callbacks and the input loop
         self.pipeline = LinearizationPipeline(settings.pipeline)
         self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
         heatmaps = settings.publish_heatmaps
@@ -83,15 +153,18 @@ class LinearizationNode(Node):
         self.create_subscription(String, "contacts", self._guard(self._set_contacts), 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if settings.description:
-            self._set_description(settings.description)
+            self.pipeline.model_error = ("loading the robot description (the first start after an install compiles "
+                                         "the kernels first)")
         else:
             subscription = self.create_subscription(String, "robot_description",
-                                                    self._guard(lambda m: self._set_description(m.data)), LATCHED)
+                                                    self._guard(lambda m: self.set_description(m.data)), LATCHED)
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
-        self.create_subscription(JointState, "joint_states", self._input(self.pipeline.on_joint_state),
-                                 qos_profile_sensor_data)
-        self.create_subscription(Odometry, "odom", self._input(self.pipeline.on_odometry), qos_profile_sensor_data)
+        inputs = ServedByTheInputLoop()
+        joint_states = self.create_subscription(JointState, "joint_states", lambda msg: None,
+                                                qos_profile_sensor_data, callback_group=inputs)
+        odometry = self.create_subscription(Odometry, "odom", lambda msg: None, qos_profile_sensor_data,
+                                            callback_group=inputs)
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
         self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
         self.on_input_step = settings.rate_hz == 0.0
@@ -100,7 +173,17 @@ class LinearizationNode(Node):
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
         if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
+        self.input_loop = InputLoop(self, [(joint_states, self._input(self.pipeline.on_joint_state)),
+                                           (odometry, self._input(self.pipeline.on_odometry))], settings.description)
+        self.input_loop.start()
         self.get_logger().info("ready")
+
+    def destroy_node(self):
+        """Stop the input loop before the subscriptions it waits on go."""
+        self.input_loop.running = False
+        if self.input_loop.is_alive() and threading.current_thread() is not self.input_loop:
+            self.input_loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
+        return super().destroy_node()
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -114,37 +197,46 @@ class LinearizationNode(Node):
                 self.get_logger().error(f"unexpected error handling a message: {e!r}")
         return guarded
 
-    def _set_description(self, description: str) -> None:
-        error = self.pipeline.set_description(description)
-        if error:
-            self.get_logger().error(error)
-            return
-        model = self.pipeline.model
+    def set_description(self, description: str) -> None:
+        """Load a URDF (slow the first time: compiling) without holding the lock, then swap it in."""
+        model = self.pipeline.load_model(description)
+        with self.lock:
+            if isinstance(model, str):
+                self.get_logger().error(self.pipeline.reject_description(model))
+                return
+            self.pipeline.set_model(model)
         self.labels_pub.publish(state_labels_message(self.factory, model))
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
                                f"{'floating' if model.floating_base else 'fixed'} base")
 
     def _set_contacts(self, msg) -> None:
-        error = self.pipeline.set_contacts(msg.data)
+        with self.lock:
+            error = self.pipeline.set_contacts(msg.data)
         if error:
             self.get_logger().error(error)
             return
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
     def _input(self, handler):
-        """Subscription callback: hand the message to the pipeline, then (without
+        """Input loop's handler: hand the message to the pipeline, then (without
         rate_hz) publish whatever it has made ready — a joint state waiting for
-        its odometry is completed by the odometry callback."""
+        its odometry is completed by the odometry message."""
         guarded = self._guard(handler)
 
         def on_message(msg):
-            guarded(msg)
-            if self.on_input_step:
-                self._step()
+            with self.lock:
+                guarded(msg)
+                if self.on_input_step:
+                    self._step_locked()
         return on_message
 
     def _step(self) -> None:
+        """The rate_hz timer."""
+        with self.lock:
+            self._step_locked()
+
+    def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
                 for name, message in output_messages(self.factory, out, self.pipeline.base_frame).items():
@@ -159,15 +251,16 @@ class LinearizationNode(Node):
         self._heatmap_of = latest
         try:
             for name, message in heatmap_messages(self.factory, latest, self.pipeline.base_frame,
-                                                  self.pipeline.model).items():
+                                                  latest.model).items():
                 self.out[name].publish(message)
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"heatmap failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
         now = self._now()
-        self.diagnostics_pub.publish(diagnostic_array_message(
-            self.factory, self.pipeline.diagnostics(now, f"{self.get_name()}: linearization"), now))
+        with self.lock:
+            statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
+        self.diagnostics_pub.publish(diagnostic_array_message(self.factory, statuses, now))
 
     def _service(self, handler):
         def serve(request, response):

@@ -49,6 +49,7 @@ class Output:
     """One cycle's result: the linearization at the input stamp."""
 
     stamp_ns: int
+    model: Model
     state: State
     joint_torques: np.ndarray
     linearization: Linearization
@@ -87,17 +88,39 @@ class LinearizationPipeline:
     def set_description(self, description: str) -> str | None:
         """Build the model from URDF XML (or a file path).  On failure keep the
         previous model and return the error text; None on success."""
+        model = self.load_model(description)
+        if isinstance(model, str):
+            return self.reject_description(model)
+        self.set_model(model)
+        return None
+
+    def load_model(self, description: str):
+        """The Model of a URDF, its kernels compiled (or loaded from the cache) and
+        warmed up, or the error text.  Slow the first time after an install, and it
+        touches nothing of the pipeline: the node runs it beside its other work."""
         try:
             model = load_urdf(description, floating_base=self.config.floating_base, gravity=self.config.gravity,
                               mimic_joints=self.config.mimic_joints)
         except (ModelError, ValueError) as e:
-            error = f"robot description rejected: {e}"
-            if self.model is None:
-                self.model_error = error
-            self._reject(error + (f"; keeping model '{self.model.name}'" if self.model else ""), "description")
-            return error
-        self.set_model(model)
-        return None
+            return f"robot description rejected: {e}"
+        # Compile now, not in the first control cycle; away from q = 0, where some robots' mass
+        # matrix is singular (iCub's neck).
+        n = model.n_joints
+        warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
+                     base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
+        try:
+            linearize(model, warm, dt=self.config.discretization_dt or None,
+                      discretization=self.config.discretization)
+        except ValueError:
+            pass  # (a state where this model is singular: compiled all the same)
+        return model
+
+    def reject_description(self, error: str) -> str:
+        """Report a description that could not be loaded; the previous model stays."""
+        if self.model is None:
+            self.model_error = error
+        self._reject(error + (f"; keeping model '{self.model.name}'" if self.model else ""), "description")
+        return error
 
     def set_contacts(self, spec) -> str | None:
         """Change the active contact set (text as :func:`parse_contacts` reads it, or
@@ -115,15 +138,7 @@ class LinearizationPipeline:
         return None
 
     def set_model(self, model: Model) -> None:
-        # Compile (or load from cache) the kernels now, not in the first control cycle; away from
-        # q = 0, where some robots' mass matrix is singular (iCub's neck).
-        n = model.n_joints
-        warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
-                     base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
-        try:
-            linearize(model, warm)
-        except ValueError:
-            pass  # (a state where this model is singular: compiled all the same)
+        """Use ``model`` (from :meth:`load_model`) from now on; the inputs queued for the previous one go."""
         self.contact_problem = None
         try:
             resolve(model, self.contacts)
@@ -243,7 +258,7 @@ class LinearizationPipeline:
         except ValueError as e:
             return self._drop(f"cannot linearize: {e}", "invalid_state")
         compute_time = time.perf_counter() - start  # (linearize raises rather than return inf/NaN)
-        self.latest = Output(stamp, state, torques, lin, compute_time)
+        self.latest = Output(stamp, self.model, state, torques, lin, compute_time)
         self._counters.outputs += 1
         self._output_times.append(now_ns)
         self.last_problem = None
@@ -272,7 +287,7 @@ class LinearizationPipeline:
             return False, json.dumps({"summary": f"no linearization yet: {self.last_problem or 'no input'}"})
         out = self.latest
         start = time.perf_counter()
-        report = validate(self.model, out.state, out.linearization, out.joint_torques)
+        report = validate(out.model, out.linearization)  # (out, not self.model: the node may swap models meanwhile)
         tolerance = self.config.validation_tolerance
         passed = report.passed(tolerance)
         result = {
@@ -292,8 +307,8 @@ class LinearizationPipeline:
         out, lin = self.latest, self.latest.linearization
         state = out.state
         body = {
-            "stamp_ns": out.stamp_ns, "model": self.model.name, "floating_base": self.model.floating_base,
-            "joint_names": list(self.model.joint_names), "state_labels": list(lin.state_labels),
+            "stamp_ns": out.stamp_ns, "model": out.model.name, "floating_base": out.model.floating_base,
+            "joint_names": list(out.model.joint_names), "state_labels": list(lin.state_labels),
             "state": {"base_pose": None if state.base_pose is None else state.base_pose.tolist(),
                       "joint_positions": state.joint_positions.tolist(),
                       "base_twist": None if state.base_twist is None else state.base_twist.tolist(),

@@ -1,0 +1,166 @@
+"""Load test of the linearization node in a real ROS 2 graph (needs ROS 2; not a test).
+
+    source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
+    .venv-ros/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10]
+
+(.venv-ros is the virtualenv scripts/test.sh makes over ROS's Python, with this package.)
+For each robot: starts the node in its own process (heatmaps on, at their default
+rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at a fixed
+rate (sensor-data QoS, as a robot driver does), and records when each cycle's ~/stamp
+arrives (it is published after A, B and M⁻¹, which this script also subscribes to).
+Prints the share of joint states linearized, the latency from the input stamp to the
+arrival of the outputs (p50, p99), and the node process's CPU time per cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+
+import numpy as np
+import rclpy
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, Header
+
+import robot_linearization as rl
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.messages import joint_state_message, odometry_message
+from robot_linearization.ros.node import RclpyFactory
+from robot_linearization.spatial import se3_exp
+
+ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
+ROBOTS = {
+    "talos": os.path.join(ROBOTS_DIR, "talos_data/robots/talos_reduced.urdf"),
+    "solo12": os.path.join(ROBOTS_DIR, "solo_description/robots/solo12.urdf"),
+    "rl_quadruped": bundled_urdf_path(),
+}
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class LoadClient:
+    """Publishes the inputs at a fixed rate on one thread; records the outputs on another."""
+
+    def __init__(self, model, namespace: str):
+        self.node = rclpy.create_node("node_load_client")
+        self.factory = RclpyFactory()
+        rng = np.random.default_rng(0)
+        H = se3_exp(np.r_[0.0, 0.0, 1.0, 0.1 * rng.normal(size=3)])
+        base_frame = model.body_names[0]
+        self.joint_state = joint_state_message(self.factory, 0, model.joint_names, 0.3 * rng.normal(size=model.n_joints),
+                                               rng.normal(size=model.n_joints), np.zeros(model.n_joints))
+        self.odometry = odometry_message(self.factory, 0, "odom", base_frame, H, 0.1 * rng.normal(size=6))
+        self.js_pub = self.node.create_publisher(JointState, f"/{namespace}/joint_states", qos_profile_sensor_data)
+        self.odom_pub = self.node.create_publisher(Odometry, f"/{namespace}/odom", qos_profile_sensor_data)
+        self.arrivals = {}  # input stamp (ns) -> arrival (ns)
+        self.matrices = 0
+        self.node.create_subscription(Header, f"/{namespace}/robot_linearization/stamp", self._on_stamp, 100)
+        self.node.create_subscription(Float64MultiArray, f"/{namespace}/robot_linearization/A", self._on_matrix, 100)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner.start()
+
+    def _on_stamp(self, msg) -> None:
+        self.arrivals[msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec] = time.time_ns()
+
+    def _on_matrix(self, msg) -> None:
+        self.matrices += 1
+
+    def publish(self) -> int:
+        now = time.time_ns()
+        for msg in (self.odometry, self.joint_state):
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(now, 1_000_000_000)
+        self.odom_pub.publish(self.odometry)
+        self.js_pub.publish(self.joint_state)
+        return now
+
+    def run(self, rate: float, seconds: float) -> list[int]:
+        """Publish at ``rate`` Hz for ``seconds`` (absolute-time pacing); the stamps sent."""
+        period = 1e9 / rate
+        start, sent = time.perf_counter_ns(), []
+        for k in range(int(rate * seconds)):
+            delay = start + k * period - time.perf_counter_ns()
+            if delay > 0:
+                time.sleep(delay * 1e-9)
+            sent.append(self.publish())
+        return sent
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def measure(name: str, path: str, rate: float, seconds: float, extra: list[str]) -> dict:
+    namespace = f"load_{name}"
+    model = rl.load_urdf(path)
+    node = subprocess.Popen(
+        [sys.executable, "-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
+         "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    client = LoadClient(model, namespace)
+    try:
+        deadline = time.monotonic() + 120.0  # the first start may compile
+        while not client.arrivals:
+            if time.monotonic() > deadline or node.poll() is not None:
+                raise RuntimeError(f"the node gave no output: {node.stderr.read() if node.poll() is not None else ''}")
+            client.publish()
+            time.sleep(0.01)
+        client.run(rate, 2.0)  # warm-up: discovery settled, caches hot
+        time.sleep(0.5)
+        client.arrivals.clear()
+        cpu_before = cpu_seconds(node.pid)
+        sent = client.run(rate, seconds)
+        cpu = cpu_seconds(node.pid) - cpu_before
+        time.sleep(0.5)  # the last outputs in flight
+    finally:
+        client.close()
+        node.terminate()
+        node.wait(timeout=30)
+    sent_set = set(sent)
+    latencies = np.array([client.arrivals[s] - s for s in sent if s in client.arrivals]) * 1e-6
+    linearized = sum(1 for s in client.arrivals if s in sent_set)
+    return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
+            "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
+            "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
+            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robots", nargs="*", default=["talos", "solo12"], choices=list(ROBOTS))
+    parser.add_argument("--rate", type=float, default=1000.0, help="input rate [Hz]")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured window [s]")
+    parser.add_argument("--no-heatmaps", action="store_true", help="publish_heatmaps:=false")
+    args = parser.parse_args()
+    extra = ["-p", "publish_heatmaps:=false"] if args.no_heatmaps else []
+    rclpy.init()
+    try:
+        print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; heatmaps "
+              f"{'off' if args.no_heatmaps else 'on (default rate)'}")
+        print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
+              f"{'node CPU':>10}")
+        for name in args.robots:
+            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra)
+            print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
+                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%")
+    finally:
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
