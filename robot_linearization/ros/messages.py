@@ -10,6 +10,7 @@ layout.dim = [('rows', R, R·C), ('cols', C, C)], data_offset = 0.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import NamedTuple
 
@@ -27,8 +28,21 @@ class InputError(ValueError):
 class MessageFactory:
     """Builds messages of one implementation: ``make(type_name, **fields)``."""
 
+    def __init__(self):
+        self._layouts = {}
+
     def make(self, type_name: str, **fields):
         raise NotImplementedError
+
+    def matrix_layout(self, rows: int, cols: int):
+        """std_msgs/MultiArrayLayout of a row-major rows×cols matrix (:func:`matrix_message`),
+        made once per shape: a message is serialised when published, so one layout serves all."""
+        layout = self._layouts.get((rows, cols))
+        if layout is None:
+            dims = [self.make("std_msgs/msg/MultiArrayDimension", label="rows", size=rows, stride=rows * cols),
+                    self.make("std_msgs/msg/MultiArrayDimension", label="cols", size=cols, stride=cols)]
+            layout = self._layouts[rows, cols] = self.make("std_msgs/msg/MultiArrayLayout", dim=dims, data_offset=0)
+        return layout
 
     def float64_array(self, values: np.ndarray):
         return np.ascontiguousarray(values, dtype=np.float64).ravel()
@@ -44,6 +58,7 @@ class RosbagsFactory(MessageFactory):
     """rosbags typestore classes (ROS 2 Humble definitions by default)."""
 
     def __init__(self, typestore=None):
+        super().__init__()
         if typestore is None:
             from rosbags.typesys import Stores, get_typestore
 
@@ -90,22 +105,15 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
     Extra joints are ignored; missing or duplicated names, a non-empty array whose
     length differs from ``name``, and NaN/inf raise InputError.
     """
-    names = list(msg.name)
+    names = tuple(msg.name)
     count = len(names)
-    if len(set(names)) != count:
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        raise InputError(f"joint_states names joints more than once: {duplicated}")
     fields = {"position": np.asarray(msg.position, dtype=float), "velocity": np.asarray(msg.velocity, dtype=float),
               "effort": np.asarray(msg.effort, dtype=float)}
     absent = {field for field in ("velocity", "effort") if len(fields[field]) == 0 and count > 0}
     for field, values in fields.items():
         if field not in absent and len(values) != count:
             raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
-    index = {n: i for i, n in enumerate(names)}
-    missing = [j for j in joint_names if j not in index]
-    if missing:
-        raise InputError(f"joint_states lacks joints {missing[:10]}" + (" …" if len(missing) > 10 else ""))
-    order = np.array([index[j] for j in joint_names], dtype=int)
+    order = _joint_order(names, tuple(joint_names))
     out = {}
     for field in ("position", "velocity", "effort"):
         if field in absent:
@@ -124,6 +132,22 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
         assumed.append("joint_states carries no efforts: linearizing at zero joint torques (use_effort)")
     return JointStateReading(out["position"], out["velocity"], out["effort"] if need_effort else None,
                              tuple(assumed))
+
+
+@functools.lru_cache(maxsize=16)
+def _joint_order(names: tuple, joint_names: tuple) -> np.ndarray:
+    """Indices of ``joint_names`` in a message's ``names`` (a robot sends the same names
+    every cycle: computed once); InputError for duplicated or missing names."""
+    if len(set(names)) != len(names):
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"joint_states names joints more than once: {duplicated}")
+    index = {n: i for i, n in enumerate(names)}
+    missing = [j for j in joint_names if j not in index]
+    if missing:
+        raise InputError(f"joint_states lacks joints {missing[:10]}" + (" …" if len(missing) > 10 else ""))
+    order = np.array([index[j] for j in joint_names], dtype=int)
+    order.flags.writeable = False  # (shared by every message with these names)
+    return order
 
 
 QUATERNION_TOLERANCE = 0.05
@@ -206,11 +230,8 @@ def odometry_message(factory: MessageFactory, ns: int, frame_id: str, child_fram
 
 def matrix_message(factory: MessageFactory, matrix: np.ndarray):
     """std_msgs/Float64MultiArray, row-major: dim = [('rows', R, R·C), ('cols', C, C)]."""
-    rows, cols = matrix.shape
-    dims = [factory.make("std_msgs/msg/MultiArrayDimension", label="rows", size=rows, stride=rows * cols),
-            factory.make("std_msgs/msg/MultiArrayDimension", label="cols", size=cols, stride=cols)]
-    layout = factory.make("std_msgs/msg/MultiArrayLayout", dim=dims, data_offset=0)
-    return factory.make("std_msgs/msg/Float64MultiArray", layout=layout, data=factory.float64_array(matrix))
+    return factory.make("std_msgs/msg/Float64MultiArray", layout=factory.matrix_layout(*matrix.shape),
+                        data=factory.float64_array(matrix))
 
 
 def matrix_from_message(msg) -> np.ndarray:

@@ -13,6 +13,7 @@ import importlib
 import signal
 import threading
 
+import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import CallbackGroup
@@ -22,6 +23,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from std_srvs.srv import Trigger
 
+from .images import heatmap_rgb
 from .messages import (MessageFactory, contact_labels_message, diagnostic_array_message, heatmap_messages,
                        output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
@@ -200,6 +202,7 @@ class LinearizationNode(Node):
     def set_description(self, description: str) -> None:
         """Load a URDF (slow the first time: compiling) without holding the lock, then swap it in."""
         model = self.pipeline.load_model(description)
+        heatmap_rgb(np.eye(2))  # its kernel too: compiled here, not at the first picture
         with self.lock:
             if isinstance(model, str):
                 self.get_logger().error(self.pipeline.reject_description(model))
