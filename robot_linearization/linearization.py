@@ -16,9 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .algorithms.derivatives import derivatives_into
+from .algorithms.base_frame_derivatives import base_frame_derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
-from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, kernel
@@ -106,14 +105,23 @@ class Workspace:
         self.dv, self.da, self.df = (np.empty((n_bodies, 2 * N, 6)) for _ in range(3))
         self.F, self.P = np.empty((n_bodies, N, 6)), np.empty((n_bodies, N, 6))
         self.derivatives = np.empty((N, 2 * N))
+        # the base-frame sweep: body poses, composite inertias and their rates, its columns
+        self.R, self.t = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3))
+        self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
+        self.columns = np.empty((8, N, 6))
+        self.product = np.empty((2 * N, N))  # −M⁻¹ D, transposed
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays()) + sum(getattr(a, "nbytes", 0) for a in self.model_arrays)
+        return sum(a.nbytes for a in self.arrays() + self.base_frame_arrays()) + sum(
+            getattr(a, "nbytes", 0) for a in self.model_arrays)
 
     def arrays(self):
         return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f,
                 self.dv, self.da, self.df, self.F, self.P, self.derivatives)
+
+    def base_frame_arrays(self):
+        return self.R, self.t, self.Y, self.Y_rate, self.columns, self.product
 
 
 def workspace(model: Model) -> Workspace:
@@ -133,42 +141,60 @@ def _set_minus_skew(A, row, col, x):
 
 
 @kernel(inline=True)
-def _all_finite(A, M_inv, accelerations):
-    """No inf/NaN in A, M⁻¹ or ν̇ (B is made of M⁻¹'s entries)."""
-    total = 0.0
-    for x in A.ravel():
-        total += x
-    for x in M_inv.ravel():
-        total += x
-    for x in accelerations:
-        total += x
-    return np.isfinite(total)
+def _sum(x):
+    """Sum of a contiguous array in four independent partial sums (a single running
+    sum waits on each add's latency); inf/NaN anywhere makes it non-finite."""
+    flat = x.ravel()
+    s0 = s1 = s2 = s3 = 0.0
+    end = flat.shape[0] - flat.shape[0] % 4
+    for j in range(0, end, 4):
+        s0 += flat[j]
+        s1 += flat[j + 1]
+        s2 += flat[j + 2]
+        s3 += flat[j + 3]
+    for j in range(end, flat.shape[0]):
+        s0 += flat[j]
+    return (s0 + s1) + (s2 + s3)
 
 
 @kernel
-def _minus_product_into(M, D, out):
-    """out = −M D, in plain loops (contiguous inner loop, vectorised by the
-    compiler): BLAS here would serialise the threads of linearize_trajectory."""
-    for i in range(M.shape[0]):
-        out[i] = 0.0
-        for k in range(M.shape[1]):
-            factor = M[i, k]
-            for j in range(D.shape[1]):
-                out[i, j] -= factor * D[k, j]
+def _minus_product_into(M_inv, D, first_column, product, A):
+    """A[N:, c] = −(M⁻¹ D)[:, c] for the columns c ≥ first_column of D (N, 2N).
+
+    Column by column, as rows of ``product`` (2N, N): row c = −Σ_r D[r, c] M⁻¹[r, :]
+    (M⁻¹ symmetric) over the rows r where D[r, c] ≠ 0 only: a joint's column is zero
+    in the rows of the joints that are neither above nor below it (other limbs).
+    Plain loops, no BLAS, which would serialise the threads of linearize_trajectory.
+    Returns whether the result, M⁻¹ included, is finite."""
+    N = M_inv.shape[0]
+    for c in range(first_column, D.shape[1]):
+        row = product[c]
+        row[:] = 0.0
+        for r in range(N):
+            factor = D[r, c]
+            if factor != 0.0:
+                M_r = M_inv[r]
+                for j in range(N):
+                    row[j] -= factor * M_r[j]
+        for j in range(N):
+            A[N + j, c] = row[j]
+    return np.isfinite(_sum(product[first_column:]) + _sum(M_inv))
 
 
 @kernel
 def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                    base_poses, joint_positions, base_twists, joint_velocities, torques,
                    X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
+                   R, t, Y, Y_rate, columns, product,
                    A, B, M_inv, accelerations, singular):
     """Linearize K states (leading axis of every state and output array).
 
     A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
     (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
-    where the derivatives are evaluated (Proposition 3.3).  singular[k]: a joint
-    whose articulated-body pivot vanishes at state k (M singular there), −2 if the
-    result is not finite, else −1.
+    where the derivatives are evaluated (Proposition 3.3), by the base-frame sweep
+    (algorithms/base_frame_derivatives.py).  singular[k]: a joint whose
+    articulated-body pivot vanishes at state k (M singular there), −2 if the result
+    is not finite, else −1.
     """
     N = M_inv.shape[1]
     n = N - (6 if floating_base else 0)
@@ -184,9 +210,8 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
         a0 = -g0
         if floating_base:
             a0 += accelerations[k, :6]
-        newton_euler_forward_into(parent, S, I, X_up, twist, a0, r, accelerations[k, N - n:], v, a, f)
-        derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, r,
-                         v, a, f, dv, da, df, derivatives, False)
+        base_frame_derivatives_into(parent, S, I, X_up, subtree_end, floating_base, twist, a0, g0, r,
+                                    accelerations[k, N - n:], R, t, v, a, f, Y, Y_rate, columns, derivatives, False)
         inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv[k])
         A[k] = 0.0
         for i in range(N):
@@ -195,21 +220,21 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
             _set_minus_skew(A[k], 0, 0, twist[3:])
             _set_minus_skew(A[k], 0, 3, twist[:3])
             _set_minus_skew(A[k], 3, 3, twist[3:])
-        _minus_product_into(M_inv[k], derivatives, A[k, N:, :])
+        finite = _minus_product_into(M_inv[k], derivatives, 6 if floating_base else 0, product, A[k])
         if floating_base:
             # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
             # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
             _set_minus_skew(A[k], N, 3, -g0[:3])
         B[k] = 0.0
         B[k, N:, :] = M_inv[k][:, N - n:]
-        if singular[k] < 0 and not _all_finite(A[k], M_inv[k], accelerations[k]):
+        if singular[k] < 0 and not (finite and np.isfinite(_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
 
 
 def _linearize_stack(model: Model, arrays, out) -> None:
     announce_compilation(linearize_into)
     ws = workspace(model)
-    linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *out)
+    linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *ws.base_frame_arrays(), *out)
 
 
 def _allocate(model: Model, K: int):

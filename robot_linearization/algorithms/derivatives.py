@@ -1,4 +1,4 @@
-"""Derivatives of the extended inverse dynamics (thesis §4.2, Tables 4.2–4.5).
+"""Derivatives of the extended inverse dynamics (thesis §4.2, Tables 4.2–4.5), body frames.
 
 One forward-mode sweep differentiates the EIDAmb (Table 4.1) line by line with
 respect to all four state variables at once: every per-body quantity x_i
@@ -17,6 +17,10 @@ the body twist v = ⁰v_A,0.  Holding v fixed, H enters the EIDAmb only through
 gravity, a_0 = v̇ − [R^T g; 0]; with R → R exp(ω^), ∂(R^T g)/∂ω = (R^T g)^, so
 the H-derivative is the propagation of ∂a_0/∂z_H = [[0, −(R^T g)^], [0, 0]]
 (only the three rotation columns are non-zero).
+
+The per-body columns ∂v_i, ∂a_i are what the contact linearization needs (the
+contact accelerations' derivatives); without contacts, base_frame_derivatives.py
+gives the same D with one column per joint instead of one per body and joint.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ..compiled import kernel
 from ..model import Model, State
 from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, mat_vec_into, transform_force_add,
                        transform_motion_into)
+from .base_frame_derivatives import base_frame_derivatives_into
 from .inverse_dynamics import newton_euler_forward_into
 from .kinematics import base_gravity, base_twist, body_transforms
 
@@ -173,24 +178,40 @@ def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating
                 derivatives[row, c] = df[0, c, row]
 
 
-def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration, joint_accelerations
-                                          ) -> ExtendedInverseDynamicsDerivatives:
+def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration, joint_accelerations, *,
+                                          frame: str = "base") -> ExtendedInverseDynamicsDerivatives:
     """Derivatives of the EIDAmb (floating base) or RNEA (fixed base) at
-    (state, v̇, ṙ); ``base_acceleration`` is ignored (pass None) for a fixed base."""
+    (state, v̇, ṙ); ``base_acceleration`` is ignored (pass None) for a fixed base.
+
+    frame="base": the sweep of base_frame_derivatives.py, every column one 6-vector in
+    the base frame (the fast one, used by :func:`~robot_linearization.linearize`);
+    frame="body": this module's sweep of Tables 4.2–4.5, per-body columns in body
+    frames (used with contacts, whose accelerations need those columns).  Equal to
+    rounding.
+    """
+    if frame not in ("base", "body"):
+        raise ValueError(f"frame must be 'base' or 'body', got {frame!r}")
     state.check(model)
     n, N, n_bodies = model.n_joints, model.n_velocities, model.n_bodies
     X_up = body_transforms(model, state.joint_positions)
     g0 = base_gravity(model, state)
     a0 = (np.asarray(base_acceleration, dtype=float) if model.floating_base else 0.0) - g0
-    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
-    newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up, base_twist(model, state),
-                              a0, state.joint_velocities, np.ascontiguousarray(joint_accelerations, dtype=float),
-                              v, a, f)
-    columns = np.empty((3, n_bodies, 2 * N, 6))
+    rdot = np.ascontiguousarray(joint_accelerations, dtype=float)
     D = np.empty((N, 2 * N))
-    derivatives_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.ancestors, model.depth,
-                     model.subtree_end, model.floating_base, g0, state.joint_velocities, v, a, f,
-                     columns[0], columns[1], columns[2], D, True)
+    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
+    if frame == "base":
+        base_frame_derivatives_into(
+            model.parent, model.motion_subspaces, model.inertias, X_up, model.subtree_end, model.floating_base,
+            base_twist(model, state), a0, g0, state.joint_velocities, rdot, np.empty((n_bodies, 3, 3)),
+            np.empty((n_bodies, 3)), v, a, f, np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6)),
+            np.empty((8, N, 6)), D, True)
+    else:
+        newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
+                                  base_twist(model, state), a0, state.joint_velocities, rdot, v, a, f)
+        columns = np.empty((3, n_bodies, 2 * N, 6))
+        derivatives_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.ancestors, model.depth,
+                         model.subtree_end, model.floating_base, g0, state.joint_velocities, v, a, f,
+                         columns[0], columns[1], columns[2], D, True)
     if not model.floating_base:
         return ExtendedInverseDynamicsDerivatives(None, D[:, :n], None, D[:, n:])
     return ExtendedInverseDynamicsDerivatives(D[:, :6], D[:, 6:6 + n], D[:, 6 + n:12 + n], D[:, 12 + n:])

@@ -1,0 +1,249 @@
+"""Derivatives of the extended inverse dynamics with every column in the base frame.
+
+The same D₁…D₄ID̄ as the body-frame sweep of derivatives.py (thesis Tables
+4.2–4.5), computed the way Carpentier & Mansard (RSS 2018, "Analytical
+derivatives of rigid body dynamics algorithms") compute the RNEA derivatives:
+every motion and force is expressed in one frame, so a derivative column is a
+single 6-vector shared by all bodies below its joint instead of one column per
+body carried down by 6×6 transforms.  That frame is the base frame at the
+evaluated state (the moving base's pose taken as the world's, gravity g_0 = R^T g
+rotated into it), where the base twist and acceleration of the state are
+already expressed; the floating base is then a 6-DoF joint with Γ_0 = I₆ whose
+columns are z_H (positions) and z_v (velocities).
+
+In that frame, with J_c the axis of column c (joint k: ⁰X_k Γ_k), λ its body's
+parent, v, a the body twists and accelerations (a including −g_0):
+
+    ∂v/∂s_c = v_λ × J_c,   ∂a/∂s_c = a_λ × J_c + v_λ × ∂v/∂s_c,
+    ∂a/∂r_c = v × J_c + v_λ × J_c,
+
+and, with Y, Ẏ the composite inertia of the body's subtree and its rate
+(v ×̄* Y − Y v× + (·) ×̄* h per body, h = Y v), every entry of D is one dot
+product: row d below column c reads (Y_d J_d)·∂a/∂q_c + (Ẏ_d^T J_d)·∂v/∂q_c,
+row c over the columns e of its subtree reads J_c·∂f_e/∂q_e.  Cost O(n·depth)
+dot products, against O(n·depth) transforms of the body-frame sweep.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compiled import kernel
+from ..spatial import cross_force_into, cross_motion_into, dot6
+
+
+@kernel(inline=True)
+def _matrix_times(M, x, out):
+    """out = M x (6×6)."""
+    for r in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[r, k] * x[k]
+        out[r] = acc
+
+
+@kernel(inline=True)
+def _matrix_transpose_times(M, x, out):
+    """out = M^T x (6×6)."""
+    for c in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[k, c] * x[k]
+        out[c] = acc
+
+
+@kernel(inline=True)
+def _skew_entry(x, r, c):
+    """Entry (r, c) of x^ (3×3)."""
+    if r == c:
+        return 0.0
+    if r == 0:
+        return -x[2] if c == 1 else x[1]
+    if r == 1:
+        return x[2] if c == 0 else -x[0]
+    return -x[1] if c == 0 else x[0]
+
+
+@kernel(inline=True)
+def _place_inertia(I, R, t, Y, rotated):
+    """Y = ⁰X_i^{-T} I ⁰X_i^{-1} (6×6): the body inertia I (any symmetric 6×6, about the
+    body origin) in the base frame, where the body has rotation R and origin t.
+    With the blocks of I rotated, [[A, B], [Bᵀ, D]] = diag(R, R) I diag(R, R)ᵀ:
+    Y = [[A, B − A t^], [·ᵀ, D + t^ B − Bᵀ t^ − t^ A t^]]; rotated: (6, 6) scratch."""
+    for br in range(2):
+        for bc in range(2):
+            for r in range(3):
+                for c in range(3):
+                    acc = 0.0
+                    for k in range(3):
+                        acc += R[r, k] * (I[3 * br + k, 3 * bc] * R[c, 0] + I[3 * br + k, 3 * bc + 1] * R[c, 1]
+                                          + I[3 * br + k, 3 * bc + 2] * R[c, 2])
+                    rotated[3 * br + r, 3 * bc + c] = acc
+    for r in range(3):
+        for c in range(3):
+            A_t = 0.0  # (A t^)[r, c]
+            tB = 0.0  # (t^ B)[r, c]
+            Bt = 0.0  # (Bᵀ t^)[r, c]
+            for k in range(3):
+                A_t += rotated[r, k] * _skew_entry(t, k, c)
+                tB += _skew_entry(t, r, k) * rotated[k, 3 + c]
+                Bt += rotated[k, 3 + r] * _skew_entry(t, k, c)
+            Y[r, c] = rotated[r, c]
+            Y[r, 3 + c] = rotated[r, 3 + c] - A_t
+            Y[3 + c, r] = Y[r, 3 + c]
+            tAt = 0.0
+            for k in range(3):
+                for q in range(3):
+                    tAt += _skew_entry(t, r, k) * rotated[k, q] * _skew_entry(t, q, c)
+            Y[3 + r, 3 + c] = rotated[3 + r, 3 + c] + tB - Bt - tAt
+
+
+@kernel(inline=True)
+def _add_inertia_rate(Y, v, h, out, column):
+    """out += Ẏ = v ×̄* Y − Y v× + B(h) for one body's inertia Y in the common
+    frame, twist v and momentum h = Y v, where B(h) x = x ×̄* h.  With C = v ×̄* Y,
+    −Y v× = Cᵀ (Y symmetric, v ×̄* = −(v×)ᵀ); column: (6,) scratch."""
+    for c in range(6):
+        cross_force_into(v, Y[:, c], column)  # column c of C
+        for r in range(6):
+            out[r, c] += column[r]
+            out[c, r] += column[r]
+    # B(h) = [[0, −h_l^], [−h_l^, −h_a^]]
+    hl0, hl1, hl2, ha0, ha1, ha2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    out[0, 4] += hl2
+    out[0, 5] -= hl1
+    out[1, 3] -= hl2
+    out[1, 5] += hl0
+    out[2, 3] += hl1
+    out[2, 4] -= hl0
+    out[3, 1] += hl2
+    out[3, 2] -= hl1
+    out[4, 0] -= hl2
+    out[4, 2] += hl0
+    out[5, 0] += hl1
+    out[5, 1] -= hl0
+    out[3, 4] += ha2
+    out[3, 5] -= ha1
+    out[4, 3] -= ha2
+    out[4, 5] += ha0
+    out[5, 3] += ha1
+    out[5, 4] -= ha0
+
+
+@kernel
+def base_frame_derivatives_into(parent, S, I, X_up, subtree_end, floating_base, base_twist, base_acceleration, g0,
+                                r, rdot, R, t, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
+    """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into ``derivatives``, every column in the base frame.
+
+    Inputs: the tree (parent, Γ = S (n+1, 6), body inertias I (n+1, 6, 6), X_up
+    (n+1, 6, 6), subtree_end), base_twist v (6,) and base_acceleration
+    a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
+    accelerations ṙ (n,).  Scratch: R (n+1, 3, 3), t (n+1, 3) the body poses in
+    the base frame; v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the composite inertias
+    and their rates; columns (8, N, 6).  with_base_pose=False leaves D₁ID̄ zero,
+    which the linearization does not need (see linearize_into).
+    """
+    n_bodies = v.shape[0]
+    N = derivatives.shape[0]
+    off = 6 if floating_base else 0
+    J, dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2], columns[3]
+    Y_J, Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6], columns[7]
+    tmp, tmp2 = np.empty(6), np.empty(6)
+    u = np.empty(3)
+    derivatives[:] = 0.0
+
+    # forward: poses, twists, accelerations, column axes J and their rates, body inertias and wrenches
+    R[0] = 0.0
+    for k in range(3):
+        R[0, k, k] = 1.0
+    t[0] = 0.0
+    v[0] = base_twist
+    a[0] = base_acceleration
+    if floating_base:  # Γ_0 = I₆, moving relative to the world, which is at rest and accelerates by −g_0
+        for c in range(6):
+            J[c] = 0.0
+            J[c, c] = 1.0
+            dv_dq[c] = 0.0
+            tmp[:] = -g0
+            cross_motion_into(tmp, J[c], da_dq[c])
+            cross_motion_into(v[0], J[c], da_dr[c])
+    for i in range(n_bodies):
+        if i > 0:
+            p, k = parent[i], i - 1
+            c = off + k
+            X = X_up[i]
+            # X = i_X_λ = [[E, Q], [0, E]], Q = q^ E with q the parent's origin in body i, so
+            # R_i = R_λ E^T and t_i = t_λ + R_λ u with u = −E^T q, u^ = −E^T Q
+            for row in range(3):
+                for col in range(3):
+                    R[i, row, col] = (R[p, row, 0] * X[3 + col, 3] + R[p, row, 1] * X[3 + col, 4]
+                                      + R[p, row, 2] * X[3 + col, 5])
+            u[0] = -(X[3, 5] * X[0, 4] + X[4, 5] * X[1, 4] + X[5, 5] * X[2, 4])
+            u[1] = -(X[3, 3] * X[0, 5] + X[4, 3] * X[1, 5] + X[5, 3] * X[2, 5])
+            u[2] = -(X[3, 4] * X[0, 3] + X[4, 4] * X[1, 3] + X[5, 4] * X[2, 3])
+            for row in range(3):
+                t[i, row] = t[p, row] + R[p, row, 0] * u[0] + R[p, row, 1] * u[1] + R[p, row, 2] * u[2]
+            s = S[i]
+            for row in range(3):  # J = ⁰X_i Γ_i = [R Γ_l + t × R Γ_a; R Γ_a]
+                J[c, 3 + row] = R[i, row, 0] * s[3] + R[i, row, 1] * s[4] + R[i, row, 2] * s[5]
+                J[c, row] = R[i, row, 0] * s[0] + R[i, row, 1] * s[1] + R[i, row, 2] * s[2]
+            J[c, 0] += t[i, 1] * J[c, 5] - t[i, 2] * J[c, 4]
+            J[c, 1] += t[i, 2] * J[c, 3] - t[i, 0] * J[c, 5]
+            J[c, 2] += t[i, 0] * J[c, 4] - t[i, 1] * J[c, 3]
+            for row in range(6):
+                v[i, row] = v[p, row] + r[k] * J[c, row]
+            cross_motion_into(v[p], J[c], dv_dq[c])
+            cross_motion_into(a[p], J[c], da_dq[c])
+            cross_motion_into(v[p], dv_dq[c], tmp)
+            cross_motion_into(v[i], J[c], tmp2)  # J̇ = v × J
+            for row in range(6):
+                da_dq[c, row] += tmp[row]
+                da_dr[c, row] = tmp2[row] + dv_dq[c, row]
+                a[i, row] = a[p, row] + rdot[k] * J[c, row] + r[k] * tmp2[row]
+        _place_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
+        _matrix_times(Y[i], v[i], tmp)  # momentum h = Y v
+        _matrix_times(Y[i], a[i], f[i])
+        cross_force_into(v[i], tmp, tmp2)
+        for row in range(6):
+            f[i, row] += tmp2[row]
+        Y_rate[i] = 0.0
+        _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
+
+    # backward: composite inertias, their rates and wrenches accumulate; each entry of D is a dot product
+    last = 0 if floating_base else 1
+    for i in range(n_bodies - 1, last - 1, -1):
+        own_start, own_end = (0, 6) if i == 0 else (off + i - 1, off + i)
+        end = off + subtree_end[i]  # own columns, then those of the subtree below
+        Y_i, Y_dot = Y[i], Y_rate[i]
+        for c in range(own_start, own_end):
+            _matrix_times(Y_i, J[c], Y_J[c])
+            _matrix_transpose_times(Y_dot, J[c], Y_rate_J[c])
+            _matrix_times(Y_dot, dv_dq[c], df_dq[c])  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
+            _matrix_times(Y_i, da_dq[c], tmp)
+            _matrix_times(Y_dot, J[c], df_dr[c])  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
+            _matrix_times(Y_i, da_dr[c], tmp2)
+            for row in range(6):
+                df_dq[c, row] += tmp[row]
+                df_dr[c, row] += tmp2[row]
+        position_columns = with_base_pose or i > 0  # the base's own position columns are D₁ID̄
+        for c in range(own_start, own_end):
+            for d in range(own_end, end):  # rows below column c
+                if position_columns:
+                    derivatives[d, c] = dot6(Y_J[d], da_dq[c]) + dot6(Y_rate_J[d], dv_dq[c])
+                derivatives[d, N + c] = dot6(Y_J[d], da_dr[c]) + dot6(Y_rate_J[d], J[c])
+            for e in range(own_start if position_columns else own_end, end):  # row c, its subtree's columns
+                derivatives[c, e] = dot6(J[c], df_dq[e])
+            for e in range(own_start, end):
+                derivatives[c, N + e] = dot6(J[c], df_dr[e])
+        for c in range(own_start, own_end):
+            cross_force_into(J[c], f[i], tmp)  # the subtree's wrench turns with the joint
+            for row in range(6):
+                df_dq[c, row] += tmp[row]
+        if i > 0:
+            p = parent[i]
+            for row in range(6):
+                f[p, row] += f[i, row]
+                for col in range(6):
+                    Y[p, row, col] += Y_i[row, col]
+                    Y_rate[p, row, col] += Y_dot[row, col]
+
