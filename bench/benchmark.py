@@ -27,12 +27,11 @@ import time
 import numpy as np
 
 import robot_linearization as rl
-from robot_linearization.algorithms.derivatives import derivatives_into
+from robot_linearization.algorithms.base_frame_derivatives import base_frame_derivatives_into
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
-from robot_linearization.algorithms.inverse_dynamics import newton_euler_forward_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from robot_linearization.algorithms.kinematics import body_transforms_into
-from robot_linearization.linearization import Workspace, linearize_trajectory
+from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
+from robot_linearization.linearization import Workspace, _minus_product_into, linearize_trajectory
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp
 from robot_linearization.validation import compare, finite_difference_linearization, finite_difference_step
@@ -285,20 +284,19 @@ def breakdown(model, state, torques, repeat):
         model.parent, S, I, ws.X_up, model.floating_base, twist, g0, state.joint_velocities, torques,
         ws.I_A, ws.U, ws.D, ws.v, ws.c, ws.p, ws.a, acc), repeat)
     a0 = -g0 + (acc[:6] if model.floating_base else 0.0)
-    parts["EIDAmb forward pass"] = median_time(lambda: newton_euler_forward_into(
-        model.parent, S, I, ws.X_up, twist, a0, state.joint_velocities, acc[N - n:], ws.v, ws.a, ws.f), repeat)
-    f0 = ws.f.copy()
-
-    def sweep():
-        ws.f[:] = f0
-        derivatives_into(model.parent, S, I, ws.X_up, model.ancestors, model.depth, model.subtree_end,
-                         model.floating_base, g0, state.joint_velocities, ws.v, ws.a, ws.f, ws.dv, ws.da, ws.df,
-                         ws.derivatives, False)
-    parts["derivatives D2..D4, one fused sweep (D1 closed form)"] = median_time(sweep, repeat)
+    parts["poses and joint axes in the base frame"] = median_time(lambda: base_frame_poses_into(
+        model.parent, S, ws.X_up, model.floating_base, ws.R, ws.t, ws.axes), repeat)
+    parts["derivatives D2..D4, base-frame sweep (D1 closed form)"] = median_time(
+        lambda: base_frame_derivatives_into(
+            model.parent, I, model.subtree_end, model.floating_base, ws.R, ws.t, ws.axes, twist, a0, g0,
+            state.joint_velocities, acc[N - n:], ws.v, ws.a, ws.f, ws.Y, ws.Y_rate, ws.columns, ws.derivatives,
+            False), repeat)
     parts["IMMAmb"] = median_time(lambda: inverse_mass_matrix_into(
-        model.parent, S, ws.X_up, model.subtree_end, model.floating_base, ws.I_A, ws.U, ws.D, ws.F, ws.P, M_inv),
-        repeat)
-    parts["assembly -M^-1 D"] = median_time(lambda: -(M_inv @ ws.derivatives), repeat)
+        model.parent, model.subtree_end, model.floating_base, ws.R, ws.t, ws.axes, ws.I_A, ws.U, ws.D, ws.U_base,
+        ws.F, ws.P, M_inv), repeat)
+    A = np.empty((2 * N, 2 * N))
+    parts["assembly -M^-1 D"] = median_time(
+        lambda: _minus_product_into(M_inv, ws.derivatives, 6 if model.floating_base else 0, ws.product, A), repeat)
     return parts
 
 

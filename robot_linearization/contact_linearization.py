@@ -30,7 +30,7 @@ from .algorithms.derivatives import derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from .algorithms.kinematics import base_gravity_into, body_transforms_into
+from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, kernel
 from .contacts import ContactError, as_contacts
 from .coupling import CoupledModel
@@ -53,7 +53,8 @@ def _cross3_matrix_row(x, r, col):
 @kernel
 def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                                pose, s, twist, r, tau,
-                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
+                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R_bodies, t_bodies, axes, U_base,
+                               derivatives,
                                bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
                                J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
                                A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
@@ -76,7 +77,9 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     joint = singular_pivot(I_A, D)
     if joint >= 0:
         return 2 + joint
-    inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv)
+    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
+    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
+                             M_inv)
     # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
     newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
     contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,

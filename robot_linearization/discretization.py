@@ -145,8 +145,9 @@ def exp_adjoint_into(xi, X):
 @kernel
 def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_base, dt, A_d, B_d):
     """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of :func:`step` from the continuous
-    A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v and accelerations v̇
-    (K, 6) they were evaluated at (module docstring)."""
+    A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v (K, 6) and
+    accelerations v̇ (the first six columns of base_accelerations, (K, ≥ 6)) they were
+    evaluated at (module docstring)."""
     N = A.shape[1] // 2
     off = 6 if floating_base else 0
     J, X = np.empty((6, 6)), np.empty((6, 6))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,13 +20,13 @@ import numpy as np
 from .algorithms.base_frame_derivatives import base_frame_derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from .algorithms.kinematics import base_gravity_into, body_transforms_into
+from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, contact_labels
 from .coupling import CoupledModel, tree_of
-from .discretization import METHODS, check_dt, step_jacobians
-from .model import Model, State, stack_states
+from .discretization import METHODS, check_dt, euler_step_jacobians_into, step_jacobians
+from .model import Model, State, first_invalid_state, stack_states, state_problem
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,15 @@ class Linearization:
     dt: float | None = None
     discretization: str | None = None
 
+    @classmethod
+    def _make(cls, **fields) -> "Linearization":
+        """The same object as Linearization(**fields), built in one dict update: a frozen
+        dataclass's __init__ sets each of its 17 fields through object.__setattr__,
+        ≈ 3 µs of every control cycle."""
+        self = object.__new__(cls)
+        self.__dict__.update(_DEFAULTS, **fields)
+        return self
+
     def __repr__(self) -> str:
         horizon = f"{self.A.shape[0]} states, " if self.A.ndim == 3 else ""
         contacts = "no contacts" if not self.contacts else (
@@ -82,6 +92,9 @@ class Linearization:
         step = "" if self.dt is None else f", A_d and B_d of a {self.discretization} step of {self.dt:g} s"
         return (f"<Linearization: {horizon}A {self.A.shape[-2:]}, B {self.B.shape[-2:]}, M_inv {self.M_inv.shape[-2:]} "
                 f"(state [z_H, z_s, z_v, z_r] of {len(self.state_labels)}), {contacts}{step}>")
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Linearization) if f.default is not dataclasses.MISSING}
 
 
 class Workspace:
@@ -104,12 +117,13 @@ class Workspace:
         self.v, self.c, self.p, self.a, self.f = (np.empty((n_bodies, 6)) for _ in range(5))
         self.dv, self.da, self.df = (np.empty((n_bodies, 2 * N, 6)) for _ in range(3))
         self.F, self.P = np.empty((n_bodies, N, 6)), np.empty((n_bodies, N, 6))
+        self.R, self.t, self.axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
+        self.U_base = np.empty((n_bodies, 6))
         self.derivatives = np.empty((N, 2 * N))
-        # the base-frame sweep: body poses, composite inertias and their rates, its columns
-        self.R, self.t = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3))
+        # the base-frame sweep: composite inertias and their rates, its columns; −M⁻¹ D transposed
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
-        self.columns = np.empty((8, N, 6))
-        self.product = np.empty((2 * N, N))  # −M⁻¹ D, transposed
+        self.columns = np.empty((7, N, 6))
+        self.product = np.empty((2 * N, N))
 
     @property
     def nbytes(self) -> int:
@@ -118,10 +132,10 @@ class Workspace:
 
     def arrays(self):
         return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f,
-                self.dv, self.da, self.df, self.F, self.P, self.derivatives)
+                self.dv, self.da, self.df, self.F, self.P, self.R, self.t, self.axes, self.U_base, self.derivatives)
 
     def base_frame_arrays(self):
-        return self.R, self.t, self.Y, self.Y_rate, self.columns, self.product
+        return self.Y, self.Y_rate, self.columns, self.product
 
 
 def workspace(model: Model) -> Workspace:
@@ -184,9 +198,9 @@ def _minus_product_into(M_inv, D, first_column, product, A):
 @kernel
 def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                    base_poses, joint_positions, base_twists, joint_velocities, torques,
-                   X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, derivatives,
-                   R, t, Y, Y_rate, columns, product,
-                   A, B, M_inv, accelerations, singular):
+                   X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R, t, axes, U_base, derivatives,
+                   Y, Y_rate, columns, product,
+                   A, B, M_inv, accelerations, singular, dt, A_d, B_d):
     """Linearize K states (leading axis of every state and output array).
 
     A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
@@ -194,8 +208,14 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
     where the derivatives are evaluated (Proposition 3.3), by the base-frame sweep
     (algorithms/base_frame_derivatives.py).  singular[k]: a joint whose
     articulated-body pivot vanishes at state k (M singular there), −2 if the result
-    is not finite, else −1.
+    is not finite, else −1.  dt > 0: also A_d, B_d of one Euler step
+    (discretization.euler_step_jacobians_into); else they are not touched.
+    Returns model.first_invalid_state of the inputs, (0, 0) when they are valid
+    (nothing computed otherwise).
     """
+    invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
+    if invalid[1] != 0:
+        return invalid
     N = M_inv.shape[1]
     n = N - (6 if floating_base else 0)
     g0 = np.zeros(6)
@@ -210,9 +230,10 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
         a0 = -g0
         if floating_base:
             a0 += accelerations[k, :6]
-        base_frame_derivatives_into(parent, S, I, X_up, subtree_end, floating_base, twist, a0, g0, r,
-                                    accelerations[k, N - n:], R, t, v, a, f, Y, Y_rate, columns, derivatives, False)
-        inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv[k])
+        base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
+        base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, axes, twist, a0, g0, r,
+                                    accelerations[k, N - n:], v, a, f, Y, Y_rate, columns, derivatives, False)
+        inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv[k])
         A[k] = 0.0
         for i in range(N):
             A[k, i, N + i] = 1.0  # ż_H = … + z_v, ż_s = z_r (3.20)
@@ -229,18 +250,28 @@ def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating
         B[k, N:, :] = M_inv[k][:, N - n:]
         if singular[k] < 0 and not (finite and np.isfinite(_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
+    if dt > 0.0:
+        euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+    return invalid
 
 
-def _linearize_stack(model: Model, arrays, out) -> None:
+def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
+    """The kernel on stacked (poses, s, v, r, τ) into ``out`` (:func:`_allocate`);
+    ValueError for a NaN/inf or non-rigid input."""
     announce_compilation(linearize_into)
     ws = workspace(model)
-    linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *ws.base_frame_arrays(), *out)
+    k, problem = linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *ws.base_frame_arrays(), *out[:5], dt,
+                                *out[5:])
+    if problem:
+        raise ValueError(state_problem(k, problem, len(arrays[0])))
 
 
-def _allocate(model: Model, K: int):
+def _allocate(model: Model, K: int, step: bool):
+    """(A, B, M_inv, ν̇, singular, A_d, B_d); A_d, B_d empty unless ``step``."""
     N, n = model.n_velocities, model.n_joints
+    d = (2 * N, 2 * N, n) if step else (0, 0, 0)
     return (np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N)),
-            np.empty(K, dtype=np.int64))
+            np.empty(K, dtype=np.int64), np.empty((K, d[0], d[1])), np.empty((K, d[0], d[2])))
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
@@ -267,12 +298,13 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     if contacts or isinstance(model, CoupledModel):
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
-    arrays = stack_states(model, [state], torques)
-    out = _allocate(model, 1)
-    _linearize_stack(model, arrays, out)
+    arrays = stack_states(model, [state], torques, check_values=False)  # (the kernel checks them)
+    fused = dt is not None and discretization == "euler"
+    out = _allocate(model, 1, fused)
+    _linearize_stack(model, arrays, out, dt if fused else 0.0)
     _check_finite(model, out, arrays)
-    A, B, M_inv, nu_dot = (x[0] for x in out[:4])
-    return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=arrays[-1][0], **step)
+    return _result(model, *(x[0] for x in out[:4]), state=state, joint_torques=arrays[-1][0],
+                   step=tuple(x[0] for x in out[5:]) if fused else None, **step)
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
@@ -301,17 +333,20 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
     arrays = stack_states(model, states, torques)
-    out = _allocate(model, K)
+    fused = dt is not None and discretization == "euler"
+    out = _allocate(model, K, fused)
     workers = max(1, min(workers or os.cpu_count() or 1, K))
+    dt_fused = dt if fused else 0.0
     if workers == 1:
-        _linearize_stack(model, arrays, out)
+        _linearize_stack(model, arrays, out, dt_fused)
     else:
         bounds = np.linspace(0, K, workers + 1).astype(int)
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out]),
-                                chunks))
+        list(_pool(workers).map(
+            lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out], dt_fused), chunks))
     _check_finite(model, out, arrays)
-    return _result(model, *out[:4], state=tuple(states), joint_torques=arrays[-1], **step)
+    return _result(model, *out[:4], state=tuple(states), joint_torques=arrays[-1], step=out[5:] if fused else None,
+                   **step)
 
 
 def _check_step(dt, discretization: str) -> None:
@@ -338,7 +373,7 @@ def _check_finite(model: Model, out, arrays) -> None:
     """ValueError, naming the state, if the mass matrix is singular there or A, B or
     M⁻¹ overflowed (e.g. joint velocities of 1e200): never a matrix of inf/NaN
     without a word.  (The kernel flags both: singular[k] ≥ 0 or −2.)"""
-    singular = out[-1]
+    singular = out[4]
     K = singular.shape[0]
     if K == 1 and singular[0] == -1 or K > 1 and singular.max() == -1 and singular.min() == -1:
         return
@@ -352,18 +387,20 @@ def _check_finite(model: Model, out, arrays) -> None:
                      f"position, velocity or torque is {largest:.3g}")
 
 
-def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization="euler", **fields
+def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization="euler", step=None, **fields
             ) -> Linearization:
-    """The Linearization, with A_d, B_d of a step when dt is given."""
+    """The Linearization, with A_d, B_d of a step when dt is given (``step``: already
+    computed by the kernel)."""
     base = nu_dot[..., :6] if model.floating_base else None
     joints = nu_dot[..., 6:] if model.floating_base else nu_dot
     if dt is not None:
-        twists = None if base is None else (state.base_twist if isinstance(state, State)
-                                            else np.array([s.base_twist for s in state]))
-        fields.update(zip(("A_d", "B_d"), step_jacobians(A, B, twists, base, dt, discretization)),
-                      dt=float(dt), discretization=discretization)
-    return Linearization(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
-                         state_labels=model.state_labels, state=state, **fields)
+        if step is None:
+            twists = None if base is None else (state.base_twist if isinstance(state, State)
+                                                else np.array([s.base_twist for s in state]))
+            step = step_jacobians(A, B, twists, base, dt, discretization)
+        fields.update(A_d=step[0], B_d=step[1], dt=float(dt), discretization=discretization)
+    return Linearization._make(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
+                               state_labels=model.state_labels, state=state, **fields)
 
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:

@@ -352,14 +352,23 @@ _STATE_PROBLEMS = {
     4: "base_twist contains NaN or inf",
     5: "base_pose is not a homogeneous transform (rotation part not orthonormal with det +1, "
        "or last row not [0, 0, 0, 1])",
+    6: "joint_torques contains NaN or inf",
 }
 
 
+def state_problem(k: int, problem: int, K: int) -> str:
+    """The message of :func:`first_invalid_state`'s (k, problem) among K states."""
+    return _STATE_PROBLEMS[problem] + (f" (state {k})" if K > 1 else "")
+
+
 @kernel
-def _first_invalid_state(poses, joint_positions, base_twists, joint_velocities):
-    """(k, problem) of the first invalid state, problem 0 if all are valid
+def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, joint_torques):
+    """(k, problem) of the first invalid state or torque, problem 0 if all are valid
     (codes in _STATE_PROBLEMS; tolerance 1e-6 on orthonormality and det)."""
     for k in range(poses.shape[0]):
+        for x in joint_torques[k]:
+            if not np.isfinite(x):
+                return k, 6
         for x in joint_positions[k]:
             if not np.isfinite(x):
                 return k, 1
@@ -386,12 +395,14 @@ def _first_invalid_state(poses, joint_positions, base_twists, joint_velocities):
     return 0, 0
 
 
-def stack_states(model: Model, states, joint_torques=None):
+def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True):
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
 
     Fixed-base models get identity poses and zero twists.  Raises ValueError,
     naming the state index, for wrong shapes, NaN/inf or a non-rigid pose.
+    check_values=False checks the shapes only, for a caller whose kernel runs
+    :func:`first_invalid_state` itself.
     """
     n, K = model.n_joints, len(states)
     where = (lambda k: f" (state {k})") if K > 1 else (lambda k: "")
@@ -421,14 +432,15 @@ def stack_states(model: Model, states, joint_torques=None):
     else:
         poses, twists = np.broadcast_to(np.eye(4), (K, 4, 4)), np.zeros((K, 6))
     poses = np.ascontiguousarray(poses, dtype=float)
-    k, problem = _first_invalid_state(poses, s, twists, r)
-    if problem:
-        raise ValueError(_STATE_PROBLEMS[problem] + where(k))
     if joint_torques is None:
         torques = np.zeros((K, n))
     else:
         torques = np.ascontiguousarray(joint_torques, dtype=float)
-        if torques.shape != (K, n) or not np.isfinite(torques).all():
-            raise ValueError(f"joint_torques must be finite with shape ({K}, {n})" if K > 1
-                             else f"joint_torques must be a finite vector of length {n}")
+        if torques.shape != (K, n):
+            raise ValueError(f"joint_torques must have shape ({K}, {n})" if K > 1
+                             else f"joint_torques must be a vector of length {n}")
+    if check_values:
+        k, problem = first_invalid_state(poses, s, twists, r, torques)
+        if problem:
+            raise ValueError(state_problem(k, problem, K))
     return poses, s, twists, r, torques

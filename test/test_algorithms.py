@@ -78,6 +78,23 @@ def test_extended_inverse_dynamics_derivatives_match_geometric_finite_difference
     assert np.all(D[:, :3] == 0.0)
 
 
+def test_base_frame_sweep_equals_the_body_frame_sweep_of_tables_4_2_to_4_5(rng):
+    """The fast sweep (every column in the base frame) against the literal one, all four
+    blocks, floating and fixed base; the thesis system's inertias are general symmetric
+    6×6 matrices, not rigid-body ones, and its joints helical and prismatic too."""
+    for model in _models(rng) + [load_example("talos"), load_example("ur5")]:
+        for _ in range(2):
+            state = random_state(model, rng)
+            base_acc = rng.normal(size=6) if model.floating_base else None
+            joint_acc = rng.normal(size=model.n_joints)
+            fast = rl.extended_inverse_dynamics_derivatives(model, state, base_acc, joint_acc).stacked()
+            literal = rl.extended_inverse_dynamics_derivatives(model, state, base_acc, joint_acc,
+                                                               frame="body").stacked()
+            assert np.abs(fast - literal).max() <= 1e-12 * np.abs(literal).max(), model.name
+    with pytest.raises(ValueError, match="frame must be"):
+        rl.extended_inverse_dynamics_derivatives(model, state, base_acc, joint_acc, frame="world")
+
+
 def test_fixed_base_inverse_dynamics_derivatives_match_finite_differences(rng):
     model = load_example("ur5")
     state = random_state(model, rng)

@@ -59,8 +59,12 @@ def test_trajectory_rejects_a_bad_state_by_index(rng):
                          base_twist=bad.base_twist, joint_velocities=bad.joint_velocities)
     with pytest.raises(ValueError, match=r"joint_positions contains NaN or inf \(state 2\)"):
         rl.linearize_trajectory(model, states)
-    with pytest.raises(ValueError, match="joint_torques must be finite with shape"):
+    with pytest.raises(ValueError, match="joint_torques must have shape"):
         rl.linearize_trajectory(model, states[:2], np.zeros((3, model.n_joints)))
+    torques = np.zeros((2, model.n_joints))
+    torques[1, 3] = np.inf
+    with pytest.raises(ValueError, match=r"joint_torques contains NaN or inf \(state 1\)"):
+        rl.linearize_trajectory(model, states[:2], torques)
     with pytest.raises(ValueError, match="at least one state"):
         rl.linearize_trajectory(model, [])
 

@@ -131,38 +131,31 @@ def _add_inertia_rate(Y, v, h, out, column):
 
 
 @kernel
-def base_frame_derivatives_into(parent, S, I, X_up, subtree_end, floating_base, base_twist, base_acceleration, g0,
-                                r, rdot, R, t, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
+def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, base_twist, base_acceleration, g0,
+                                r, rdot, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
     """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into ``derivatives``, every column in the base frame.
 
-    Inputs: the tree (parent, Γ = S (n+1, 6), body inertias I (n+1, 6, 6), X_up
-    (n+1, 6, 6), subtree_end), base_twist v (6,) and base_acceleration
+    Inputs: the tree (parent, body inertias I (n+1, 6, 6), subtree_end), the body
+    poses R, t and column axes J (N, 6) in the base frame
+    (kinematics.base_frame_poses_into), base_twist v (6,) and base_acceleration
     a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
-    accelerations ṙ (n,).  Scratch: R (n+1, 3, 3), t (n+1, 3) the body poses in
-    the base frame; v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the composite inertias
-    and their rates; columns (8, N, 6).  with_base_pose=False leaves D₁ID̄ zero,
-    which the linearization does not need (see linearize_into).
+    accelerations ṙ (n,).  Scratch: v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the
+    composite inertias and their rates; columns (7, N, 6).  with_base_pose=False
+    leaves D₁ID̄ zero, which the linearization does not need (see linearize_into).
     """
     n_bodies = v.shape[0]
     N = derivatives.shape[0]
     off = 6 if floating_base else 0
-    J, dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2], columns[3]
-    Y_J, Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6], columns[7]
+    dv_dq, da_dq, da_dr, Y_J = columns[0], columns[1], columns[2], columns[3]
+    Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6]
     tmp, tmp2 = np.empty(6), np.empty(6)
-    u = np.empty(3)
     derivatives[:] = 0.0
 
-    # forward: poses, twists, accelerations, column axes J and their rates, body inertias and wrenches
-    R[0] = 0.0
-    for k in range(3):
-        R[0, k, k] = 1.0
-    t[0] = 0.0
+    # forward: twists, accelerations, the columns' rates, body inertias and wrenches
     v[0] = base_twist
     a[0] = base_acceleration
-    if floating_base:  # Γ_0 = I₆, moving relative to the world, which is at rest and accelerates by −g_0
+    if floating_base:  # the base's parent, the world, is at rest and accelerates by −g_0
         for c in range(6):
-            J[c] = 0.0
-            J[c, c] = 1.0
             dv_dq[c] = 0.0
             tmp[:] = -g0
             cross_motion_into(tmp, J[c], da_dq[c])
@@ -171,25 +164,6 @@ def base_frame_derivatives_into(parent, S, I, X_up, subtree_end, floating_base, 
         if i > 0:
             p, k = parent[i], i - 1
             c = off + k
-            X = X_up[i]
-            # X = i_X_λ = [[E, Q], [0, E]], Q = q^ E with q the parent's origin in body i, so
-            # R_i = R_λ E^T and t_i = t_λ + R_λ u with u = −E^T q, u^ = −E^T Q
-            for row in range(3):
-                for col in range(3):
-                    R[i, row, col] = (R[p, row, 0] * X[3 + col, 3] + R[p, row, 1] * X[3 + col, 4]
-                                      + R[p, row, 2] * X[3 + col, 5])
-            u[0] = -(X[3, 5] * X[0, 4] + X[4, 5] * X[1, 4] + X[5, 5] * X[2, 4])
-            u[1] = -(X[3, 3] * X[0, 5] + X[4, 3] * X[1, 5] + X[5, 3] * X[2, 5])
-            u[2] = -(X[3, 4] * X[0, 3] + X[4, 4] * X[1, 3] + X[5, 4] * X[2, 3])
-            for row in range(3):
-                t[i, row] = t[p, row] + R[p, row, 0] * u[0] + R[p, row, 1] * u[1] + R[p, row, 2] * u[2]
-            s = S[i]
-            for row in range(3):  # J = ⁰X_i Γ_i = [R Γ_l + t × R Γ_a; R Γ_a]
-                J[c, 3 + row] = R[i, row, 0] * s[3] + R[i, row, 1] * s[4] + R[i, row, 2] * s[5]
-                J[c, row] = R[i, row, 0] * s[0] + R[i, row, 1] * s[1] + R[i, row, 2] * s[2]
-            J[c, 0] += t[i, 1] * J[c, 5] - t[i, 2] * J[c, 4]
-            J[c, 1] += t[i, 2] * J[c, 3] - t[i, 0] * J[c, 5]
-            J[c, 2] += t[i, 0] * J[c, 4] - t[i, 1] * J[c, 3]
             for row in range(6):
                 v[i, row] = v[p, row] + r[k] * J[c, row]
             cross_motion_into(v[p], J[c], dv_dq[c])

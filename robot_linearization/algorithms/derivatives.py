@@ -35,7 +35,7 @@ from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, mat_vec_
                        transform_motion_into)
 from .base_frame_derivatives import base_frame_derivatives_into
 from .inverse_dynamics import newton_euler_forward_into
-from .kinematics import base_gravity, base_twist, body_transforms
+from .kinematics import base_frame_poses_into, base_gravity, base_twist, body_transforms
 
 
 @dataclass(frozen=True)
@@ -200,11 +200,12 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, base_accel
     D = np.empty((N, 2 * N))
     v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
     if frame == "base":
+        R, t, axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
+        base_frame_poses_into(model.parent, model.motion_subspaces, X_up, model.floating_base, R, t, axes)
         base_frame_derivatives_into(
-            model.parent, model.motion_subspaces, model.inertias, X_up, model.subtree_end, model.floating_base,
-            base_twist(model, state), a0, g0, state.joint_velocities, rdot, np.empty((n_bodies, 3, 3)),
-            np.empty((n_bodies, 3)), v, a, f, np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6)),
-            np.empty((8, N, 6)), D, True)
+            model.parent, model.inertias, model.subtree_end, model.floating_base, R, t, axes,
+            base_twist(model, state), a0, g0, state.joint_velocities, rdot, v, a, f, np.empty((n_bodies, 6, 6)),
+            np.empty((n_bodies, 6, 6)), np.empty((7, N, 6)), D, True)
     else:
         newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
                                   base_twist(model, state), a0, state.joint_velocities, rdot, v, a, f)

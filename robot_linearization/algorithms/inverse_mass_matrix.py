@@ -4,14 +4,19 @@ M⁻¹ = ∂ν̇/∂τ̄ of the ABA run with zero velocity and gravity: every qu
 the ABA becomes linear in the extended input τ̄ = [τ̄_b; τ], and each pass
 carries the matrix of that linear map (column c as a 6-vector) instead of a vector.
 
+Every 6-vector here is expressed in the base frame (body 0), where the base's
+articulated inertia already is: the tables' transforms λ(i)_X^i between
+neighbouring bodies then vanish from the per-column loops (as in Carpentier's
+world-frame M⁻¹ in Pinocchio), leaving one transform of U_i per body.
+
 * Backward pass: F_i maps τ̄ to the articulated bias wrench of body i; row i of
-  M⁻¹ holds D_i⁻¹(e_i − Γ_i^T F_i) (Table 4.6 line 10).  Columns outside the
-  subtree of i are zero, so only the subtree's contiguous range is touched.
+  M⁻¹ holds D_i⁻¹(e_i − J_iᵀ F_i) (Table 4.6 line 10), J_i = ⁰X_i Γ_i.  Columns
+  outside the subtree of i are zero, so only the subtree's contiguous range is touched.
 * Base (IMMAmb only): M^A_0 a_0 = τ̄_b − F_0 τ̄, so the base rows of M⁻¹ are
   P_0 = (M^A_0)⁻¹[I, −F_0] — the garbled lines 15/18/25 of Table 4.7 derived.
-* Forward pass: row i −= D_i⁻¹ U_i^T i_X_λ(i) P_λ(i), then P_i = Γ_i row_i + i_X_λ P_λ,
-  for the columns c ≥ i only (descendants need no others), and M⁻¹ is filled by
-  symmetry (Tables C.3–C.4 correct the original IMMA's version of this pass).
+* Forward pass: row i −= D_i⁻¹ U_iᵀ P_λ(i), then P_i = P_λ(i) + J_i row_i, for the
+  columns c ≥ i only (descendants need no others), and M⁻¹ is filled by symmetry
+  (Tables C.3–C.4 correct the original IMMA's version of this pass).
 """
 
 from __future__ import annotations
@@ -20,16 +25,18 @@ import numpy as np
 
 from ..compiled import kernel
 from ..model import Model
-from ..spatial import axpy, dot6, lu_factor6, lu_solve6, transform_force_add, transform_motion_into
+from ..spatial import dot6, lu_factor6, lu_solve6
 from .forward_dynamics import articulated_inertias
-from .kinematics import body_transforms
+from .kinematics import base_frame_poses_into, body_transforms
 
 
 @kernel
-def inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U, D, F, P, M_inv):
-    """IMMA(mb) into M_inv (N, N), given the articulated inertias (I_A, U, D)
-    of the same configuration.  F, P (n+1, N, 6): scratch."""
-    n_bodies = X_up.shape[0]
+def inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv):
+    """IMMA(mb) into M_inv (N, N), given the articulated inertias (I_A, U, D, in body
+    frames) of the same configuration and the body poses R, t and column axes
+    (N, 6) in the base frame (kinematics.base_frame_poses_into).  U_base (n+1, 6),
+    F, P (n+1, N, 6): scratch."""
+    n_bodies = U.shape[0]
     N = M_inv.shape[0]
     off = 6 if floating_base else 0
     tmp = np.empty(6)
@@ -37,13 +44,21 @@ def inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U
     for i in range(n_bodies):  # F_i only ever holds the columns of its subtree
         F[i, off + i - 1 if i > 0 else 0:off + subtree_end[i]] = 0.0
     for i in range(n_bodies - 1, 0, -1):
-        row, end = off + i - 1, off + subtree_end[i]
+        p, row, end = parent[i], off + i - 1, off + subtree_end[i]
+        Rot, u, W = R[i], U[i], U_base[i]  # U_i in the base frame: [R U_l; t × R U_l + R U_a]
+        for q in range(3):
+            W[q] = Rot[q, 0] * u[0] + Rot[q, 1] * u[1] + Rot[q, 2] * u[2]
+            W[3 + q] = Rot[q, 0] * u[3] + Rot[q, 1] * u[4] + Rot[q, 2] * u[5]
+        W[3] += t[i, 1] * W[2] - t[i, 2] * W[1]
+        W[4] += t[i, 2] * W[0] - t[i, 0] * W[2]
+        W[5] += t[i, 0] * W[1] - t[i, 1] * W[0]
+        J = axes[row]
         M_inv[row, row] = 1.0 / D[i]
         for c in range(row, end):
-            M_inv[row, c] -= (dot6(S[i], F[i, c])) / D[i]
-            tmp[:] = F[i, c]
-            axpy(M_inv[row, c], U[i], tmp)
-            transform_force_add(X_up[i], tmp, F[parent[i], c])
+            M_inv[row, c] -= dot6(J, F[i, c]) / D[i]
+            value = M_inv[row, c]
+            for q in range(6):
+                F[p, c, q] += F[i, c, q] + value * W[q]
     if floating_base:
         LU, pivots = np.empty((6, 6)), np.empty(6, dtype=np.int64)
         lu_factor6(I_A[0], LU, pivots)
@@ -59,12 +74,13 @@ def inverse_mass_matrix_into(parent, S, X_up, subtree_end, floating_base, I_A, U
     else:
         P[0] = 0.0
     for i in range(1, n_bodies):  # P_i is read by descendants for columns ≥ their row only
-        row = off + i - 1
+        p, row = parent[i], off + i - 1
+        J, W = axes[row], U_base[i]
         for c in range(row, N):
-            transform_motion_into(X_up[i], P[parent[i], c], tmp)
-            M_inv[row, c] -= (dot6(U[i], tmp)) / D[i]
-            P[i, c] = tmp
-            axpy(M_inv[row, c], S[i], P[i, c])
+            M_inv[row, c] -= dot6(W, P[p, c]) / D[i]
+            value = M_inv[row, c]
+            for q in range(6):
+                P[i, c, q] = P[p, c, q] + value * J[q]
     for r in range(N):
         for c in range(r + 1, N):
             M_inv[c, r] = M_inv[r, c]
@@ -74,9 +90,11 @@ def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray
     """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed)."""
     X_up = body_transforms(model, np.asarray(joint_positions, dtype=float))
     I_A, U, D = articulated_inertias(model, X_up)
-    N = model.n_velocities
+    N, n_bodies = model.n_velocities, model.n_bodies
+    R, t, axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
+    base_frame_poses_into(model.parent, model.motion_subspaces, X_up, model.floating_base, R, t, axes)
     M_inv = np.empty((N, N))
-    scratch = np.empty((2, model.n_bodies, N, 6))
-    inverse_mass_matrix_into(model.parent, model.motion_subspaces, X_up, model.subtree_end, model.floating_base,
-                             I_A, U, D, scratch[0], scratch[1], M_inv)
+    scratch = np.empty((2, n_bodies, N, 6))
+    inverse_mass_matrix_into(model.parent, model.subtree_end, model.floating_base, R, t, axes, I_A, U, D,
+                             np.empty((n_bodies, 6)), scratch[0], scratch[1], M_inv)
     return M_inv

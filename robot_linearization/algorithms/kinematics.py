@@ -21,6 +21,44 @@ def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_u
         mat_mat_into(X_joint, tree_transforms[i], X_up[i])
 
 
+@kernel
+def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
+    """Every body's pose in the base frame, rotation R (n+1, 3, 3) and origin t
+    (n+1, 3), and the axis of every velocity column in that frame, axes (N, 6):
+    the base's Γ_0 = I₆ (floating base), then ⁰X_i Γ_i = [R Γ_l + t × R Γ_a; R Γ_a]
+    for the joint moving body i.  From the i_X_λ(i) of :func:`body_transforms_into`."""
+    off = 6 if floating_base else 0
+    R[0] = 0.0
+    t[0] = 0.0
+    for k in range(3):
+        R[0, k, k] = 1.0
+    for c in range(off):
+        axes[c] = 0.0
+        axes[c, c] = 1.0
+    for i in range(1, R.shape[0]):
+        p, c = parent[i], off + i - 1
+        X = X_up[i]
+        # X = i_X_λ = [[E, Q], [0, E]], Q = q^ E with q the parent's origin in body i, so
+        # R_i = R_λ Eᵀ and t_i = t_λ + R_λ u with u = −Eᵀ q, u^ = −Eᵀ Q
+        for row in range(3):
+            for col in range(3):
+                R[i, row, col] = (R[p, row, 0] * X[3 + col, 3] + R[p, row, 1] * X[3 + col, 4]
+                                  + R[p, row, 2] * X[3 + col, 5])
+        u0 = -(X[3, 5] * X[0, 4] + X[4, 5] * X[1, 4] + X[5, 5] * X[2, 4])
+        u1 = -(X[3, 3] * X[0, 5] + X[4, 3] * X[1, 5] + X[5, 3] * X[2, 5])
+        u2 = -(X[3, 4] * X[0, 3] + X[4, 4] * X[1, 3] + X[5, 4] * X[2, 3])
+        for row in range(3):
+            t[i, row] = t[p, row] + R[p, row, 0] * u0 + R[p, row, 1] * u1 + R[p, row, 2] * u2
+        s = S[i]
+        J = axes[c]
+        for row in range(3):
+            J[3 + row] = R[i, row, 0] * s[3] + R[i, row, 1] * s[4] + R[i, row, 2] * s[5]
+            J[row] = R[i, row, 0] * s[0] + R[i, row, 1] * s[1] + R[i, row, 2] * s[2]
+        J[0] += t[i, 1] * J[5] - t[i, 2] * J[4]
+        J[1] += t[i, 2] * J[3] - t[i, 0] * J[5]
+        J[2] += t[i, 0] * J[4] - t[i, 1] * J[3]
+
+
 def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """i_X_λ(i) for every body, shape (n+1, 6, 6)."""
     X_up = np.empty((model.n_bodies, 6, 6))

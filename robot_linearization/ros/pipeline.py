@@ -108,11 +108,12 @@ class LinearizationPipeline:
         n = model.n_joints
         warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
                      base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
-        try:
-            linearize(model, warm, dt=self.config.discretization_dt or None,
-                      discretization=self.config.discretization)
-        except ValueError:
-            pass  # (a state where this model is singular: compiled all the same)
+        step = {"dt": self.config.discretization_dt or None, "discretization": self.config.discretization}
+        for contacts in ((), self.contacts) if self.contacts else ((),):  # the contact kernel too, if in use
+            try:
+                linearize(model, warm, contacts=contacts, **step)
+            except ValueError:
+                pass  # (singular at this state: compiled all the same; or contacts this model lacks)
         return model
 
     def reject_description(self, error: str) -> str:
