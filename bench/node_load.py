@@ -61,7 +61,8 @@ class LoadClient:
         rng = np.random.default_rng(0)
         H = se3_exp(np.r_[0.0, 0.0, 1.0, 0.1 * rng.normal(size=3)])
         base_frame = model.body_names[0]
-        self.joint_state = joint_state_message(self.factory, 0, model.joint_names, 0.3 * rng.normal(size=model.n_joints),
+        self.joint_state = joint_state_message(self.factory, 0, model.joint_names,
+                                               0.3 * rng.normal(size=model.n_joints),
                                                rng.normal(size=model.n_joints), np.zeros(model.n_joints))
         self.odometry = odometry_message(self.factory, 0, "odom", base_frame, H, 0.1 * rng.normal(size=6))
         self.js_pub = self.node.create_publisher(JointState, f"/{namespace}/joint_states", qos_profile_sensor_data)

@@ -305,7 +305,8 @@ class State:
         object.__setattr__(self, "joint_positions", np.array(joint_positions, dtype=float).reshape(-1))
         object.__setattr__(self, "joint_velocities", np.array(joint_velocities, dtype=float).reshape(-1))
         object.__setattr__(self, "base_pose", None if base_pose is None else np.array(base_pose, dtype=float))
-        object.__setattr__(self, "base_twist", None if base_twist is None else np.array(base_twist, dtype=float).reshape(-1))
+        object.__setattr__(self, "base_twist",
+                           None if base_twist is None else np.array(base_twist, dtype=float).reshape(-1))
 
     @classmethod
     def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,

@@ -123,4 +123,5 @@ def test_forward_dynamics_and_mass_matrix_match_pinocchio(rng, name):
         np.testing.assert_allclose(ours, ddq_pin, atol=1e-9 * np.abs(ddq_pin).max())
         M_pin = pin.crba(oracle.pmodel, oracle.data, oracle.configuration(state))
         M_pin = (np.triu(M_pin) + np.triu(M_pin, 1).T)[np.ix_(oracle.perm, oracle.perm)]
-        np.testing.assert_allclose(rl.mass_matrix(model, state.joint_positions), M_pin, atol=1e-10 * np.abs(M_pin).max())
+        np.testing.assert_allclose(rl.mass_matrix(model, state.joint_positions), M_pin,
+                                   atol=1e-10 * np.abs(M_pin).max())

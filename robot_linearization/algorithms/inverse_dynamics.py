@@ -10,7 +10,8 @@ import numpy as np
 
 from ..compiled import kernel
 from ..model import Model, State
-from ..spatial import axpy, cross_force_into, cross_motion_into, mat_vec_into, transform_force_add, transform_motion_into
+from ..spatial import (axpy, cross_force_into, cross_motion_into, mat_vec_into, transform_force_add,
+                       transform_motion_into)
 from .kinematics import base_gravity, base_twist, body_transforms
 from .mass_matrix import composite_inertias
 
