@@ -1,8 +1,30 @@
+import os
+import subprocess
+import sys
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.install import install
 
 package_name = "robot_linearization"
+
+
+class InstallAndPrecompile(install):
+    """`setup.py install` (what colcon build runs), then the kernels compiled into the
+    installed package's cache (robot_linearization/precompile.py), so that the node's
+    first start is a warm one.  Skipped when installing into a staging root (pip
+    building a wheel: the cache must be made where the package finally lives; pip
+    users run `python -m robot_linearization.precompile`, scripts/venv.sh does), or
+    with ROBOT_LINEARIZATION_PRECOMPILE=0.  A failure only warns."""
+
+    def run(self):
+        super().run()
+        if self.root or os.environ.get("ROBOT_LINEARIZATION_PRECOMPILE", "1") == "0":
+            return
+        environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [self.install_lib] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        print("compiling robot_linearization's kernels into the installation (about a minute, once) ...")
+        subprocess.call([sys.executable, "-m", f"{package_name}.precompile"], env=environment)
 
 setup(
     name=package_name,
@@ -22,7 +44,8 @@ setup(
     extras_require={"test": ["pytest>=7", "example-robot-data>=4.1",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1"]},
-    zip_safe=True,
+    zip_safe=False,  # the compiled kernels are cached beside the installed sources
+    cmdclass={"install": InstallAndPrecompile},
     maintainer="robot_linearization developers",
     maintainer_email="robot-linearization@example.invalid",
     description="Singularity-free geometric linearization (A, B, M^-1) of floating-base robot dynamics for ROS 2",

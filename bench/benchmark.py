@@ -12,12 +12,20 @@ against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; t
 discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
 IntegratedActionModelEuler calc + calcDiff; the MPC-horizon API, the first-call cost
 and the memory per model.
+
+Every timed path runs on one thread, so numpy's BLAS is held to one thread too:
+its idle pool otherwise spins on the second core after each call (the finite
+differences, scipy's expm) and slowed every timing taken after them, Pinocchio's
+and Crocoddyl's alike, by up to 2× on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # before numpy is imported (module docstring)
 import subprocess
 import sys
 import sysconfig
@@ -251,14 +259,18 @@ def step_rows(details, rng, repeat):
         for state, tau in list(zip(states, torques))[:5]:
             times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau), repeat))
             times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT), repeat))
-            times["zoh"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT,
-                                                                 discretization="zoh"), repeat // 4))
             x, u = croco.inputs(state, tau)
             times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
             lin = rl.linearize(model, state, tau, dt=STEP_DT)
             F_x, F_u = croco.jacobians(x, u)
             for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
                 err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+        # zoh last: scipy's expm runs threaded BLAS, whose threads spin on the other core for a while
+        # after each call and would slow every timing beside them (2 cores)
+        for state, tau in list(zip(states, torques))[:5]:
+            times["zoh"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT,
+                                                                 discretization="zoh"), repeat // 4))
+        time.sleep(1.0)
         A_fd, B_fd = finite_difference_step(model, state, tau, STEP_DT)
         err_fd = max(float(np.abs(lin.A_d - A_fd).max() / np.abs(A_fd).max()),
                      float(np.abs(lin.B_d - B_fd).max() / np.abs(B_fd).max()))

@@ -9,7 +9,8 @@ rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at 
 rate (sensor-data QoS, as a robot driver does), and records when each cycle's ~/stamp
 arrives (it is published after A, B and M⁻¹, which this script also subscribes to).
 Prints the share of joint states linearized, the latency from the input stamp to the
-arrival of the outputs (p50, p99), and the node process's CPU time per cycle.
+arrival of the outputs (p50, p99), the node process's CPU time per cycle, and the
+seconds from starting the node's process to its first output (the first start).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class LoadClient:
 def measure(name: str, path: str, rate: float, seconds: float, extra: list[str]) -> dict:
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
+    started = time.monotonic()
     node = subprocess.Popen(
         [sys.executable, "-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
          "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra],
@@ -121,6 +123,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str])
                 raise RuntimeError(f"the node gave no output: {node.stderr.read() if node.poll() is not None else ''}")
             client.publish()
             time.sleep(0.01)
+        first_output = time.monotonic() - started
         client.run(rate, 2.0)  # warm-up: discovery settled, caches hot
         time.sleep(0.5)
         client.arrivals.clear()
@@ -138,7 +141,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str])
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
             "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
-            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds}
+            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds, "first_output": first_output}
 
 
 def main() -> None:
@@ -154,11 +157,11 @@ def main() -> None:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; heatmaps "
               f"{'off' if args.no_heatmaps else 'on (default rate)'}")
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
-              f"{'node CPU':>10}")
+              f"{'node CPU':>10}{'first output s':>16}")
         for name in args.robots:
             r = measure(name, ROBOTS[name], args.rate, args.seconds, extra)
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
-                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%")
+                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}")
     finally:
         rclpy.try_shutdown()
 

@@ -21,6 +21,8 @@ flow of ż = A z + B w over dt with w held, by one matrix exponential.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import expm
 
@@ -37,7 +39,7 @@ zero-order hold of the continuous (A, B)."""
 
 
 def check_dt(dt) -> float:
-    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (dt > 0 and np.isfinite(dt)):
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (0 < dt < math.inf):
         raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
     return float(dt)
 

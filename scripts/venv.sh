@@ -15,6 +15,7 @@ if [ "${installed%% *}" != "$stamp" ]; then
   echo "installing robot_linearization${extras:+[$extras]} into .venv (again only when its sources change) ..." >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet ".${extras:+[$extras]}"
+  .venv/bin/python -m robot_linearization.precompile  # the kernels compiled now, not at first use
   echo "$stamp $extras" > .venv/.robot_linearization-installed
 elif [ -n "$extras" ] && [ "${installed#* }" != "$extras" ]; then
   # same sources, extras missing: install only the extras' requirements, not the package again

@@ -109,3 +109,15 @@ def test_the_demo_launch_stands_the_bundled_robot_on_its_own_feet():
     text = (_source_tree() / "launch" / "demo.launch.py").read_text()
     feet = re.search(r'FEET = "([^"]+)"', text).group(1)
     assert tuple(f.strip() for f in feet.split(",")) == BUNDLED_FEET
+
+
+def test_precompile_runs_every_kernel_the_node_uses_and_says_so():
+    """`python -m robot_linearization.precompile` (run by colcon's install and scripts/venv.sh):
+    exit 0 and one line; the kernels are warm here, so it takes seconds, not a minute."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "robot_linearization.precompile"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "kernels compiled and cached" in done.stderr

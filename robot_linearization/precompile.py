@@ -1,0 +1,55 @@
+"""Compile every kernel once, at install time, so that no process pays for it later.
+
+    python -m robot_linearization.precompile
+
+numba compiles a kernel on its first call and caches the machine code on disk,
+next to the installed sources (or in $NUMBA_CACHE_DIR): ≈ 30 s on 2 cores for
+all of them, after which a new process loads them in under a second.  This runs
+the calls that a node, the API and the CLI make — a floating and a fixed base,
+the step Jacobians, rigid contacts, a step of the simulated robot, a heatmap —
+on the bundled quadruped, so the first start after an install is a warm start.
+`colcon build` runs it after installing the package (setup.py); scripts/venv.sh
+after `pip install`.  Running it again costs about a second.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+def precompile() -> float:
+    """Compile (or load from the cache) every kernel; returns the seconds it took."""
+    start = time.perf_counter()
+    import robot_linearization as rl
+    from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+    from robot_linearization.ros.images import heatmap_rgb
+
+    for floating_base in (True, False):
+        model = rl.load_urdf(bundled_urdf_path(), floating_base=floating_base)
+        n = model.n_joints
+        state = rl.State(base_pose=np.eye(4) if floating_base else None, joint_positions=np.tile([0.0, 0.8, -1.5], 4),
+                         base_twist=np.zeros(6) if floating_base else None, joint_velocities=np.zeros(n))
+        lin = rl.linearize(model, state, dt=1e-3)
+        rl.linearize(model, state, contacts=BUNDLED_FEET, dt=1e-3)
+        rl.step(model, state, np.zeros(n), 1e-3, contacts=BUNDLED_FEET)
+        rl.step(model, state, np.zeros(n), 1e-3)
+        heatmap_rgb(lin.A, cell=2)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    try:
+        seconds = precompile()
+    except Exception as e:  # noqa: BLE001 - an install must not fail on this: the kernels then compile on first use
+        print(f"robot_linearization: could not precompile the kernels ({e!r}); they will compile on first use",
+              file=sys.stderr)
+        return 1
+    print(f"robot_linearization: kernels compiled and cached ({seconds:.1f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
