@@ -33,7 +33,7 @@ from std_msgs.msg import Float64MultiArray, Header
 
 import robot_linearization as rl
 from robot_linearization.robots import bundled_urdf_path
-from robot_linearization.ros.messages import joint_state_message, odometry_message
+from robot_linearization.ros.messages import joint_state_message, matrix_message, odometry_message
 from robot_linearization.ros.node import RclpyFactory
 from robot_linearization.spatial import se3_exp
 
@@ -107,14 +107,47 @@ class LoadClient:
         self.node.destroy_node()
 
 
-def measure(name: str, path: str, rate: float, seconds: float, extra: list[str]) -> dict:
+def serve_floor(namespace: str, nv: int, n: int) -> None:
+    """The floor of any rclpy node with this interface (--floor): the node's input loop
+    (a wait set on joint_states and odom), and for each joint state the same four
+    messages published — A, B, M⁻¹ of the robot's sizes, prebuilt, and the stamp —
+    with no linearization, pairing or conversion at all."""
+    from rclpy._rclpy_pybind11 import WaitSet
+
+    rclpy.init()
+    node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
+    factory = RclpyFactory()
+    matrices = {name: matrix_message(factory, np.zeros(shape)) for name, shape in
+                (("A", (2 * nv, 2 * nv)), ("B", (2 * nv, n)), ("M_inv", (nv, nv)))}
+    publishers = {name: node.create_publisher(Float64MultiArray, f"~/{name}", 10) for name in matrices}
+    stamp_pub = node.create_publisher(Header, "~/stamp", 10)
+    subscriptions = [node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data)
+                     for t, topic in ((JointState, "joint_states"), (Odometry, "odom"))]
+    wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
+    while rclpy.ok():
+        wait_set.clear_entities()
+        for sub in subscriptions:
+            wait_set.add_subscription(sub.handle)
+        wait_set.wait(100_000_000)
+        ready = wait_set.get_ready_entities("subscription")
+        for sub in subscriptions:
+            if sub.handle.pointer not in ready:
+                continue
+            while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
+                if sub.msg_type is JointState:
+                    for name, message in matrices.items():
+                        publishers[name].publish(message)
+                    stamp_pub.publish(taken[0].header)
+
+
+def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False) -> dict:
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
     started = time.monotonic()
-    node = subprocess.Popen(
-        [sys.executable, "-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
-         "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints)]
+               if floor else ["-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
+                              "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
+    node = subprocess.Popen([sys.executable, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     client = LoadClient(model, namespace)
     try:
         deadline = time.monotonic() + 120.0  # the first start may compile
@@ -150,16 +183,23 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="input rate [Hz]")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window [s]")
     parser.add_argument("--no-heatmaps", action="store_true", help="publish_heatmaps:=false")
+    parser.add_argument("--floor", action="store_true",
+                        help="instead of the node, a bare rclpy process that takes the inputs and publishes "
+                             "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
+    if sys.argv[1:2] == ["--serve-floor"]:
+        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
     args = parser.parse_args()
     extra = ["-p", "publish_heatmaps:=false"] if args.no_heatmaps else []
     rclpy.init()
     try:
-        print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; heatmaps "
-              f"{'off' if args.no_heatmaps else 'on (default rate)'}")
+        print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
+              + ("the rclpy floor (--floor), not the node" if args.floor else
+                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}"))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}")
         for name in args.robots:
-            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra)
+            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor)
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
                   f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}")
     finally:

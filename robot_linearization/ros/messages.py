@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -120,9 +121,8 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
             out[field] = np.zeros(len(joint_names))
             continue
         values = fields[field][order] if len(order) else np.zeros(0)
-        bad = ~np.isfinite(values)
-        if bad.any() and (field != "effort" or need_effort):
-            names = [joint_names[i] for i in np.flatnonzero(bad)][:5]
+        if (field != "effort" or need_effort) and not np.isfinite(values).all():
+            names = [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))][:5]
             raise InputError(f"joint_states {field} of {names} is NaN or inf")
         out[field] = values
     assumed = []
@@ -163,21 +163,23 @@ def odometry_base_state(msg, expected_child_frame: str):
     if expected_child_frame and msg.child_frame_id != expected_child_frame:
         raise InputError(f"odometry child_frame_id is '{msg.child_frame_id}', expected the base frame "
                          f"'{expected_child_frame}' (its twist must be expressed in the base frame)")
+    # plain floats: for 3- and 4-vectors, numpy's per-call overhead is most of the cost (1 kHz)
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     t_lin, t_ang = msg.twist.twist.linear, msg.twist.twist.angular
-    position = np.array([p.x, p.y, p.z], dtype=float)
-    quaternion = np.array([q.w, q.x, q.y, q.z], dtype=float)
-    twist = np.array([t_lin.x, t_lin.y, t_lin.z, t_ang.x, t_ang.y, t_ang.z], dtype=float)
-    if not (np.isfinite(position).all() and np.isfinite(quaternion).all() and np.isfinite(twist).all()):
+    position = (float(p.x), float(p.y), float(p.z))
+    w, x, y, z = float(q.w), float(q.x), float(q.y), float(q.z)
+    twist = (float(t_lin.x), float(t_lin.y), float(t_lin.z), float(t_ang.x), float(t_ang.y), float(t_ang.z))
+    if not all(math.isfinite(value) for value in (*position, w, x, y, z, *twist)):
         raise InputError("odometry contains NaN or inf")
-    norm = np.linalg.norm(quaternion)
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
     if norm < 1e-9:
         raise InputError("odometry orientation is the zero quaternion")
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise InputError(f"odometry orientation is not a unit quaternion (|q| = {norm:.3g})")
     H = np.eye(4)
-    H[:3, :3] = quaternion_rotation(*(quaternion / norm))
+    H[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
     H[:3, 3] = position
+    twist = np.array(twist)
     return H, twist
 
 

@@ -273,8 +273,15 @@ class LinearizationPipeline:
         """(H, twist) of the odometry nearest to ``stamp``, or the reason there is none."""
         if not self._odometry:
             return "no odometry received yet"
-        best = min(self._odometry, key=lambda item: abs(item[0] - stamp))
-        gap = abs(best[0] - stamp) * 1e-9
+        # the buffer's stamps increase (older ones are refused), so |gap| falls then rises from the newest
+        # back: stop at the turn (on a tie the older one, as min() over the buffer would pick)
+        best, best_gap = None, None
+        for item in reversed(self._odometry):
+            item_gap = abs(item[0] - stamp)
+            if best is not None and item_gap > best_gap:
+                break
+            best, best_gap = item, item_gap
+        gap = best_gap * 1e-9
         if gap > self.config.pairing_tolerance:
             return (f"no odometry within {self.config.pairing_tolerance} s of the joint state "
                     f"(nearest {gap:.3f} s away)")
