@@ -251,7 +251,9 @@ class LinearizationNode(Node):
     def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
-                for name, message in output_messages(self.factory, out, self.pipeline.base_frame).items():
+                # the matrices as CDR bytes: rclpy publishes them as they are (messages.matrix_cdr)
+                for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
+                                                     serialized=True).items():
                     self.out[name].publish(message)
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"linearization cycle failed: {e!r}")
