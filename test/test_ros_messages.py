@@ -6,12 +6,15 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 
 from robot_linearization.ros.messages import (
+    CdrInputs,
     InputError,
     RosbagsFactory,
     diagnostic_array_message,
     image_message,
     joint_state_arrays,
     joint_state_message,
+    header_cdr,
+    header_message,
     matrix_cdr,
     matrix_from_message,
     matrix_message,
@@ -52,6 +55,13 @@ def test_serialized_matrix_is_byte_for_byte_what_a_cdr_serializer_writes(rng, sh
     received = TYPESTORE.deserialize_cdr(matrix_cdr(M), "std_msgs/msg/Float64MultiArray")
     np.testing.assert_array_equal(matrix_from_message(received), M)
     assert matrix_cdr(np.asfortranarray(M)) == matrix_cdr(M)  # row-major whatever the memory order
+
+
+@pytest.mark.parametrize("frame_id", ["", "base_link", "odom", "a" * 13])
+def test_serialized_stamp_is_byte_for_byte_what_a_cdr_serializer_writes(frame_id):
+    ns = 1_795_351_850_510_700_673
+    expected = TYPESTORE.serialize_cdr(header_message(FACTORY, ns, frame_id), "std_msgs/msg/Header")
+    assert header_cdr(ns, frame_id) == expected
 
 
 def test_matrix_from_message_rejects_a_wrong_layout(rng):
@@ -170,3 +180,58 @@ def test_heatmap_image_and_diagnostics_serialize(rng):
     np.testing.assert_array_equal(np.asarray(msg.data).reshape(rgb.shape), rgb)
     diag = wire(diagnostic_array_message(FACTORY, [(1, "robot_linearization", "stale", {"age": 3})], 9))
     assert diag.status[0].level == 1 and diag.status[0].values[0].value == "3"
+
+
+@pytest.mark.parametrize("little_endian", [True, False])
+def test_inputs_read_from_cdr_equal_the_deserialized_messages(rng, little_endian):
+    """The node takes joint states and odometry serialized and reads them in place
+    (CdrInputs): the same arrays, pose and twist as from the messages a CDR
+    deserializer (rosbags, the real definitions) builds from the same bytes — for
+    either byte order, joint names repeated (decoded once) or changed, empty
+    velocity/effort arrays, odd-length frame names (alignment)."""
+    reader = CdrInputs()
+    joints = ("j1", "joint_two", "c")
+    for k, (names, velocities, efforts) in enumerate([
+            (joints, rng.normal(size=3), rng.normal(size=3)),
+            (joints, rng.normal(size=3), ()),  # names repeated: decoded from the cache
+            (("c", "j1", "joint_two", "extra_joint"), (), ()),  # reordered, an extra joint, nothing measured
+            (joints, rng.normal(size=3), rng.normal(size=3))]):
+        msg = joint_state_message(FACTORY, 1_700_000_000_123_456_789 + k, names, rng.normal(size=len(names)),
+                                  velocities, efforts)
+        msg.header.frame_id = "odd"
+        raw = TYPESTORE.serialize_cdr(msg, "sensor_msgs/msg/JointState", little_endian=little_endian)
+        fields = reader.joint_state(raw)
+        assert fields.stamp_ns == 1_700_000_000_123_456_789 + k and fields.name == tuple(names)
+        expected = joint_state_arrays(TYPESTORE.deserialize_cdr(raw, "sensor_msgs/msg/JointState"), joints,
+                                      need_effort=True)
+        for ours, theirs in zip(joint_state_arrays(fields, joints, need_effort=True), expected):
+            if isinstance(theirs, np.ndarray):
+                np.testing.assert_array_equal(ours, theirs)
+            else:
+                assert ours == theirs
+    H = se3_exp(rng.normal(size=6))
+    twist = rng.normal(size=6)
+    for child in ("base_link", "b", "trunk"):
+        msg = odometry_message(FACTORY, 1_700_000_000_000_000_007, "odom", child, H, twist)
+        raw = TYPESTORE.serialize_cdr(msg, "nav_msgs/msg/Odometry", little_endian=little_endian)
+        fields = reader.odometry(raw)
+        assert fields.stamp_ns == 1_700_000_000_000_000_007 and fields.child_frame_id == child
+        H_ours, twist_ours = odometry_base_state(fields, child)
+        H_msg, twist_msg = odometry_base_state(TYPESTORE.deserialize_cdr(raw, "nav_msgs/msg/Odometry"), child)
+        np.testing.assert_array_equal(H_ours, H_msg)
+        np.testing.assert_array_equal(twist_ours, twist_msg)
+        np.testing.assert_allclose(H_ours, H, atol=1e-12)
+
+
+def test_cdr_inputs_refuse_truncated_bytes_and_leave_other_encodings_to_the_deserializer(rng):
+    reader = CdrInputs()
+    msg = joint_state_message(FACTORY, 5, ("a", "b"), [0.1, 0.2], [0.0, 0.0])
+    raw = TYPESTORE.serialize_cdr(msg, "sensor_msgs/msg/JointState")
+    with pytest.raises(InputError, match="truncated or malformed"):
+        reader.joint_state(raw[:-9])
+    odometry = TYPESTORE.serialize_cdr(odometry_message(FACTORY, 5, "odom", "base_link", np.eye(4), np.zeros(6)),
+                                       "nav_msgs/msg/Odometry")
+    with pytest.raises(InputError, match="truncated or malformed"):
+        reader.odometry(odometry[:200])
+    xcdr2 = b"\x00\x07\x00\x00" + raw[4:]  # (D)CDR2 little endian: not plain CDR
+    assert reader.joint_state(xcdr2) is None and reader.odometry(xcdr2) is None

@@ -22,11 +22,12 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
+from rclpy.serialization import deserialize_message
 from std_srvs.srv import Trigger
 
 from .images import heatmap_rgb
-from .messages import (MessageFactory, contact_labels_message, diagnostic_array_message, heatmap_messages,
-                       output_messages, output_topics, state_labels_message)
+from .messages import (CdrInputs, MessageFactory, contact_labels_message, diagnostic_array_message,
+                       heatmap_messages, output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
 
@@ -172,10 +173,12 @@ class LinearizationNode(Node):
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
         inputs = ServedByTheInputLoop()
+        # taken serialized: read in place by CdrInputs rather than built into Python messages
         joint_states = self.create_subscription(JointState, "joint_states", lambda msg: None,
-                                                qos_profile_sensor_data, callback_group=inputs)
+                                                qos_profile_sensor_data, callback_group=inputs, raw=True)
         odometry = self.create_subscription(Odometry, "odom", lambda msg: None, qos_profile_sensor_data,
-                                            callback_group=inputs)
+                                            callback_group=inputs, raw=True)
+        reader = CdrInputs()
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
         self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
         self.on_input_step = settings.rate_hz == 0.0
@@ -184,8 +187,9 @@ class LinearizationNode(Node):
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
         if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
-        self.input_loop = InputLoop(self, [(joint_states, self._input(self.pipeline.on_joint_state)),
-                                           (odometry, self._input(self.pipeline.on_odometry))], settings.description)
+        self.input_loop = InputLoop(self, [
+            (joint_states, self._input(self.pipeline.on_joint_state, reader.joint_state, JointState)),
+            (odometry, self._input(self.pipeline.on_odometry, reader.odometry, Odometry))], settings.description)
         self.input_loop.start()
         self.get_logger().info("ready")
 
@@ -230,11 +234,15 @@ class LinearizationNode(Node):
             return
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
-    def _input(self, handler):
-        """Input loop's handler: hand the message to the pipeline, then (without
-        rate_hz) publish whatever it has made ready — a joint state waiting for
-        its odometry is completed by the odometry message."""
-        guarded = self._guard(handler)
+    def _input(self, handler, read, message_type):
+        """Input loop's handler of a serialized message: read it (``read``, or rclpy's
+        deserializer for an encoding ``read`` does not know), hand it to the pipeline,
+        then (without rate_hz) publish whatever it has made ready — a joint state
+        waiting for its odometry is completed by the odometry message."""
+        def read_and_handle(raw):
+            fields = read(raw)
+            handler(fields if fields is not None else deserialize_message(raw, message_type))
+        guarded = self._guard(read_and_handle)
 
         def on_message(msg):
             with self.lock:

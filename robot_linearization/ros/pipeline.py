@@ -20,7 +20,8 @@ from ..contacts import ContactError, format_contacts, parse_contacts, resolve
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
-from .messages import InputError, joint_state_arrays, odometry_base_state, stamp_to_ns
+from .messages import (InputError, JointStateFields, OdometryFields, joint_state_arrays, odometry_base_state,
+                       stamp_to_ns)
 
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
@@ -165,11 +166,11 @@ class LinearizationPipeline:
         return False
 
     def on_joint_state(self, msg) -> bool:
-        """Check and keep the latest sensor_msgs/JointState; False (and a
-        diagnostic) if it cannot be used."""
+        """Check and keep the latest sensor_msgs/JointState (or its JointStateFields);
+        False (and a diagnostic) if it cannot be used."""
         if self.model is None:
             return self._reject(self.model_error, "no_model")
-        stamp = stamp_to_ns(msg.header.stamp)
+        stamp = msg.stamp_ns if isinstance(msg, JointStateFields) else stamp_to_ns(msg.header.stamp)
         if self._last_joint_stamp is not None and stamp <= self._last_joint_stamp:
             return self._reject(f"joint_states stamp {stamp * 1e-9:.9f} s is not newer than the previous one "
                                 f"({self._last_joint_stamp * 1e-9:.9f} s): dropped", "out_of_order")
@@ -190,10 +191,10 @@ class LinearizationPipeline:
         return True
 
     def on_odometry(self, msg) -> bool:
-        """Check and buffer a nav_msgs/Odometry (bounded buffer)."""
+        """Check and buffer a nav_msgs/Odometry (or its OdometryFields; bounded buffer)."""
         if self.model is None:
             return self._reject(self.model_error, "no_model")
-        stamp = stamp_to_ns(msg.header.stamp)
+        stamp = msg.stamp_ns if isinstance(msg, OdometryFields) else stamp_to_ns(msg.header.stamp)
         if self._last_odometry_stamp is not None and stamp <= self._last_odometry_stamp:
             return self._reject(f"odometry stamp {stamp * 1e-9:.9f} s is not newer than the previous one: dropped",
                                 "out_of_order")
