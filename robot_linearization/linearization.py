@@ -124,6 +124,7 @@ class Workspace:
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
         self.columns = np.empty((7, N, 6))
         self.product = np.empty((2 * N, N))
+        self.scratch = self.arrays() + self.base_frame_arrays()  # linearize_into's, in its order
 
     @property
     def nbytes(self) -> int:
@@ -260,8 +261,7 @@ def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
     ValueError for a NaN/inf or non-rigid input."""
     announce_compilation(linearize_into)
     ws = workspace(model)
-    k, problem = linearize_into(*ws.model_arrays, *arrays, *ws.arrays(), *ws.base_frame_arrays(), *out[:5], dt,
-                                *out[5:])
+    k, problem = linearize_into(*ws.model_arrays, *arrays, *ws.scratch, *out[:5], dt, *out[5:])
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 

@@ -396,6 +396,24 @@ def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, j
     return 0, 0
 
 
+def _single_state_arrays(model: Model, state: State, joint_torques):
+    """stack_states' result for one well-shaped state, as views without copies; None
+    when anything is off (stack_states then says what)."""
+    s, r, tau = state.joint_positions, state.joint_velocities, joint_torques
+    n = model.n_joints
+    if not (s.shape == r.shape == (n,) and isinstance(tau, np.ndarray) and tau.shape == (1, n)
+            and tau.dtype == np.float64 and tau.flags.c_contiguous):
+        return None
+    if model.floating_base:
+        pose, twist = state.base_pose, state.base_twist
+        if pose is None or twist is None or pose.shape != (4, 4) or twist.shape != (6,):
+            return None
+        return pose[None], s[None], twist[None], r[None], tau
+    if state.base_pose is not None or state.base_twist is not None:
+        return None
+    return np.eye(4)[None], s[None], np.zeros((1, 6)), r[None], tau
+
+
 def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True):
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
@@ -406,6 +424,10 @@ def stack_states(model: Model, states, joint_torques=None, *, check_values: bool
     :func:`first_invalid_state` itself.
     """
     n, K = model.n_joints, len(states)
+    if K == 1 and check_values is False and joint_torques is not None:  # the control cycle's case
+        fast = _single_state_arrays(model, states[0], joint_torques)
+        if fast is not None:
+            return fast
     where = (lambda k: f" (state {k})") if K > 1 else (lambda k: "")
     for k, state in enumerate(states):
         for what, value in (("joint_positions", state.joint_positions), ("joint_velocities", state.joint_velocities)):
