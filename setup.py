@@ -24,7 +24,8 @@ class InstallAndPrecompile(install):
         environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [self.install_lib] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         print("compiling robot_linearization's kernels into the installation (about a minute, once) ...")
-        subprocess.call([sys.executable, "-m", f"{package_name}.precompile"], env=environment)
+        # run from the installation: `-m` puts the working directory (the sources) first on sys.path
+        subprocess.call([sys.executable, "-m", f"{package_name}.precompile"], env=environment, cwd=self.install_lib)
 
 setup(
     name=package_name,

@@ -33,7 +33,7 @@ from std_msgs.msg import Float64MultiArray, Header
 
 import robot_linearization as rl
 from robot_linearization.robots import bundled_urdf_path
-from robot_linearization.ros.messages import joint_state_message, matrix_message, odometry_message
+from robot_linearization.ros.messages import joint_state_message, matrix_cdr, odometry_message
 from robot_linearization.ros.node import RclpyFactory
 from robot_linearization.spatial import se3_exp
 
@@ -71,7 +71,9 @@ class LoadClient:
         self.arrivals = {}  # input stamp (ns) -> arrival (ns)
         self.matrices = 0
         self.node.create_subscription(Header, f"/{namespace}/robot_linearization/stamp", self._on_stamp, 100)
-        self.node.create_subscription(Float64MultiArray, f"/{namespace}/robot_linearization/A", self._on_matrix, 100)
+        # A counted, not read: taken serialized, so that the client's own Python stays out of the latencies
+        self.node.create_subscription(Float64MultiArray, f"/{namespace}/robot_linearization/A", self._on_matrix, 100,
+                                      raw=True)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
@@ -107,21 +109,26 @@ class LoadClient:
         self.node.destroy_node()
 
 
+def _stamp_of_joint_state(raw: bytes) -> bytes:
+    """The serialized std_msgs/Header at the start of a serialized JointState (little-endian CDR)."""
+    size = int.from_bytes(raw[12:16], "little")  # header.frame_id's length, NUL included
+    return raw[:16 + size]
+
+
 def serve_floor(namespace: str, nv: int, n: int) -> None:
     """The floor of any rclpy node with this interface (--floor): the node's input loop
-    (a wait set on joint_states and odom), and for each joint state the same four
-    messages published — A, B, M⁻¹ of the robot's sizes, prebuilt, and the stamp —
-    with no linearization, pairing or conversion at all."""
+    (a wait set on joint_states and odom, taken serialized), and for each joint state
+    the same four messages published serialized — A, B, M⁻¹ of the robot's sizes,
+    prebuilt, and the stamp — with no linearization, reading or conversion at all."""
     from rclpy._rclpy_pybind11 import WaitSet
 
     rclpy.init()
     node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
-    factory = RclpyFactory()
-    matrices = {name: matrix_message(factory, np.zeros(shape)) for name, shape in
+    matrices = {name: matrix_cdr(np.zeros(shape)) for name, shape in
                 (("A", (2 * nv, 2 * nv)), ("B", (2 * nv, n)), ("M_inv", (nv, nv)))}
     publishers = {name: node.create_publisher(Float64MultiArray, f"~/{name}", 10) for name in matrices}
     stamp_pub = node.create_publisher(Header, "~/stamp", 10)
-    subscriptions = [node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data)
+    subscriptions = [node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data, raw=True)
                      for t, topic in ((JointState, "joint_states"), (Odometry, "odom"))]
     wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
     while rclpy.ok():
@@ -137,7 +144,7 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
                 if sub.msg_type is JointState:
                     for name, message in matrices.items():
                         publishers[name].publish(message)
-                    stamp_pub.publish(taken[0].header)
+                    stamp_pub.publish(_stamp_of_joint_state(taken[0]))
 
 
 def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False) -> dict:

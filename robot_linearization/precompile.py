@@ -47,7 +47,10 @@ def main() -> int:
         print(f"robot_linearization: could not precompile the kernels ({e!r}); they will compile on first use",
               file=sys.stderr)
         return 1
-    print(f"robot_linearization: kernels compiled and cached ({seconds:.1f} s)", file=sys.stderr)
+    import robot_linearization
+
+    print(f"robot_linearization: kernels compiled and cached for {robot_linearization.__path__[0]} ({seconds:.1f} s)",
+          file=sys.stderr)
     return 0
 
 

@@ -51,7 +51,7 @@ EOF
   # launch_testing's plugin needs pytest < 8; pip's output only when it fails
   .venv-ros/bin/python -m pip install --quiet ".[test]" "pytest<8" > .venv-ros/pip.log 2>&1 \
     || { cat .venv-ros/pip.log; exit 1; }
-  .venv-ros/bin/python -m robot_linearization.precompile
+  (venv_python=$PWD/.venv-ros/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   # Build and install this package into an overlay so that `ros2 run/launch` find its nodes;
   # colcon runs under .venv-ros so the nodes' scripts use the Python that has numba.
   .venv-ros/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \

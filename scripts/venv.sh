@@ -15,7 +15,8 @@ if [ "${installed%% *}" != "$stamp" ]; then
   echo "installing robot_linearization${extras:+[$extras]} into .venv (again only when its sources change) ..." >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet ".${extras:+[$extras]}"
-  .venv/bin/python -m robot_linearization.precompile  # the kernels compiled now, not at first use
+  # the kernels compiled now, not at first use; from / so that the installed package is the one imported
+  (venv_python=$PWD/.venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   echo "$stamp $extras" > .venv/.robot_linearization-installed
 elif [ -n "$extras" ] && [ "${installed#* }" != "$extras" ]; then
   # same sources, extras missing: install only the extras' requirements, not the package again

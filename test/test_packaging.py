@@ -111,13 +111,16 @@ def test_the_demo_launch_stands_the_bundled_robot_on_its_own_feet():
     assert tuple(f.strip() for f in feet.split(",")) == BUNDLED_FEET
 
 
-def test_precompile_runs_every_kernel_the_node_uses_and_says_so():
+def test_precompile_runs_every_kernel_the_node_uses_and_says_where(tmp_path):
     """`python -m robot_linearization.precompile` (run by colcon's install and scripts/venv.sh):
-    exit 0 and one line; the kernels are warm here, so it takes seconds, not a minute."""
+    exit 0 and one line naming the package it compiled for — the one this test imports
+    (run from elsewhere: `-m` would put a checkout's sources first)."""
     import subprocess
     import sys
 
+    import robot_linearization
+
     done = subprocess.run([sys.executable, "-m", "robot_linearization.precompile"], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "kernels compiled and cached" in done.stderr
+    assert f"kernels compiled and cached for {robot_linearization.__path__[0]} (" in done.stderr
