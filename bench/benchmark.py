@@ -40,6 +40,7 @@ from robot_linearization.algorithms.forward_dynamics import forward_dynamics_int
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from robot_linearization.linearization import Workspace, _minus_product_into, linearize_trajectory
+from robot_linearization.pinocchio_reference import rigid_constraint_models
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp
 from robot_linearization.validation import compare, finite_difference_linearization, finite_difference_step
@@ -146,15 +147,7 @@ class PinocchioContactPipeline(PinocchioPipeline):
     def __init__(self, path, model, contacts):
         super().__init__(path, model)
         pin, pm = self.pin, self.pmodel
-        constraint_models = []
-        for contact in contacts:
-            frame = pm.frames[pm.getFrameId(contact.frame)]
-            kind = pin.ContactType.CONTACT_3D if contact.kind == "point" else pin.ContactType.CONTACT_6D
-            reference = (pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if contact.reference == "world_aligned"
-                         else pin.ReferenceFrame.LOCAL)
-            constraint_models.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, frame.placement, reference))
-        self.constraint_datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraint_models])
-        self.constraint_models = pin.StdVec_RigidConstraintModel(constraint_models)
+        self.constraint_models, self.constraint_datas = rigid_constraint_models(pin, pm, contacts)
         pin.initConstraintDynamics(pm, self.data, self.constraint_models, self.constraint_datas)
         self.settings = pin.ProximalSettings(1e-14, 1e-12, 1)
 

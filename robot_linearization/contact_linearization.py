@@ -35,19 +35,7 @@ from .compiled import announce_compilation, kernel
 from .contacts import ContactError, as_contacts
 from .coupling import CoupledModel
 from .model import State, stack_states
-from .spatial import cross_motion_into, transform_force_add
-
-
-@kernel(inline=True)
-def _cross3_matrix_row(x, r, col):
-    """Entry (r, col) of x^ (3×3)."""
-    if r == col:
-        return 0.0
-    if r == 0:
-        return -x[2] if col == 1 else x[1]
-    if r == 1:
-        return x[2] if col == 0 else -x[0]
-    return -x[1] if col == 0 else x[0]
+from .spatial import cross_motion_into, skew_entry, transform_force_add
 
 
 @kernel
@@ -181,7 +169,7 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
             for i in range(d):
                 block, row = i // 3, i % 3
                 for q in range(3):
-                    factor = _cross3_matrix_row(wrenches[k, 3 * block:3 * block + 3], row, q)
+                    factor = skew_entry(wrenches[k, 3 * block:3 * block + 3], row, q)
                     if factor != 0.0:
                         for col in range(N):
                             turn[i, col] += factor * J_local[k, 3 + q, col]
@@ -197,7 +185,7 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     if floating_base:  # H enters ID̄ only through gravity: M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0], [[0, −(Rᵀg)^], [0, 0]]
         for row in range(3):
             for q in range(3):
-                Y[row, 3 + q] -= _cross3_matrix_row(g0[:3], row, q)
+                Y[row, 3 + q] -= skew_entry(g0[:3], row, q)
     matmul_into(J, Y, d_forces)
     for i in range(m):
         for col in range(2 * N):
@@ -214,9 +202,9 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     if floating_base:  # −v× = −[[ω^, v^], [0, ω^]]
         for row in range(3):
             for q in range(3):
-                A[row, q] = -_cross3_matrix_row(twist[3:], row, q)
-                A[row, 3 + q] = -_cross3_matrix_row(twist[:3], row, q)
-                A[3 + row, 3 + q] = -_cross3_matrix_row(twist[3:], row, q)
+                A[row, q] = -skew_entry(twist[3:], row, q)
+                A[row, 3 + q] = -skew_entry(twist[:3], row, q)
+                A[3 + row, 3 + q] = -skew_entry(twist[3:], row, q)
     for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
         for col in range(2 * N):
             A[N + row, col] = -Y[row, col]

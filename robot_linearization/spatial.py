@@ -225,6 +225,28 @@ def mat_vec_into(M, x, out):
 
 
 @kernel(inline=True)
+def mat_transpose_vec_into(M, x, out):
+    """out = M^T x."""
+    for c in range(6):
+        acc = 0.0
+        for k in range(6):
+            acc += M[k, c] * x[k]
+        out[c] = acc
+
+
+@kernel(inline=True)
+def skew_entry(x, r, c):
+    """Entry (r, c) of x^ (3×3), without forming it."""
+    if r == c:
+        return 0.0
+    if r == 0:
+        return -x[2] if c == 1 else x[1]
+    if r == 1:
+        return x[2] if c == 0 else -x[0]
+    return -x[1] if c == 0 else x[0]
+
+
+@kernel(inline=True)
 def transform_motion_into(X, x, out):
     """out = X x for a velocity transform X = [[R, p^R], [0, R]] (its zero block skipped)."""
     for r in range(3):

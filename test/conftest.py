@@ -11,6 +11,7 @@ import pytest
 
 import robot_linearization as rl
 from robot_linearization.joints import Joint, JointType
+from robot_linearization.pinocchio_reference import rigid_constraint_models
 from robot_linearization.spatial import se3_exp, so3_exp, spatial_inertia
 
 ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
@@ -62,7 +63,8 @@ def random_tree(rng: np.random.Generator, n_joints: int, floating_base: bool = T
     for i in range(1, n_joints + 1):
         parent = int(rng.integers(0, i)) if i > 1 else 0
         joint_type = types[i % 3]
-        joint = Joint(f"j{i}", joint_type, tuple(rng.normal(size=3)), pitch=0.1 if joint_type is JointType.HELICAL else 0.0)
+        joint = Joint(f"j{i}", joint_type, tuple(rng.normal(size=3)),
+                      pitch=0.1 if joint_type is JointType.HELICAL else 0.0)
         placement = se3_exp(np.concatenate([rng.normal(scale=0.3, size=3), rng.normal(size=3)]))
         builder.add_body(f"b{i}", parent=f"b{parent}", joint=joint, placement=placement,
                          inertia=random_physical_inertia(rng))
@@ -148,15 +150,7 @@ def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State
     ν̇, λ, ∂λ/∂z, ∂λ/∂τ)."""
     pin, model, pm = oracle.pin, oracle.model, oracle.pmodel
     off = 6 if model.floating_base else 0
-    constraint_models = []
-    for contact in contacts:
-        frame = pm.frames[pm.getFrameId(contact.frame)]
-        kind = pin.ContactType.CONTACT_3D if contact.kind == "point" else pin.ContactType.CONTACT_6D
-        reference = (pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if contact.reference == "world_aligned"
-                     else pin.ReferenceFrame.LOCAL)
-        constraint_models.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, frame.placement, reference))
-    constraint_datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraint_models])
-    constraint_models = pin.StdVec_RigidConstraintModel(constraint_models)
+    constraint_models, constraint_datas = rigid_constraint_models(pin, pm, contacts)
     data = pm.createData()
     pin.initConstraintDynamics(pm, data, constraint_models, constraint_datas)
     v, tau = np.zeros(pm.nv), np.zeros(pm.nv)

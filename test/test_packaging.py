@@ -113,14 +113,14 @@ def test_the_demo_launch_stands_the_bundled_robot_on_its_own_feet():
 
 def test_precompile_runs_every_kernel_the_node_uses_and_says_where(tmp_path):
     """`python -m robot_linearization.precompile` (run by colcon's install and scripts/venv.sh):
-    exit 0 and one line naming the package it compiled for — the one this test imports
-    (run from elsewhere: `-m` would put a checkout's sources first)."""
+    exit 0 and one line naming the package it compiled for: the installed one, when run
+    from outside a checkout (inside, `-m` would put the checkout's sources first)."""
     import subprocess
     import sys
 
-    import robot_linearization
-
+    where = subprocess.run([sys.executable, "-c", "import robot_linearization as r; print(r.__path__[0])"],
+                           capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
     done = subprocess.run([sys.executable, "-m", "robot_linearization.precompile"], capture_output=True, text=True,
                           timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"kernels compiled and cached for {robot_linearization.__path__[0]} (" in done.stderr
+    assert f"kernels compiled and cached for {where} (" in done.stderr

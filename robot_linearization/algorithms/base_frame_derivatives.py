@@ -29,39 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..spatial import cross_force_into, cross_motion_into, dot6
-
-
-@kernel(inline=True)
-def _matrix_times(M, x, out):
-    """out = M x (6×6)."""
-    for r in range(6):
-        acc = 0.0
-        for k in range(6):
-            acc += M[r, k] * x[k]
-        out[r] = acc
-
-
-@kernel(inline=True)
-def _matrix_transpose_times(M, x, out):
-    """out = M^T x (6×6)."""
-    for c in range(6):
-        acc = 0.0
-        for k in range(6):
-            acc += M[k, c] * x[k]
-        out[c] = acc
-
-
-@kernel(inline=True)
-def _skew_entry(x, r, c):
-    """Entry (r, c) of x^ (3×3)."""
-    if r == c:
-        return 0.0
-    if r == 0:
-        return -x[2] if c == 1 else x[1]
-    if r == 1:
-        return x[2] if c == 0 else -x[0]
-    return -x[1] if c == 0 else x[0]
+from ..spatial import cross_force_into, cross_motion_into, dot6, mat_transpose_vec_into, mat_vec_into, skew_entry
 
 
 @kernel(inline=True)
@@ -85,16 +53,16 @@ def _place_inertia(I, R, t, Y, rotated):
             tB = 0.0  # (t^ B)[r, c]
             Bt = 0.0  # (Bᵀ t^)[r, c]
             for k in range(3):
-                A_t += rotated[r, k] * _skew_entry(t, k, c)
-                tB += _skew_entry(t, r, k) * rotated[k, 3 + c]
-                Bt += rotated[k, 3 + r] * _skew_entry(t, k, c)
+                A_t += rotated[r, k] * skew_entry(t, k, c)
+                tB += skew_entry(t, r, k) * rotated[k, 3 + c]
+                Bt += rotated[k, 3 + r] * skew_entry(t, k, c)
             Y[r, c] = rotated[r, c]
             Y[r, 3 + c] = rotated[r, 3 + c] - A_t
             Y[3 + c, r] = Y[r, 3 + c]
             tAt = 0.0
             for k in range(3):
                 for q in range(3):
-                    tAt += _skew_entry(t, r, k) * rotated[k, q] * _skew_entry(t, q, c)
+                    tAt += skew_entry(t, r, k) * rotated[k, q] * skew_entry(t, q, c)
             Y[3 + r, 3 + c] = rotated[3 + r, 3 + c] + tB - Bt - tAt
 
 
@@ -175,8 +143,8 @@ def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, 
                 da_dr[c, row] = tmp2[row] + dv_dq[c, row]
                 a[i, row] = a[p, row] + rdot[k] * J[c, row] + r[k] * tmp2[row]
         _place_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
-        _matrix_times(Y[i], v[i], tmp)  # momentum h = Y v
-        _matrix_times(Y[i], a[i], f[i])
+        mat_vec_into(Y[i], v[i], tmp)  # momentum h = Y v
+        mat_vec_into(Y[i], a[i], f[i])
         cross_force_into(v[i], tmp, tmp2)
         for row in range(6):
             f[i, row] += tmp2[row]
@@ -190,12 +158,12 @@ def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, 
         end = off + subtree_end[i]  # own columns, then those of the subtree below
         Y_i, Y_dot = Y[i], Y_rate[i]
         for c in range(own_start, own_end):
-            _matrix_times(Y_i, J[c], Y_J[c])
-            _matrix_transpose_times(Y_dot, J[c], Y_rate_J[c])
-            _matrix_times(Y_dot, dv_dq[c], df_dq[c])  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
-            _matrix_times(Y_i, da_dq[c], tmp)
-            _matrix_times(Y_dot, J[c], df_dr[c])  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
-            _matrix_times(Y_i, da_dr[c], tmp2)
+            mat_vec_into(Y_i, J[c], Y_J[c])
+            mat_transpose_vec_into(Y_dot, J[c], Y_rate_J[c])
+            mat_vec_into(Y_dot, dv_dq[c], df_dq[c])  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
+            mat_vec_into(Y_i, da_dq[c], tmp)
+            mat_vec_into(Y_dot, J[c], df_dr[c])  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
+            mat_vec_into(Y_i, da_dr[c], tmp2)
             for row in range(6):
                 df_dq[c, row] += tmp[row]
                 df_dr[c, row] += tmp2[row]

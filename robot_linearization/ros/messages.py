@@ -234,6 +234,17 @@ def _string_at(raw, offset: int, order: str):
     return bytes(raw[offset:offset + max(size - 1, 0)]).decode(), offset + size
 
 
+def _header_at_start(raw):
+    """(byte order, header stamp [ns], offset after header.frame_id) of a plain-CDR message
+    that starts with a std_msgs/Header; None for another encoding."""
+    order = _cdr_order(raw)
+    if order is None:
+        return None
+    sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
+    _, offset = _string_at(raw, 12, order)
+    return order, sec * 1_000_000_000 + nanosec, offset
+
+
 def _doubles_at(raw, offset: int, order: str):
     """(float64 array viewing ``raw``, offset after it) of the CDR sequence<double> at ``offset``."""
     offset = _aligned(offset, 4)
@@ -254,12 +265,11 @@ class CdrInputs:
         self._names = (b"", ())  # (the names section's bytes, the names) of the last joint state
 
     def joint_state(self, raw) -> JointStateFields | None:
-        order = _cdr_order(raw)
-        if order is None:
-            return None
         try:
-            sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
-            _, offset = _string_at(raw, 12, order)  # header.frame_id
+            header = _header_at_start(raw)
+            if header is None:
+                return None
+            order, stamp, offset = header
             start = _aligned(offset, 4)
             section, names = self._names
             if section and bytes(raw[start:start + len(section)]) == section:
@@ -277,22 +287,20 @@ class CdrInputs:
             effort, _ = _doubles_at(raw, offset, order)
         except (struct.error, ValueError, UnicodeDecodeError) as e:
             raise InputError(f"joint_states message is truncated or malformed ({e})") from None
-        return JointStateFields(sec * 1_000_000_000 + nanosec, names, position, velocity, effort)
+        return JointStateFields(stamp, names, position, velocity, effort)
 
     def odometry(self, raw) -> OdometryFields | None:
-        order = _cdr_order(raw)
-        if order is None:
-            return None
         try:
-            sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
-            _, offset = _string_at(raw, 12, order)  # header.frame_id
+            header = _header_at_start(raw)
+            if header is None:
+                return None
+            order, stamp, offset = header
             child_frame_id, offset = _string_at(raw, offset, order)
             # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles, no gaps
             values = np.frombuffer(raw, dtype=order + "f8", count=85, offset=_aligned(offset, 8)).tolist()
         except (struct.error, ValueError, UnicodeDecodeError) as e:
             raise InputError(f"odometry message is truncated or malformed ({e})") from None
-        return OdometryFields(sec * 1_000_000_000 + nanosec, child_frame_id, values[0:3], values[3:7],
-                              values[43:49])
+        return OdometryFields(stamp, child_frame_id, values[0:3], values[3:7], values[43:49])
 
 
 def pose_quaternion(H: np.ndarray) -> np.ndarray:
