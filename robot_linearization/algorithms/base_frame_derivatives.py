@@ -19,9 +19,11 @@ parent, v, a the body twists and accelerations (a including −g_0):
 
 and, with Y, Ẏ the composite inertia of the body's subtree and its rate
 (v ×̄* Y − Y v× + (·) ×̄* h per body, h = Y v), every entry of D is one dot
-product: row d below column c reads (Y_d J_d)·∂a/∂q_c + (Ẏ_d^T J_d)·∂v/∂q_c,
-row c over the columns e of its subtree reads J_c·∂f_e/∂q_e.  Cost O(n·depth)
-dot products, against O(n·depth) transforms of the body-frame sweep.
+product: the position derivative of row d below column c reads
+(Y_d J_d)·∂a/∂s_c + (Ẏ_d^T J_d)·∂v/∂s_c, that of row c over a column e of its
+subtree J_c·∂f_e/∂s_e, with f_e the wrench of the subtree moved by e (the
+velocity columns alike).  Cost O(n·depth) dot products, against O(n·depth) 6×6
+transforms of the body-frame sweep.
 """
 
 from __future__ import annotations
