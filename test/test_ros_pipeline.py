@@ -454,3 +454,24 @@ def test_discretization_dt_adds_the_step_jacobians_to_every_output(rng):
 
     plain, out, _ = one_output(PipelineConfig(), rng)
     assert "A_d" not in output_messages(FACTORY, out, "base_link") and json.loads(plain.latest_json()[1])["A_d"] is None
+
+
+def test_a_joint_state_that_cannot_be_read_is_a_diagnostic(pipeline, rng):
+    """What the node does with serialized input CdrInputs cannot read (truncated bytes):
+    a warning diagnostic counted under the topic, no matrix, and the next good pair works."""
+    from robot_linearization.ros.messages import CdrInputs, InputError
+
+    H, v, s, r = _state(rng)
+    raw = TYPESTORE.serialize_cdr(joint_state_message(FACTORY, SEC, MODEL.joint_names, s, r),
+                                  "sensor_msgs/msg/JointState")
+    with pytest.raises(InputError) as error:
+        CdrInputs().joint_state(raw[:-20])
+    assert not pipeline.reject_input(str(error.value), "joint_states")
+    level, _, text, values = pipeline.diagnostics(SEC)[0]
+    assert level == WARN and "truncated or malformed" in text and values["rejected_joint_states"] == 1
+    assert pipeline.step(SEC + 50_000_000) == []
+    assert pipeline.on_odometry(odometry(2 * SEC, H, v))
+    assert pipeline.on_joint_state(CdrInputs().joint_state(TYPESTORE.serialize_cdr(
+        joint_state_message(FACTORY, 2 * SEC, MODEL.joint_names, s, r), "sensor_msgs/msg/JointState")))
+    (out,) = pipeline.step(2 * SEC)
+    np.testing.assert_array_equal(out.state.joint_positions, s)

@@ -26,7 +26,7 @@ from rclpy.serialization import deserialize_message
 from std_srvs.srv import Trigger
 
 from .images import heatmap_rgb
-from .messages import (CdrInputs, MessageFactory, contact_labels_message, diagnostic_array_message,
+from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, diagnostic_array_message,
                        heatmap_messages, output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import LinearizationPipeline
@@ -188,8 +188,9 @@ class LinearizationNode(Node):
         if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
         self.input_loop = InputLoop(self, [
-            (joint_states, self._input(self.pipeline.on_joint_state, reader.joint_state, JointState)),
-            (odometry, self._input(self.pipeline.on_odometry, reader.odometry, Odometry))], settings.description)
+            (joint_states, self._input(self.pipeline.on_joint_state, reader.joint_state, JointState, "joint_states")),
+            (odometry, self._input(self.pipeline.on_odometry, reader.odometry, Odometry, "odometry"))],
+            settings.description)
         self.input_loop.start()
         self.get_logger().info("ready")
 
@@ -234,13 +235,18 @@ class LinearizationNode(Node):
             return
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
-    def _input(self, handler, read, message_type):
+    def _input(self, handler, read, message_type, topic: str):
         """Input loop's handler of a serialized message: read it (``read``, or rclpy's
-        deserializer for an encoding ``read`` does not know), hand it to the pipeline,
+        deserializer for an encoding ``read`` does not know; one it cannot read is a
+        diagnostic under ``topic``), hand it to the pipeline,
         then (without rate_hz) publish whatever it has made ready — a joint state
         waiting for its odometry is completed by the odometry message."""
         def read_and_handle(raw):
-            fields = read(raw)
+            try:
+                fields = read(raw)
+            except InputError as e:
+                self.pipeline.reject_input(str(e), topic)
+                return
             handler(fields if fields is not None else deserialize_message(raw, message_type))
         guarded = self._guard(read_and_handle)
 

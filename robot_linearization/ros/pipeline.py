@@ -165,6 +165,11 @@ class LinearizationPipeline:
             self.on_problem(reason)
         return False
 
+    def reject_input(self, reason: str, topic: str) -> bool:
+        """Report an input that could not even be read (a malformed serialized message,
+        messages.CdrInputs): a diagnostic, counted under ``topic``; returns False."""
+        return self._reject(reason, topic)
+
     def on_joint_state(self, msg) -> bool:
         """Check and keep the latest sensor_msgs/JointState (or its JointStateFields);
         False (and a diagnostic) if it cannot be used."""
