@@ -27,6 +27,7 @@ class InstallAndPrecompile(install):
         # run from the installation: `-m` puts the working directory (the sources) first on sys.path
         subprocess.call([sys.executable, "-m", f"{package_name}.precompile"], env=environment, cwd=self.install_lib)
 
+
 setup(
     name=package_name,
     version="0.1.0",

@@ -6,7 +6,8 @@ numba compiles a kernel on its first call and caches the machine code on disk,
 next to the installed sources (or in $NUMBA_CACHE_DIR): ≈ 30 s on 2 cores for
 all of them, after which a new process loads them in under a second.  This runs
 the calls that a node, the API and the CLI make — a floating and a fixed base,
-the step Jacobians, rigid contacts, a step of the simulated robot, a heatmap —
+the step Jacobians, rigid contacts, a step of the simulated robot, a heatmap,
+the validation against finite differences —
 on the bundled quadruped, so the first start after an install is a warm start.
 `colcon build` runs it after installing the package (setup.py); scripts/venv.sh
 after `pip install`.  Running it again costs about a second.
@@ -37,6 +38,7 @@ def precompile() -> float:
         rl.step(model, state, np.zeros(n), 1e-3, contacts=BUNDLED_FEET)
         rl.step(model, state, np.zeros(n), 1e-3)
         heatmap_rgb(lin.A, cell=2)
+        rl.validate(model, lin)  # the node's ~/validate service
     return time.perf_counter() - start
 
 
