@@ -8,10 +8,10 @@ For a fixed base, z = [z_s, z_r].
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
-import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -124,7 +124,12 @@ class Workspace:
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
         self.columns = np.empty((7, N, 6))
         self.product = np.empty((2 * N, N))
-        self.scratch = self.arrays() + self.base_frame_arrays()  # linearize_into's, in its order
+        # linearize_into's arguments before the states, and its scratch, in its order (the per-body
+        # columns dv, da, df and the path tables are the contact kernel's only)
+        parent, S, tree_X, I, _, _, subtree_end, floating, gravity = self.model_arrays
+        self.tree_arrays = parent, S, tree_X, I, subtree_end, floating, gravity
+        self.scratch = (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f, self.F, self.P,
+                        self.R, self.t, self.axes, self.U_base, self.derivatives, *self.base_frame_arrays())
 
     @property
     def nbytes(self) -> int:
@@ -197,9 +202,9 @@ def _minus_product_into(M_inv, D, first_column, product, A):
 
 
 @kernel
-def linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
+def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
                    base_poses, joint_positions, base_twists, joint_velocities, torques,
-                   X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R, t, axes, U_base, derivatives,
+                   X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives,
                    Y, Y_rate, columns, product,
                    A, B, M_inv, accelerations, singular, dt, A_d, B_d):
     """Linearize K states (leading axis of every state and output array).
@@ -261,7 +266,7 @@ def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
     ValueError for a NaN/inf or non-rigid input."""
     announce_compilation(linearize_into)
     ws = workspace(model)
-    k, problem = linearize_into(*ws.model_arrays, *arrays, *ws.scratch, *out[:5], dt, *out[5:])
+    k, problem = linearize_into(*ws.tree_arrays, *arrays, *ws.scratch, *out[:5], dt, *out[5:])
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 

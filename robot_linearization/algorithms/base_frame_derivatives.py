@@ -79,25 +79,12 @@ def _add_inertia_rate(Y, v, h, out, column):
             out[r, c] += column[r]
             out[c, r] += column[r]
     # B(h) = [[0, −h_l^], [−h_l^, −h_a^]]
-    hl0, hl1, hl2, ha0, ha1, ha2 = h[0], h[1], h[2], h[3], h[4], h[5]
-    out[0, 4] += hl2
-    out[0, 5] -= hl1
-    out[1, 3] -= hl2
-    out[1, 5] += hl0
-    out[2, 3] += hl1
-    out[2, 4] -= hl0
-    out[3, 1] += hl2
-    out[3, 2] -= hl1
-    out[4, 0] -= hl2
-    out[4, 2] += hl0
-    out[5, 0] += hl1
-    out[5, 1] -= hl0
-    out[3, 4] += ha2
-    out[3, 5] -= ha1
-    out[4, 3] -= ha2
-    out[4, 5] += ha0
-    out[5, 3] += ha1
-    out[5, 4] -= ha0
+    for r in range(3):
+        for c in range(3):
+            linear = skew_entry(h, r, c)
+            out[r, 3 + c] -= linear
+            out[3 + r, c] -= linear
+            out[3 + r, 3 + c] -= skew_entry(h[3:], r, c)
 
 
 @kernel
