@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from . import load_urdf, linearize
-from .contacts import CONTACT_SYNTAX, ContactError, format_contacts, parse_contacts, resolve
+from .contacts import CONTACT_SYNTAX, ContactError, as_contacts, format_contacts, resolve
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
 from .validation import validate
@@ -65,7 +65,7 @@ def demo(args: argparse.Namespace) -> int:
     try:
         model = load_urdf(path, floating_base=not args.fixed_base)
         stance = ",".join(BUNDLED_FEET) if args.contacts is None and not args.urdf else (args.contacts or "")
-        contacts = parse_contacts(stance)
+        contacts = as_contacts(stance)
         resolve(model, contacts)
     except (ModelError, ContactError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -144,7 +144,7 @@ def replay_command(args: argparse.Namespace) -> int:
         print(f"error: {out} exists; choose another -o", file=sys.stderr)
         return 2
     try:
-        contacts = parse_contacts(args.contacts)
+        contacts = as_contacts(args.contacts)
     except ValueError as e:
         print(f"error: --contacts: {e}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .arguments import did_you_mean
 from .model import Model
 
 KINDS = {"point": 3, "6d": 6}
@@ -65,19 +66,44 @@ class Contact:
         return tuple(f"{self.frame}:{a}" for a in axes)
 
 
+CONTACT_SYNTAX = "frame[:point|6d[:world_aligned|local]], comma-separated"
+
+
 def as_contacts(contacts) -> tuple[Contact, ...]:
-    """A contact set from Contacts or frame names (a name is a world-aligned point
-    contact); duplicates are refused."""
+    """A contact set from what the API, the node and the command line take: Contacts,
+    text entries ``"frame[:point|6d[:world_aligned|local]]"`` (a bare name is a
+    world-aligned point contact), one comma-separated string of them, or a list
+    mixing both; None, "" or "none" = no contacts.  ContactError names a bad entry or
+    a frame given twice."""
     if contacts is None:
         return ()
-    if isinstance(contacts, (str, Contact)):
+    if isinstance(contacts, str):
+        contacts = [] if contacts.strip().lower() == "none" else contacts.split(",")
+    elif isinstance(contacts, Contact):
         contacts = [contacts]
-    out = tuple(c if isinstance(c, Contact) else Contact(c) for c in contacts)
+    elif not isinstance(contacts, (list, tuple)):
+        raise ContactError(f"contacts: expected Contacts or frame names ({CONTACT_SYNTAX}), "
+                           f"got {type(contacts).__name__}")
+    out = []
+    for entry in contacts:
+        if isinstance(entry, Contact):
+            out.append(entry)
+            continue
+        if not isinstance(entry, str):
+            raise ContactError(f"contacts: expected Contacts or frame names ({CONTACT_SYNTAX}), got an entry "
+                               f"{entry!r}")
+        entry = entry.strip()
+        if not entry:
+            continue
+        parts = [p.strip() for p in entry.split(":")]
+        if len(parts) > 3 or not parts[0]:
+            raise ContactError(f"contact '{entry}' is not {CONTACT_SYNTAX}")
+        out.append(Contact(*parts))
     frames = [c.frame for c in out]
     duplicated = sorted({f for f in frames if frames.count(f) > 1})
     if duplicated:
         raise ContactError(f"frames in contact more than once: {duplicated}")
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -97,9 +123,8 @@ def resolve(model: Model, contacts: Sequence[Contact]) -> tuple[ResolvedContact,
     resolved = []
     for contact in as_contacts(contacts):
         if contact.frame not in model.frames:
-            known = sorted(model.frames)
-            raise ContactError(f"contact frame '{contact.frame}' is not a link of model '{model.name}' "
-                               f"(links: {', '.join(known[:12])}{' …' if len(known) > 12 else ''})")
+            raise ContactError(f"contact frame '{contact.frame}' is not a link of model '{model.name}'"
+                               f"{did_you_mean(contact.frame, list(model.frames))}")
         body, body_H_frame = model.frames[contact.frame]
         resolved.append(ResolvedContact(contact, body, velocity_transform(inverse_transform(body_H_frame))))
     return tuple(resolved)
@@ -110,32 +135,6 @@ def contact_labels(contacts: Sequence[Contact]) -> tuple[str, ...]:
     return tuple(label for c in as_contacts(contacts) for label in c.labels)
 
 
-CONTACT_SYNTAX = "frame[:point|6d[:world_aligned|local]], comma-separated"
-
-
-def parse_contacts(spec) -> tuple[Contact, ...]:
-    """Contacts from text, as ROS parameters, topics and the command line give them:
-    ``"FL_FOOT, FR_FOOT:point:local, left_sole_link:6d"`` (or a list of such
-    entries, which may also be Contacts); empty (or "none") = no contacts.
-    ContactError names a bad entry."""
-    if isinstance(spec, Contact):
-        spec = [spec]
-    entries = spec if isinstance(spec, (list, tuple)) else str(spec).split(",")
-    contacts = []
-    for entry in entries:
-        if isinstance(entry, Contact):
-            contacts.append(entry)
-            continue
-        entry = str(entry).strip()
-        if not entry or (entry.lower() == "none" and len(entries) == 1):
-            continue
-        parts = [p.strip() for p in entry.split(":")]
-        if len(parts) > 3 or not parts[0]:
-            raise ContactError(f"contact '{entry}' is not {CONTACT_SYNTAX}")
-        contacts.append(Contact(*parts))
-    return as_contacts(contacts)
-
-
 def format_contacts(contacts) -> str:
-    """The text :func:`parse_contacts` reads back."""
+    """The text :func:`as_contacts` reads back."""
     return ", ".join(f"{c.frame}:{c.kind}:{c.reference}" for c in as_contacts(contacts))

@@ -21,16 +21,15 @@ flow of ż = A z + B w over dt with w held, by one matrix exponential.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy.linalg import expm
 
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
+from .arguments import check_linearization, choice, joint_vector, positive_number
 from .compiled import kernel
 from .coupling import CoupledModel
-from .model import Model, State
+from .model import Model, State, check_state
 from .spatial import se3_exp
 
 METHODS = ("euler", "zoh")
@@ -38,16 +37,11 @@ METHODS = ("euler", "zoh")
 zero-order hold of the continuous (A, B)."""
 
 
-def check_dt(dt) -> float:
-    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (0 < dt < math.inf):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-    return float(dt)
-
-
 def step(model: Model, state: State, joint_torques, dt: float, contacts=()) -> State:
     """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring)."""
-    dt = check_dt(dt)
-    torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    check_state(model, state)
+    torques = joint_vector(model, joint_torques, "joint_torques")
+    dt = positive_number(dt, "dt", "seconds")
     if contacts or isinstance(model, CoupledModel):
         nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
     else:
@@ -206,19 +200,18 @@ def discretize(model: Model, linearization, dt: float, method: str = "euler"):
     Lie group); "zoh": the zero-order hold of the continuous (A, B), i.e.
     expm([[A, B], [0, 0]]·dt) = [[A_d, B_d], [0, I]].
     """
+    check_linearization(model, linearization)
+    dt, method = positive_number(dt, "dt", "seconds"), choice(method, "method", METHODS)
     state = linearization.state
     twists = None if not model.floating_base else (
         state.base_twist if isinstance(state, State) else np.array([s.base_twist for s in state]))
-    return step_jacobians(linearization.A, linearization.B, twists, linearization.base_acceleration, check_dt(dt),
-                          method)
+    return step_jacobians(linearization.A, linearization.B, twists, linearization.base_acceleration, dt, method)
 
 
 def step_jacobians(A, B, base_twists, base_accelerations, dt: float, method: str = "euler"):
     """(A_d, B_d) from the continuous A (2N, 2N), B (2N, n) and, for a floating base, the
     twist v and acceleration v̇ (6,) where they were evaluated (None for a fixed base);
     every array may have a leading K axis (:func:`discretize`)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "zoh":
         return zero_order_hold(A, B, dt)
     K = 1 if A.ndim == 2 else A.shape[0]

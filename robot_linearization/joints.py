@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arguments import real_array
 from .compiled import kernel
 from .spatial import cross_motion
 
@@ -41,12 +42,18 @@ class Joint:
     pitch: float = 0.0
 
     def __post_init__(self) -> None:
-        axis = np.asarray(self.axis, dtype=float)
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"joint name: expected a non-empty string, got {self.name!r}")
+        if not isinstance(self.type, JointType):
+            raise ValueError(f"joint '{self.name}': type must be a JointType ({', '.join(t.name for t in JointType)})"
+                             f", got {self.type!r}")
+        axis = real_array(self.axis, f"joint '{self.name}': axis", (3,), what="a non-zero 3-vector")
         norm = np.linalg.norm(axis)
-        if axis.shape != (3,) or not np.all(np.isfinite(axis)) or norm < 1e-9:
+        if norm < 1e-9:
             raise ValueError(f"joint '{self.name}': axis {self.axis} is not a non-zero 3-vector")
-        if not np.isfinite(self.pitch):
-            raise ValueError(f"joint '{self.name}': pitch {self.pitch} is not finite")
+        if isinstance(self.pitch, (bool, np.bool_)) or not isinstance(self.pitch, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(self.pitch):
+            raise ValueError(f"joint '{self.name}': pitch must be a finite number [m/rad], got {self.pitch!r}")
         object.__setattr__(self, "axis", tuple(axis / norm))
 
     @property

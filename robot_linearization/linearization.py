@@ -21,11 +21,12 @@ from .algorithms.base_frame_derivatives import base_frame_derivatives_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
+from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, contact_labels
 from .coupling import CoupledModel, tree_of
-from .discretization import METHODS, check_dt, euler_step_jacobians_into, step_jacobians
+from .discretization import METHODS, euler_step_jacobians_into, step_jacobians
 from .model import Model, State, first_invalid_state, stack_states, state_problem
 
 
@@ -280,7 +281,7 @@ def _allocate(model: Model, K: int, step: bool):
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
-              discretization: str = "euler") -> Linearization:
+              discretization: str | None = None) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -295,16 +296,18 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     or degenerate set.
 
     dt: also fill A_d, B_d, the discrete-time linearization of one step of dt
-    seconds ("euler": of :func:`~robot_linearization.step`; "zoh": the zero-order
-    hold of A, B).
+    seconds by ``discretization`` ("euler", the default: of
+    :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
+
+    contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d").
+    Every argument is checked first: ValueError names the one that is wrong.
     """
-    _check_step(dt, discretization)
-    step = {"dt": dt, "discretization": discretization}
+    step = _check_step(model, dt, discretization)
     if contacts or isinstance(model, CoupledModel):
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
-    torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
-    arrays = stack_states(model, [state], torques, check_values=False)  # (the kernel checks them)
-    fused = dt is not None and discretization == "euler"
+    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)[None]
+    arrays = stack_states(model, [state], torques, check_values=False)  # (the kernel checks the values)
+    fused = dt is not None and step["discretization"] == "euler"
     out = _allocate(model, 1, fused)
     _linearize_stack(model, arrays, out, dt if fused else 0.0)
     _check_finite(model, out, arrays)
@@ -314,7 +317,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
                          workers: int | None = None, contacts=None, dt: float | None = None,
-                         discretization: str = "euler") -> Linearization:
+                         discretization: str | None = None) -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -329,16 +332,19 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     dt: also A_d (K, 2N, 2N), B_d (K, 2N, n), each state's one-step
     discrete-time linearization, as in :func:`linearize`.
     """
+    if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
+        raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "
+                         "(for one state use rl.linearize)")
     K = len(states)
     if K == 0:
-        raise ValueError("linearize_trajectory needs at least one state")
-    _check_step(dt, discretization)
-    step = {"dt": dt, "discretization": discretization}
+        raise ValueError("states: expected at least one state, got none")
+    step = _check_step(model, dt, discretization)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers: expected a positive number of threads, got {workers!r}")
     if contacts or isinstance(model, CoupledModel):
         return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step)
-    torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)
-    arrays = stack_states(model, states, torques)
-    fused = dt is not None and discretization == "euler"
+    arrays = stack_states(model, states, joint_torques)
+    fused = dt is not None and step["discretization"] == "euler"
     out = _allocate(model, K, fused)
     workers = max(1, min(workers or os.cpu_count() or 1, K))
     dt_fused = dt if fused else 0.0
@@ -354,12 +360,17 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
                    **step)
 
 
-def _check_step(dt, discretization: str) -> None:
-    """Bad dt or method: ValueError before any work."""
-    if dt is not None:
-        check_dt(dt)
-    if discretization not in METHODS:
-        raise ValueError(f"discretization must be one of {METHODS}, got {discretization!r}")
+def _check_step(model, dt, discretization) -> dict:
+    """{"dt", "discretization"} checked (and the model), ValueError before any work; a
+    method without a step is an error, not ignored."""
+    check_model(model)
+    if dt is None:
+        if discretization is not None:
+            raise ValueError(f"discretization={discretization!r} needs dt, the step in seconds")
+        return {"dt": None, "discretization": "euler"}
+    return {"dt": positive_number(dt, "dt", "seconds"),
+            "discretization": "euler" if discretization is None else choice(discretization, "discretization",
+                                                                              METHODS)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -410,9 +421,9 @@ def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
     contacts = as_contacts(contacts)
+    torques = joint_vector(model, joint_torques, "joint_torques")
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
-        model, state, joint_torques, contacts, workspace(tree_of(model)))
-    torques = np.zeros(model.n_joints) if joint_torques is None else np.array(joint_torques, dtype=float)
+        model, state, torques, contacts, workspace(tree_of(model)))
     if not contacts:  # a CoupledModel without contacts: no contact fields
         return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=torques, **step)
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
@@ -424,12 +435,13 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
                                         ) -> Linearization:
     K = len(states)
     contacts = contacts or ()
-    per_state = not isinstance(contacts, (str, Contact)) and len(contacts) == K \
+    per_state = isinstance(contacts, (list, tuple)) and len(contacts) > 0 \
         and all(c is None or not isinstance(c, (str, Contact)) for c in contacts)
-    sets = list(contacts) if per_state else [contacts] * K
-    torques = np.zeros((K, model.n_joints)) if joint_torques is None else np.asarray(joint_torques, dtype=float)
-    if torques.shape != (K, model.n_joints):
-        raise ValueError(f"joint_torques must have shape ({K}, {model.n_joints})")
+    if per_state and len(contacts) != K:
+        raise ValueError(f"contacts: {len(contacts)} contact sets for {K} states (give one set for every state, "
+                         "or a single set for all)")
+    sets = [as_contacts(c) for c in contacts] if per_state else [as_contacts(contacts)] * K
+    torques = stack_states(model, states, joint_torques)[-1]
     workers = max(1, min(workers or os.cpu_count() or 1, K))
     one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k])  # noqa: E731
     results = list(_pool(workers).map(one, range(K))) if workers > 1 else [one(k) for k in range(K)]

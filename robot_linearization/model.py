@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .arguments import check_model, did_you_mean, real_array
 from .compiled import kernel
 from .joints import Joint
 from .spatial import inverse_transform, is_rotation, quaternion_rotation, velocity_transform
@@ -120,9 +122,7 @@ class ModelBuilder:
                  gravity=STANDARD_GRAVITY, name: str = "robot") -> None:
         self._name = name
         self._floating = floating_base
-        self._gravity = np.asarray(gravity, dtype=float)
-        if self._gravity.shape != (3,) or not np.all(np.isfinite(self._gravity)):
-            raise ModelError(f"gravity must be a finite 3-vector, got {gravity!r}")
+        self._gravity = real_array(gravity, "gravity", (3,), what="in the world frame [m/s²]", error=ModelError)
         self._names = [base_name]
         self._parents = [-1]
         self._joints: list[Joint | None] = [None]
@@ -221,17 +221,15 @@ class ModelBuilder:
 
 
 def _check_transform(H, what: str) -> np.ndarray:
-    H = np.asarray(H, dtype=float)
-    if H.shape != (4, 4) or not np.all(np.isfinite(H)) or not is_rotation(H[:3, :3]) \
-            or not np.allclose(H[3], [0, 0, 0, 1]):
+    H = real_array(H, what, (4, 4), what="a homogeneous transform", error=ModelError)
+    if not is_rotation(H[:3, :3]) or not np.allclose(H[3], [0, 0, 0, 1]):
         raise ModelError(f"{what} is not a finite 4×4 homogeneous transform")
     return H
 
 
 def _check_inertia_matrix(M, body: str) -> np.ndarray:
-    M = np.asarray(M, dtype=float)
-    if M.shape != (6, 6) or not np.all(np.isfinite(M)):
-        raise ModelError(f"body '{body}': inertia must be a finite 6×6 matrix")
+    M = real_array(M, f"body '{body}': inertia", (6, 6), what="[lin; ang] blocks at the body frame",
+                   error=ModelError)
     if not np.allclose(M, M.T, rtol=1e-9, atol=1e-12 * max(1.0, np.abs(M).max())):
         raise ModelError(f"body '{body}': inertia matrix is not symmetric")
     return 0.5 * (M + M.T)
@@ -302,11 +300,14 @@ class State:
     base_twist: np.ndarray | None = None
 
     def __init__(self, base_pose=None, joint_positions=(), base_twist=None, joint_velocities=()):
-        object.__setattr__(self, "joint_positions", np.array(joint_positions, dtype=float).reshape(-1))
-        object.__setattr__(self, "joint_velocities", np.array(joint_velocities, dtype=float).reshape(-1))
-        object.__setattr__(self, "base_pose", None if base_pose is None else np.array(base_pose, dtype=float))
-        object.__setattr__(self, "base_twist",
-                           None if base_twist is None else np.array(base_twist, dtype=float).reshape(-1))
+        # copies (a State does not change when the caller's arrays do); shapes, dtypes and
+        # finiteness checked here, lengths and the pose's rigidity against a model where it
+        # is used (check_state)
+        array = lambda value, name, shape: np.array(real_array(value, name, shape))  # noqa: E731
+        object.__setattr__(self, "joint_positions", array(joint_positions, "joint_positions", (-1,)))
+        object.__setattr__(self, "joint_velocities", array(joint_velocities, "joint_velocities", (-1,)))
+        object.__setattr__(self, "base_pose", None if base_pose is None else array(base_pose, "base_pose", (4, 4)))
+        object.__setattr__(self, "base_twist", None if base_twist is None else array(base_twist, "base_twist", (6,)))
 
     @classmethod
     def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,
@@ -317,33 +318,47 @@ class State:
         for a floating base its position [m] in the world, its orientation as a
         quaternion in ROS order (x, y, z, w), and its body twist [v; ω] in the base
         frame.  ValueError names a missing or unknown joint, or a bad quaternion."""
-        names = set(model.joint_names)
+        for what, values in (("joint_positions", joint_positions), ("joint_velocities", joint_velocities)):
+            if values is not None and not isinstance(values, Mapping):
+                raise ValueError(f"{what}: expected a dict {{joint name: value}}, got {type(values).__name__} "
+                                 "(rl.State(...) takes arrays in model.joint_names order)")
         velocities = joint_velocities or {}
+        names = set(model.joint_names)
         for what, values in (("joint_positions", joint_positions), ("joint_velocities", velocities)):
             unknown = sorted(set(values) - names)
             if unknown:
-                raise ValueError(f"{what}: model '{model.name}' has no joints {unknown[:5]}")
+                raise ValueError(f"{what}: model '{model.name}' has no joints {unknown[:5]}"
+                                 f"{did_you_mean(unknown[0], model.joint_names)}")
         missing = [j for j in model.joint_names if j not in joint_positions]
         if missing:
             raise ValueError(f"joint_positions lacks joints {missing[:5]}{' …' if len(missing) > 5 else ''}")
-        s = [float(joint_positions[j]) for j in model.joint_names]
-        r = [float(velocities.get(j, 0.0)) for j in model.joint_names]
+        s = real_array([joint_positions[j] for j in model.joint_names], "joint_positions", (-1,))
+        r = real_array([velocities.get(j, 0.0) for j in model.joint_names], "joint_velocities", (-1,))
         if not model.floating_base:
             return cls(joint_positions=s, joint_velocities=r)
-        x, y, z, w = (float(c) for c in base_orientation)
+        x, y, z, w = real_array(base_orientation, "base_orientation", (4,), what="quaternion x, y, z, w")
         norm = float(np.sqrt(x * x + y * y + z * z + w * w))
-        if not np.isfinite(norm) or abs(norm - 1.0) > 1e-3:
-            raise ValueError(f"base_orientation {tuple(base_orientation)} (x, y, z, w) is not a unit quaternion "
-                             f"(norm {norm:.4g})")
+        if abs(norm - 1.0) > 1e-3:
+            raise ValueError(f"base_orientation: expected a unit quaternion (x, y, z, w), got "
+                             f"{tuple(float(c) for c in (x, y, z, w))} (norm {norm:.4g})")
         H = np.eye(4)
         H[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
-        H[:3, 3] = np.asarray(base_position, dtype=float).reshape(3)
-        return cls(base_pose=H, joint_positions=s, base_twist=base_twist, joint_velocities=r)
+        H[:3, 3] = real_array(base_position, "base_position", (3,), what="x, y, z in the world [m]")
+        return cls(base_pose=H, joint_positions=s, base_twist=real_array(base_twist, "base_twist", (6,),
+                                                                         what="[linear; angular] in the base frame"),
+                   joint_velocities=r)
 
-    def check(self, model: Model) -> "State":
+    def check(self, model: Model, name: str = "state") -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite."""
-        stack_states(model, [self])
+        stack_states(model, [self], name=name)
         return self
+
+
+def check_state(model, state, name: str = "state") -> "State":
+    """``state`` if it is a finite :class:`State` of ``model`` (its base kind and joint
+    count); ValueError naming ``name`` otherwise."""
+    stack_states(check_model(model), [state], name=name)
+    return state
 
 
 _STATE_PROBLEMS = {
@@ -357,9 +372,11 @@ _STATE_PROBLEMS = {
 }
 
 
-def state_problem(k: int, problem: int, K: int) -> str:
+def state_problem(k: int, problem: int, K: int, name: str = "state") -> str:
     """The message of :func:`first_invalid_state`'s (k, problem) among K states."""
-    return _STATE_PROBLEMS[problem] + (f" (state {k})" if K > 1 else "")
+    if problem == 6:
+        return _STATE_PROBLEMS[problem] + (f" (state {k})" if K > 1 else "")
+    return (f"states[{k}]" if K > 1 else name) + "." + _STATE_PROBLEMS[problem]
 
 
 @kernel
@@ -399,6 +416,8 @@ def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, j
 def _single_state_arrays(model: Model, state: State, joint_torques):
     """stack_states' result for one well-shaped state, as views without copies; None
     when anything is off (stack_states then says what)."""
+    if not isinstance(state, State):
+        return None
     s, r, tau = state.joint_positions, state.joint_velocities, joint_torques
     n = model.n_joints
     if not (s.shape == r.shape == (n,) and isinstance(tau, np.ndarray) and tau.shape == (1, n)
@@ -414,12 +433,13 @@ def _single_state_arrays(model: Model, state: State, joint_torques):
     return np.eye(4)[None], s[None], np.zeros((1, 6)), r[None], tau
 
 
-def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True):
+def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True, name: str = "state"):
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
 
     Fixed-base models get identity poses and zero twists.  Raises ValueError,
-    naming the state index, for wrong shapes, NaN/inf or a non-rigid pose.
+    naming the argument (``name``, or states[k] for K > 1), for a non-State, wrong
+    shapes, a state of the other base kind, NaN/inf or a non-rigid pose.
     check_values=False checks the shapes only, for a caller whose kernel runs
     :func:`first_invalid_state` itself.
     """
@@ -428,20 +448,21 @@ def stack_states(model: Model, states, joint_torques=None, *, check_values: bool
         fast = _single_state_arrays(model, states[0], joint_torques)
         if fast is not None:
             return fast
-    where = (lambda k: f" (state {k})") if K > 1 else (lambda k: "")
+    joints = f"one per joint of model '{model.name}'"
     for k, state in enumerate(states):
+        where = name if K == 1 else f"states[{k}]"
+        if not isinstance(state, State):
+            raise ValueError(f"{where}: expected a robot_linearization.State (rl.State(...) or "
+                             f"rl.State.from_named(model, ...)), got {type(state).__name__}")
         for what, value in (("joint_positions", state.joint_positions), ("joint_velocities", state.joint_velocities)):
             if value.shape != (n,):
-                raise ValueError(f"{what} has shape {value.shape}, model '{model.name}' needs ({n},){where(k)}")
-        if model.floating_base:
-            if state.base_pose is None or state.base_twist is None:
-                raise ValueError(f"model '{model.name}' has a floating base: base_pose and base_twist are required")
-            if state.base_pose.shape != (4, 4):
-                raise ValueError(f"base_pose must be a 4×4 homogeneous transform{where(k)}")
-            if state.base_twist.shape != (6,):
-                raise ValueError(f"base_twist must be a 6-vector [linear; angular]{where(k)}")
-        elif state.base_pose is not None or state.base_twist is not None:
-            raise ValueError(f"model '{model.name}' has a fixed base: give joint positions and velocities only")
+                raise ValueError(f"{where}.{what}: expected shape ({n},) ({joints}), got shape {value.shape}")
+        if model.floating_base and (state.base_pose is None or state.base_twist is None):
+            raise ValueError(f"{where}: model '{model.name}' has a floating base: base_pose and base_twist are "
+                             "required (this is a fixed-base state)")
+        if not model.floating_base and (state.base_pose is not None or state.base_twist is not None):
+            raise ValueError(f"{where}: model '{model.name}' has a fixed base: give joint positions and velocities "
+                             "only (this is a floating-base state)")
     if K == 1:  # (the control cycle's case: views, no copies)
         stack = lambda x: np.ascontiguousarray(x, dtype=float)[None]  # noqa: E731
     else:
@@ -458,12 +479,9 @@ def stack_states(model: Model, states, joint_torques=None, *, check_values: bool
     if joint_torques is None:
         torques = np.zeros((K, n))
     else:
-        torques = np.ascontiguousarray(joint_torques, dtype=float)
-        if torques.shape != (K, n):
-            raise ValueError(f"joint_torques must have shape ({K}, {n})" if K > 1
-                             else f"joint_torques must be a vector of length {n}")
+        torques = real_array(joint_torques, "joint_torques", (K, n), what=f"one row per state, {joints}", finite=False)
     if check_values:
         k, problem = first_invalid_state(poses, s, twists, r, torques)
         if problem:
-            raise ValueError(state_problem(k, problem, K))
+            raise ValueError(state_problem(k, problem, K, name))
     return poses, s, twists, r, torques

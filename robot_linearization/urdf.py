@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from .arguments import choice
 from .joints import Joint, JointType
 from .coupling import CoupledModel, couple
 from .model import STANDARD_GRAVITY, Model, ModelBuilder, ModelError
@@ -54,8 +55,9 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
     as an ordinary actuated joint (Pinocchio's default); "error" refuses them.
     Without mimic joints the result is a plain Model whatever the mode.
     """
-    if mimic_joints not in MIMIC_MODES:
-        raise ValueError(f"mimic_joints must be one of {MIMIC_MODES}, got {mimic_joints!r}")
+    if not isinstance(path_or_xml, (str, bytes, os.PathLike)):
+        raise ModelError(f"path_or_xml: expected a URDF file path or URDF XML text, got {type(path_or_xml).__name__}")
+    choice(mimic_joints, "mimic_joints", MIMIC_MODES)
     if not isinstance(floating_base, (bool, np.bool_)):  # "false" would be truthy
         raise ModelError(f"floating_base must be True or False, got {floating_base!r}")
     root = _parse_xml(_read_description(path_or_xml))

@@ -80,15 +80,15 @@ def test_as_dt_goes_to_zero_the_step_jacobians_become_a_and_b(rng):
         assert relative((A_d - np.eye(36)) / dt, lin.A) < tolerance
         assert relative(B_d / dt, lin.B) < tolerance
     for bad in (0.0, -1e-3, float("nan")):
-        with pytest.raises(ValueError, match="dt must be a positive number"):
+        with pytest.raises(ValueError, match="dt: expected a positive number of seconds"):
             rl.discretize(model, lin, bad)
-        with pytest.raises(ValueError, match="dt must be a positive number"):
+        with pytest.raises(ValueError, match="dt: expected a positive number of seconds"):
             rl.step(model, state, tau, bad)
-        with pytest.raises(ValueError, match="dt must be a positive number"):
+        with pytest.raises(ValueError, match="dt: expected a positive number of seconds"):
             rl.linearize(model, state, tau, dt=bad)
-    with pytest.raises(ValueError, match="discretization must be one of"):
+    with pytest.raises(ValueError, match="discretization: expected one of"):
         rl.linearize(model, state, tau, dt=1e-3, discretization="rk4")
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="method: expected one of"):
         rl.discretize(model, lin, 1e-3, method="rk4")
     assert lin.A_d is None and lin.B_d is None and lin.dt is None
 

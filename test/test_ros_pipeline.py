@@ -338,7 +338,7 @@ def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     refused with a diagnostic and the previous one kept."""
     from robot_linearization.ros.messages import OUTPUT_TYPES, output_messages
 
-    p, out, state = one_output(PipelineConfig(contacts=rl.contacts.parse_contacts(", ".join(FEET))), rng)
+    p, out, state = one_output(PipelineConfig(contacts=rl.contacts.as_contacts(", ".join(FEET))), rng)
     H, v, s, r = state.base_pose, state.base_twist, state.joint_positions, state.joint_velocities
     expected = rl.linearize(MODEL, state, contacts=list(FEET))
     np.testing.assert_allclose(out.linearization.A, expected.A, rtol=1e-12, atol=1e-12)
@@ -438,7 +438,7 @@ def test_discretization_dt_adds_the_step_jacobians_to_every_output(rng):
     from robot_linearization.ros.messages import matrix_from_message, output_messages, output_topics
 
     p, out, state = one_output(PipelineConfig(discretization_dt=2e-3,
-                                              contacts=rl.contacts.parse_contacts(", ".join(FEET[:2]))), rng)
+                                              contacts=rl.contacts.as_contacts(", ".join(FEET[:2]))), rng)
     expected = rl.linearize(MODEL, state, contacts=list(FEET[:2]), dt=2e-3)
     messages = output_messages(FACTORY, out, "base_link")
     assert list(messages)[-3:] == ["A_d", "B_d", "stamp"]

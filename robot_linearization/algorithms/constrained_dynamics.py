@@ -19,7 +19,8 @@ import numpy as np
 
 from ..compiled import kernel
 from ..contacts import ContactError, as_contacts, resolve
-from ..model import Model, State
+from ..arguments import joint_vector
+from ..model import Model, State, check_state
 from ..spatial import mat_mat_into
 from .forward_dynamics import forward_dynamics
 from .inverse_dynamics import newton_euler_forward_into
@@ -265,11 +266,11 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     wrench [force; moment] (6d) on the robot, in the contact's reference axes.
     ContactError for a redundant or degenerate contact set.
     """
+    check_state(model, state)
+    torques = joint_vector(model, joint_torques, "joint_torques")
     contacts = as_contacts(contacts)
     coupled = hasattr(model, "tree")
     tree = model.tree if coupled else model
-    state.check(model)
-    torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
     if coupled:
         state, torques = model.tree_state(state), model.tree_torques(torques)
     base_acc, joint_acc = forward_dynamics(tree, state, torques)

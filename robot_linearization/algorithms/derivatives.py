@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compiled import kernel
-from ..model import Model, State
+from ..arguments import check_tree, choice, joint_vector, six_vector
+from ..model import Model, State, check_state
 from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, mat_vec_into, transform_force_add,
                        transform_motion_into)
 from .base_frame_derivatives import base_frame_derivatives_into
@@ -189,14 +190,14 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, base_accel
     frames (used with contacts, whose accelerations need those columns).  Equal to
     rounding.
     """
-    if frame not in ("base", "body"):
-        raise ValueError(f"frame must be 'base' or 'body', got {frame!r}")
-    state.check(model)
+    choice(frame, "frame", ("base", "body"))
+    check_state(check_tree(model, "extended_inverse_dynamics_derivatives"), state)
+    rdot = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
     n, N, n_bodies = model.n_joints, model.n_velocities, model.n_bodies
     X_up = body_transforms(model, state.joint_positions)
     g0 = base_gravity(model, state)
-    a0 = (np.asarray(base_acceleration, dtype=float) if model.floating_base else 0.0) - g0
-    rdot = np.ascontiguousarray(joint_accelerations, dtype=float)
+    a0 = (six_vector(base_acceleration, "base_acceleration", "v̇ [linear; angular] in the base frame")
+          if model.floating_base else 0.0) - g0
     D = np.empty((N, 2 * N))
     v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
     if frame == "base":

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..model import PIVOT_TOLERANCE, Model, State
+from ..arguments import check_tree, joint_vector
+from ..model import PIVOT_TOLERANCE, Model, State, check_state
 from ..spatial import (axpy, congruence_add, cross_force_into, cross_motion_into, dot6, lu_factor6, lu_solve6,
                        mat_vec_into, transform_force_add, transform_motion_into)
 from .kinematics import base_gravity, base_twist, body_transforms
@@ -108,13 +109,15 @@ def articulated_inertias(model: Model, X_up: np.ndarray):
     return I_A, U, D
 
 
-def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray):
-    """FD (3.17) by the ABAmb (floating base) or ABA (fixed base).
+def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray | None = None):
+    """FD (3.17) by the ABAmb (floating base) or ABA (fixed base); joint_torques τ (n,),
+    default zeros.
 
     Returns (base_acceleration v̇ (6,) or None, joint_accelerations ṙ (n,)); v̇ is
     the time derivative of the base body twist, in the base frame.
     """
-    state.check(model)
+    check_state(check_tree(model, "forward_dynamics"), state)
+    torques = joint_vector(model, joint_torques, "joint_torques")
     X_up = body_transforms(model, state.joint_positions)
     n_bodies = model.n_bodies
     I_A = np.empty_like(model.inertias)
@@ -123,7 +126,7 @@ def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray):
     accelerations = np.empty(model.n_velocities)
     forward_dynamics_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.floating_base,
                           base_twist(model, state), base_gravity(model, state), state.joint_velocities,
-                          np.ascontiguousarray(joint_torques, dtype=float), I_A, U, D, v, c, p, a, accelerations)
+                          torques, I_A, U, D, v, c, p, a, accelerations)
     if model.floating_base:
         return accelerations[:6], accelerations[6:]
     return None, accelerations

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..model import Model, State
+from ..arguments import check_tree, joint_vector, six_vector
+from ..model import Model, State, check_state
 from ..spatial import (axpy, cross_force_into, cross_motion_into, mat_vec_into, transform_force_add,
                        transform_motion_into)
 from .kinematics import base_gravity, base_twist, body_transforms
@@ -59,7 +60,7 @@ def _newton_euler(model: Model, X_up, state: State, base_acceleration, joint_acc
     v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
     newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
                               base_twist(model, state), base_acceleration, state.joint_velocities,
-                              np.ascontiguousarray(joint_accelerations, dtype=float), v, a, f)
+                              joint_accelerations, v, a, f)
     accumulate_wrenches(model.parent, X_up, f)
     return f
 
@@ -77,11 +78,13 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
     parts; all three terms are linear in the accelerations, so carrying v̇ in the
     forward pass (a_0 = v̇ − g_0) gives the same τ̄_b from the single backward pass.
     """
-    state.check(model)
+    check_state(check_tree(model, "extended_inverse_dynamics"), state)
     if not model.floating_base:
         raise ValueError("extended_inverse_dynamics needs a floating-base model; use inverse_dynamics")
+    a0 = six_vector(base_acceleration, "base_acceleration", "v̇ [linear; angular] in the base frame") \
+        - base_gravity(model, state)
+    joint_accelerations = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
     X_up = body_transforms(model, state.joint_positions)
-    a0 = np.asarray(base_acceleration, dtype=float) - base_gravity(model, state)
     f = _newton_euler(model, X_up, state, a0, joint_accelerations)
     return f[0].copy(), np.einsum("bi,bi->b", model.motion_subspaces[1:], f[1:])
 
@@ -93,7 +96,8 @@ def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray
     floating base, v̇ is the base acceleration consistent with zero external
     wrench (Definition 3.1), computed as a_0 = −(M^c_0)⁻¹ b^c_0.
     """
-    state.check(model)
+    check_state(check_tree(model, "inverse_dynamics"), state)
+    joint_accelerations = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
     X_up = body_transforms(model, state.joint_positions)
     g0 = base_gravity(model, state)
     f = _newton_euler(model, X_up, state, -g0, joint_accelerations)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
+from ..arguments import check_tree, joint_vector
 from ..model import Model
 from ..spatial import dot6, lu_factor6, lu_solve6
 from .forward_dynamics import articulated_inertias
@@ -88,7 +89,9 @@ def inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A
 
 def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed)."""
-    X_up = body_transforms(model, np.asarray(joint_positions, dtype=float))
+    positions = joint_vector(check_tree(model, "inverse_mass_matrix"), joint_positions, "joint_positions",
+                             default_zero=False)
+    X_up = body_transforms(model, positions)
     I_A, U, D = articulated_inertias(model, X_up)
     N, n_bodies = model.n_velocities, model.n_bodies
     R, t, axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))

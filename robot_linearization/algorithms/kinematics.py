@@ -6,6 +6,7 @@ import numpy as np
 
 from ..compiled import kernel
 from ..joints import joint_transform_into
+from ..arguments import check_tree, joint_vector
 from ..model import Model, State
 from ..spatial import mat_mat_into
 
@@ -61,9 +62,10 @@ def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
 
 def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """i_X_λ(i) for every body, shape (n+1, 6, 6)."""
+    positions = joint_vector(check_tree(model, "body_transforms"), joint_positions, "joint_positions",
+                             default_zero=False)
     X_up = np.empty((model.n_bodies, 6, 6))
-    body_transforms_into(model.motion_subspaces, model.tree_transforms,
-                         np.ascontiguousarray(joint_positions, dtype=float), X_up)
+    body_transforms_into(model.motion_subspaces, model.tree_transforms, positions, X_up)
     return X_up
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
+from ..arguments import check_tree, joint_vector
 from ..model import Model
 from ..spatial import congruence_add
 from .kinematics import body_transforms
@@ -29,7 +30,8 @@ def mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """Mass matrix M(s), (N, N): CRBAmb for a floating base (blocks M11 = M^c_0,
     M12 = ₀F, M22, see (2.64)), CRBA for a fixed base.  A reference algorithm:
     the linearization itself never forms M."""
-    X_up = body_transforms(model, np.asarray(joint_positions, dtype=float))
+    positions = joint_vector(check_tree(model, "mass_matrix"), joint_positions, "joint_positions", default_zero=False)
+    X_up = body_transforms(model, positions)
     I_c = composite_inertias(model, X_up)
     S = model.motion_subspaces
     off = 6 if model.floating_base else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..contacts import CONTACT_SYNTAX, ContactError, parse_contacts
+from ..contacts import CONTACT_SYNTAX, ContactError, as_contacts
 from ..discretization import METHODS
 from ..urdf import MIMIC_MODES
 from .pipeline import PipelineConfig
@@ -108,7 +108,7 @@ def _contacts(value) -> tuple:
     if not (isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(c, str) for c in value))):
         raise ValueError(f"parameter 'contacts' must be a string ({CONTACT_SYNTAX}), got {value!r}")
     try:
-        return parse_contacts(value)
+        return as_contacts(value)
     except ContactError as e:
         raise ValueError(f"parameter 'contacts': {e}") from None
 

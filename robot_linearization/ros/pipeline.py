@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linearization import Linearization, linearize
-from ..contacts import ContactError, format_contacts, parse_contacts, resolve
+from ..contacts import ContactError, as_contacts, format_contacts, resolve
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
@@ -125,11 +125,11 @@ class LinearizationPipeline:
         return error
 
     def set_contacts(self, spec) -> str | None:
-        """Change the active contact set (text as :func:`parse_contacts` reads it, or
+        """Change the active contact set (text as :func:`as_contacts` reads it, or
         Contacts); it applies to the joint states linearized from now on.  On an
         error keep the previous set and return the reason; None on success."""
         try:
-            contacts = parse_contacts(spec)
+            contacts = as_contacts(spec)
             if self.model is not None:
                 resolve(self.model, contacts)
         except ContactError as e:
@@ -258,8 +258,9 @@ class LinearizationPipeline:
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
-            lin = linearize(self.model, state, torques, contacts=self.contacts,
-                            dt=self.config.discretization_dt or None, discretization=self.config.discretization)
+            dt = self.config.discretization_dt or None
+            lin = linearize(self.model, state, torques, contacts=self.contacts, dt=dt,
+                            discretization=self.config.discretization if dt else None)
         except ContactError as e:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:

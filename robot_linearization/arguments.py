@@ -1,0 +1,146 @@
+"""What a user passes, checked before a compiled kernel sees it.
+
+The kernels index their arrays without bounds checks: a torque vector one entry
+short would be read past its end (garbage at best, a crash at worst).  So every
+public function converts its array arguments here, and a wrong length, ndim or
+dtype, or a NaN, becomes one line naming the argument, what was expected and
+what was given:
+
+    joint_torques: expected shape (12,) (one per joint of model 'solo'), got shape (2, 12)
+
+Integers are accepted (and converted to float64); booleans, complex numbers,
+strings, None and objects are not.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+
+def _given(value) -> str:
+    """A short description of what was given, for an error message."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} ({value.dtype})"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} entries"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def real_array(value, name: str, shape: tuple | None = None, *, ndim: int | None = None, what: str = "",
+               finite: bool = True, error: type = ValueError) -> np.ndarray:
+    """``value`` as a C-contiguous float64 array of ``shape`` (−1 = any length), or of
+    ``ndim`` dimensions; ``error`` (a ValueError) naming ``name`` otherwise.  ``what``
+    explains the shape ("one per joint of model 'x'").  finite=False leaves NaN/inf to
+    the caller (a kernel that checks them itself)."""
+    if isinstance(value, np.ndarray):
+        array = value
+    else:
+        if value is None or isinstance(value, (str, bytes, Mapping)):
+            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got {_given(value)}")
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):  # ragged nesting
+            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got a ragged {type(value).__name__}"
+                             ) from None
+    if array.dtype.kind not in "iuf":
+        kind = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes", "O": "objects"}.get(
+            array.dtype.kind, str(array.dtype))
+        raise error(f"{name}: expected real numbers ({_expected(shape, ndim, what)}), got {kind}")
+    if shape is not None:
+        if len(shape) != array.ndim or any(s not in (-1, a) for s, a in zip(shape, array.shape)):
+            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got shape {array.shape}")
+    elif ndim is not None and array.ndim != ndim:
+        raise error(f"{name}: expected {_expected(shape, ndim, what)}, got shape {array.shape}")
+    if array.dtype != np.float64 or not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array, dtype=np.float64)
+    if finite and not np.isfinite(array).all():
+        bad = np.unravel_index(int(np.flatnonzero(~np.isfinite(array))[0]), array.shape)
+        index = bad[0] if len(bad) == 1 else tuple(int(i) for i in bad)
+        raise error(f"{name}: contains NaN or inf (entry {index} is {array[bad]})")
+    return array
+
+
+def _expected(shape, ndim, what) -> str:
+    if shape == (-1,):
+        text = "a 1-D array"
+    elif shape is not None:
+        text = "shape (" + ", ".join("any" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") \
+            + ")"
+    elif ndim is not None:
+        text = f"a {ndim}-D array"
+    else:
+        text = "an array"
+    return text + (f" ({what})" if what else "")
+
+
+def joint_vector(model, value, name: str, *, default_zero: bool = True, finite: bool = True) -> np.ndarray:
+    """A per-joint vector (n,) in ``model.joint_names`` order; None gives zeros when
+    ``default_zero``."""
+    n = model.n_joints
+    if value is None and default_zero:
+        return np.zeros(n)
+    return real_array(value, name, (n,), what=f"one per joint of model '{model.name}'", finite=finite)
+
+
+def six_vector(value, name: str, what: str = "[linear; angular]") -> np.ndarray:
+    return real_array(value, name, (6,), what=what)
+
+
+def positive_number(value, name: str, unit: str = "") -> float:
+    """A positive, finite number (a step in seconds, a finite-difference step)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0 < value < math.inf:
+        raise ValueError(f"{name}: expected a positive number{unit and ' of ' + unit}, got {_given(value)}")
+    return float(value)
+
+
+def choice(value, name: str, options: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name}: expected one of {', '.join(repr(o) for o in options)}, got {_given(value)}")
+    return value
+
+
+def check_model(model, name: str = "model"):
+    """A Model or CoupledModel (duck-typed on what the algorithms read)."""
+    if not all(hasattr(model, a) for a in ("joint_names", "floating_base", "n_velocities", "state_labels")):
+        raise ValueError(f"{name}: expected a robot_linearization Model (from rl.load_urdf or rl.ModelBuilder), "
+                         f"got {_given(model)}")
+    return model
+
+
+def did_you_mean(name: str, options: Sequence[str]) -> str:
+    """" (did you mean 'FL_FOOT'?)" for the closest of ``options`` (case-insensitive), or ""."""
+    by_lower = {o.lower(): o for o in options}
+    close = [f"'{by_lower[c]}'" for c in difflib.get_close_matches(str(name).lower(), list(by_lower), n=3,
+                                                                       cutoff=0.6)]
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(close) if len(close) < 3 else ', '.join(close[:-1]) + ' or ' + close[-1]}?)"
+
+
+def check_tree(model, function: str):
+    """A plain kinematic tree (:class:`~robot_linearization.Model`): the recursive
+    algorithms do not take a CoupledModel's reduced coordinates."""
+    check_model(model)
+    if hasattr(model, "tree"):
+        raise ValueError(f"{function} takes a Model, not a CoupledModel (mimic joints): use rl.linearize (A, B, "
+                         f"M_inv), rl.constrained_forward_dynamics, or {function} on model.tree with "
+                         "model.tree_state(state)")
+    return model
+
+
+def check_linearization(model, linearization, name: str = "linearization"):
+    """A Linearization (rl.linearize / rl.linearize_trajectory) of ``model``."""
+    check_model(model)
+    if not all(hasattr(linearization, a) for a in ("A", "B", "M_inv", "state_labels", "state")):
+        raise ValueError(f"{name}: expected a Linearization (from rl.linearize), got {_given(linearization)}")
+    if tuple(linearization.state_labels) != tuple(model.state_labels):
+        raise ValueError(f"{name}: not a linearization of model '{model.name}' (its state has "
+                         f"{len(linearization.state_labels)} entries, the model's {len(model.state_labels)}, "
+                         "or they name other joints)")
+    return linearization

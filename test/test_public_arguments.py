@@ -1,0 +1,331 @@
+"""Every public function checks what it is given before a compiled kernel sees it.
+
+The table below has one entry per public callable of ``robot_linearization.__all__``
+and ``robot_linearization.algorithms.__all__`` (a test fails when a new one is
+added without an entry): a valid call, and for each argument the bad inputs of
+its kind — wrong length (0, n−1, n+1), wrong ndim, wrong dtype, NaN/inf, a state
+of another model or base kind, ...  Each must give a ValueError of one line that
+names the argument; never garbage, a numba TypingError or a raw traceback.
+``scripts/test.sh`` also runs this file with numba's bounds checking on
+(NUMBA_BOUNDSCHECK=1), so a kernel that indexes outside its arrays fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.joints import JointType
+
+FLOATING = rl.load_urdf(rl.robots.bundled_urdf_path())
+FIXED = rl.load_urdf(rl.robots.bundled_urdf_path(), floating_base=False)
+OTHER = rl.robots.thesis_test_system()  # another floating-base model: 9 joints
+with open(rl.robots.bundled_urdf_path()) as _f:
+    COUPLED = rl.load_urdf(_f.read().replace(
+        '<joint name="front_right_knee" type="revolute">',
+        '<joint name="front_right_knee" type="revolute"><mimic joint="front_left_knee" multiplier="1" offset="0.1"/>'))
+N_JOINTS = FLOATING.n_joints
+FOOT = rl.robots.BUNDLED_FEET[0]
+
+
+def _state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    n = model.n_joints
+    if not model.floating_base:
+        return rl.State(joint_positions=rng.uniform(-1, 1, n), joint_velocities=rng.normal(size=n))
+    H = rl.spatial.se3_exp(rng.normal(size=6))
+    return rl.State(base_pose=H, joint_positions=rng.uniform(-1, 1, n), base_twist=rng.normal(size=6),
+                    joint_velocities=rng.normal(size=n))
+
+
+STATE, FIXED_STATE = _state(FLOATING), _state(FIXED)
+LIN = rl.linearize(FLOATING, STATE)
+
+
+def _with(state, **changes):
+    fields = dict(base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=state.base_twist,
+                  joint_velocities=state.joint_velocities)
+    fields.update(changes)
+    return rl.State(**fields)
+
+
+def _poisoned(field, value):
+    """STATE with one entry of ``field`` set to ``value`` after construction (which refuses
+    NaN), as a caller writing into the state's arrays in place can."""
+    state = _with(STATE)
+    getattr(state, field)[0] = value
+    return state
+
+
+def _joint_vectors(n):
+    """Bad values of a per-joint vector (n,)."""
+    return {"empty": np.array([]), "n-1": np.zeros(n - 1), "n+1": np.zeros(n + 1), "2d": np.zeros((2, n)),
+            "scalar": 0.5, "complex": np.zeros(n, dtype=complex), "objects": [None] * n, "strings": ["1.0"] * n,
+            "booleans": np.zeros(n, dtype=bool), "nan": np.full(n, np.nan), "inf": np.full(n, np.inf),
+            "ragged": [[0.0]] * (n - 1) + [[0.0, 1.0]], "dict": {"a": 1.0}, "none": None}
+
+
+def _six_vectors():
+    return {"5": np.zeros(5), "7": np.zeros(7), "2d": np.zeros((2, 6)), "complex": np.zeros(6, dtype=complex),
+            "nan": np.full(6, np.nan), "string": "000000", "none": None}
+
+
+BAD = {
+    "joint_vector": _joint_vectors(N_JOINTS),
+    "joint_vector_or_none": {k: v for k, v in _joint_vectors(N_JOINTS).items() if k != "none"},
+    "six_vector": _six_vectors(),
+    "six_vector_or_none": {k: v for k, v in _six_vectors().items() if k != "none"},
+    "vector": {"2d": np.zeros((2, 3)), "complex": np.zeros(3, dtype=complex), "strings": ["1"] * 3,
+               "objects": [None] * 3, "nan": [0.0, np.nan, 0.0], "dict": {"a": 1.0}},
+    "pose_array": {"3x3": np.eye(3), "nan": np.full((4, 4), np.nan), "strings": [["1"] * 4] * 4},
+    "state": {"none": None, "dict": {"joint_positions": np.zeros(N_JOINTS)}, "other model": _state(OTHER),
+              "fixed-base state": FIXED_STATE, "nan position": _poisoned("joint_positions", np.nan),
+              "inf twist": _poisoned("base_twist", np.inf),
+              "non-rigid pose": _with(STATE, base_pose=2 * np.eye(4)),
+              "short velocities": _with(STATE, joint_velocities=np.zeros(N_JOINTS - 1))},
+    "fixed_state": {"floating-base state": STATE,
+                    "other length": rl.State(joint_positions=np.zeros(3), joint_velocities=np.zeros(3))},
+    "seconds": {"zero": 0.0, "negative": -1e-3, "nan": float("nan"), "inf": float("inf"), "string": "0.002",
+                "bool": True, "complex": 1e-3j, "array": np.array([1e-3])},
+    "optional_seconds": {"zero": 0.0, "negative": -1e-3, "nan": float("nan"), "string": "0.002"},
+    "positive": {"zero": 0.0, "negative": -1.0, "nan": float("nan"), "string": "1e-3"},
+    "contacts": {"unknown frame": "front_left_fot", "int": 3, "twice": [FOOT, FOOT], "bad kind": FOOT + ":plane",
+                 "too many fields": FOOT + ":6d:local:x", "dict": {FOOT: "6d"}},
+    "model": {"none": None, "path": rl.robots.bundled_urdf_path(), "state": STATE},
+    "tree": {"coupled model": COUPLED, "none": None},
+    "linearization": {"none": None, "of another model": rl.linearize(OTHER, _state(OTHER)), "a matrix": np.eye(36)},
+    "method": {"unknown": "rk4", "int": 1, "none": None},
+    "discretization": {"unknown": "rk4", "int": 1},
+    "states": {"one state": STATE, "empty": [], "with a dict": [STATE, {"a": 1}], "other model": [_state(OTHER)],
+               "string": "state"},
+    "joint_dict": {"list": [0.0] * N_JOINTS, "nan": {j: np.nan for j in FLOATING.joint_names},
+                   "none values": {j: None for j in FLOATING.joint_names},
+                   "missing": {j: 0.0 for j in FLOATING.joint_names[1:]},
+                   "unknown": {**{j: 0.0 for j in FLOATING.joint_names}, "elbow": 0.0}},
+    "quaternion": {"3 entries": (0.0, 0.0, 1.0), "zero": (0.0, 0.0, 0.0, 0.0), "nan": (np.nan, 0.0, 0.0, 1.0),
+                   "complex": (0j, 0, 0, 1), "string": "0001"},
+    "position3": {"2 entries": (0.0, 0.0), "nan": (np.nan, 0.0, 0.0), "string": "000"},
+    "matrix4": {"3x3": np.eye(3), "nan": np.full((4, 4), np.nan), "strings": [["1"] * 4] * 4,
+                "not rigid": 2 * np.eye(4)},
+    "matrix6": {"5x5": np.eye(5), "nan": np.full((6, 6), np.nan), "complex": np.eye(6, dtype=complex),
+                "not symmetric": np.triu(np.ones((6, 6)))},
+    "gravity": {"2 entries": (0.0, -9.81), "nan": (0.0, 0.0, np.nan), "complex": (0, 0, -9.81j), "string": "down"},
+    "description": {"none": None, "int": 3, "missing file": "/no/such/robot.urdf", "not xml": "<robot",
+                    "not a robot": "<html/>"},
+    "bool": {"string": "false", "none": None},
+    "mimic_mode": {"unknown": "maybe", "int": 0},
+    "frame_name": {"empty": "", "int": 3},
+    "contact_kind": {"unknown": "plane", "none": None},
+    "contact_reference": {"unknown": "global"},
+    "joint_name": {"empty": "", "int": 3},
+    "joint_type": {"string": "revolute", "none": None},
+    "axis": {"zero": (0.0, 0.0, 0.0), "2 entries": (1.0, 0.0), "nan": (np.nan, 0.0, 1.0), "string": "x"},
+    "pitch": {"nan": float("nan"), "string": "0.1"},
+    "derivative_frame": {"unknown": "world"},
+}
+def _builder():
+    return rl.ModelBuilder("base", np.eye(6))
+
+
+def _add_body(**arguments):
+    builder = _builder()
+    builder.add_body(**arguments)
+
+
+GOOD_JOINT = rl.Joint("j", JointType.REVOLUTE, (0.0, 0.0, 1.0))
+
+# name -> (callable, valid keyword arguments, {argument: kind of its bad inputs})
+CALLS = {
+    "linearize": (rl.linearize, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), contacts=None,
+                                     dt=0.002, discretization="euler"),
+                  {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "contacts": "contacts",
+                   "dt": "optional_seconds", "discretization": "discretization"}),
+    "linearize_trajectory": (rl.linearize_trajectory, dict(model=FLOATING, states=[STATE, STATE],
+                                                           joint_torques=np.zeros((2, N_JOINTS)), dt=0.002),
+                             {"model": "model", "states": "states", "dt": "optional_seconds"}),
+    "step": (rl.step, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), dt=0.002, contacts=()),
+             {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "dt": "seconds",
+              "contacts": "contacts"}),
+    "forward_dynamics": (rl.forward_dynamics, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS)),
+                         {"model": "tree", "state": "state", "joint_torques": "joint_vector_or_none"}),
+    "constrained_forward_dynamics": (
+        rl.constrained_forward_dynamics, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS),
+                                              contacts=[FOOT]),
+        {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "contacts": "contacts"}),
+    "inverse_dynamics": (rl.inverse_dynamics, dict(model=FLOATING, state=STATE,
+                                                   joint_accelerations=np.zeros(N_JOINTS)),
+                         {"model": "tree", "state": "state", "joint_accelerations": "joint_vector"}),
+    "extended_inverse_dynamics": (
+        rl.extended_inverse_dynamics, dict(model=FLOATING, state=STATE, base_acceleration=np.zeros(6),
+                                           joint_accelerations=np.zeros(N_JOINTS)),
+        {"model": "tree", "state": "state", "base_acceleration": "six_vector", "joint_accelerations": "joint_vector"}),
+    "extended_inverse_dynamics_derivatives": (
+        rl.extended_inverse_dynamics_derivatives, dict(model=FLOATING, state=STATE, base_acceleration=np.zeros(6),
+                                                       joint_accelerations=np.zeros(N_JOINTS), frame="base"),
+        {"model": "tree", "state": "state", "base_acceleration": "six_vector", "joint_accelerations": "joint_vector",
+         "frame": "derivative_frame"}),
+    "mass_matrix": (rl.mass_matrix, dict(model=FLOATING, joint_positions=np.zeros(N_JOINTS)),
+                    {"model": "tree", "joint_positions": "joint_vector"}),
+    "inverse_mass_matrix": (rl.inverse_mass_matrix, dict(model=FLOATING, joint_positions=np.zeros(N_JOINTS)),
+                            {"model": "tree", "joint_positions": "joint_vector"}),
+    "body_transforms": (rl.algorithms.body_transforms, dict(model=FLOATING, joint_positions=np.zeros(N_JOINTS)),
+                        {"model": "tree", "joint_positions": "joint_vector"}),
+    "discretize": (rl.discretize, dict(model=FLOATING, linearization=LIN, dt=0.002, method="euler"),
+                   {"model": "model", "linearization": "linearization", "dt": "seconds", "method": "method"}),
+    "state_difference": (rl.state_difference, dict(model=FLOATING, a=STATE, b=STATE),
+                         {"model": "model", "a": "state", "b": "state"}),
+    "finite_difference_linearization": (
+        rl.finite_difference_linearization, dict(model=FIXED, state=FIXED_STATE, joint_torques=None, step=1e-3),
+        {"state": "fixed_state", "step": "positive"}),
+    "validate": (rl.validate, dict(model=FLOATING, state=LIN), {"model": "model", "state": "linearization"}),
+    "load_urdf": (rl.load_urdf, dict(path_or_xml=rl.robots.bundled_urdf_path(), floating_base=True,
+                                     gravity=(0.0, 0.0, -9.81), mimic_joints="coupled"),
+                  {"path_or_xml": "description", "floating_base": "bool", "gravity": "gravity",
+                   "mimic_joints": "mimic_mode"}),
+    "State": (rl.State, dict(base_pose=np.eye(4), joint_positions=np.zeros(3), base_twist=np.zeros(6),
+                             joint_velocities=np.zeros(3)),
+              {"base_pose": "pose_array", "base_twist": "six_vector_or_none", "joint_positions": "vector",
+               "joint_velocities": "vector"}),
+    "State.from_named": (lambda **a: rl.State.from_named(FLOATING, **a),
+                         dict(joint_positions={j: 0.1 for j in FLOATING.joint_names}, joint_velocities=None,
+                              base_position=(0.0, 0.0, 0.3), base_orientation=(0.0, 0.0, 0.0, 1.0),
+                              base_twist=np.zeros(6)),
+                         {"joint_positions": "joint_dict", "base_orientation": "quaternion",
+                          "base_position": "position3", "base_twist": "six_vector"}),
+    "Contact": (rl.Contact, dict(frame=FOOT, kind="point", reference="local"),
+                {"frame": "frame_name", "kind": "contact_kind", "reference": "contact_reference"}),
+    "Joint": (rl.Joint, dict(name="j", type=JointType.HELICAL, axis=(0.0, 0.0, 1.0), pitch=0.1),
+              {"name": "joint_name", "type": "joint_type", "axis": "axis", "pitch": "pitch"}),
+    "ModelBuilder": (rl.ModelBuilder, dict(base_name="base", base_inertia=np.eye(6), gravity=(0.0, 0.0, -9.81)),
+                     {"base_inertia": "matrix6", "gravity": "gravity"}),
+    "ModelBuilder.add_body": (_add_body, dict(name="link", parent="base", joint=GOOD_JOINT, placement=np.eye(4),
+                                              inertia=np.eye(6)),
+                              {"placement": "matrix4", "inertia": "matrix6"}),
+}
+
+NOT_CALLED = {
+    "ComparisonReport": "a result (validate returns it)",
+    "ContactError": "an exception",
+    "ModelError": "an exception",
+    "CoupledModel": "built by load_urdf from a URDF's mimic joints",
+    "JointType": "an enumeration",
+    "Linearization": "a result (linearize returns it)",
+    "Model": "built by ModelBuilder.build or load_urdf",
+    "ExtendedInverseDynamicsDerivatives": "a result",
+    "robots": "a module: the bundled URDF's path and the thesis's test system, no arguments to check",
+}
+
+# how a message may name an argument of that kind besides by the argument's own name
+NAMED_AS = {"tree": ("Model",), "states": ("state",), "contacts": ("contact",), "linearization": ("linearization",),
+            "matrix6": ("inertia",), "description": ("URDF", "robot description")}
+
+CASES = [pytest.param(name, argument, bad, id=f"{name}-{argument}-{label}")
+         for name, (_, _, checked) in CALLS.items() for argument, kind in checked.items()
+         for label, bad in BAD[kind].items()]
+
+
+def test_every_public_name_is_in_the_table():
+    public = set(rl.__all__) | set(rl.algorithms.__all__)
+    missing = {name for name in public if name not in CALLS and name not in NOT_CALLED}
+    assert not missing, f"add these public names to CALLS (or NOT_CALLED with a reason): {sorted(missing)}"
+    for name, value in vars(rl).items():  # methods users call as functions
+        if name in public and isinstance(value, type) and name not in NOT_CALLED:
+            for method, function in vars(value).items():
+                if isinstance(function, (classmethod, staticmethod)) and not method.startswith("_"):
+                    assert f"{name}.{method}" in CALLS, f"{name}.{method} has no entry in CALLS"
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_the_valid_call_of_each_entry_succeeds(name):
+    function, arguments, _ = CALLS[name]
+    function(**arguments)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: rl.linearize(FLOATING, STATE, np.ones(N_JOINTS), contacts=f"{FOOT}:6d:local", dt=0.002),
+    lambda: rl.linearize(FLOATING, STATE, contacts=rl.robots.BUNDLED_FEET, dt=0.002, discretization="zoh"),
+    lambda: rl.linearize(COUPLED, _state(COUPLED), contacts=FOOT + ":6d", dt=0.002),
+    lambda: rl.linearize(FIXED, FIXED_STATE, np.ones(N_JOINTS), dt=0.002),
+    lambda: rl.linearize_trajectory(FLOATING, [STATE] * 3, contacts=[[FOOT], [], None], dt=0.002, workers=2),
+    lambda: rl.linearize_trajectory(FIXED, [FIXED_STATE] * 3, workers=2),
+    lambda: rl.step(COUPLED, _state(COUPLED), None, 0.002, contacts=rl.robots.BUNDLED_FEET),
+    lambda: rl.validate(COUPLED, rl.linearize(COUPLED, _state(COUPLED), contacts=FOOT, dt=0.002)),
+], ids=["6d local + dt", "4 feet + zoh", "coupled + 6d", "fixed base + dt", "gait horizon", "fixed horizon",
+        "coupled step", "coupled validate"])
+def test_every_engine_path_runs_on_valid_input(call):
+    """(In the bounds-checked pass, every kernel path indexes inside its arrays.)"""
+    call()
+
+
+@pytest.mark.parametrize("name, argument, bad", CASES)
+def test_a_bad_argument_is_one_line_naming_it(name, argument, bad):
+    function, arguments, _ = CALLS[name]
+    with pytest.raises(ValueError) as caught:
+        function(**{**arguments, argument: bad})
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 400, message
+    assert type(caught.value).__module__.split(".")[0] in ("builtins", "robot_linearization"), type(caught.value)
+    kind = CALLS[name][2][argument]
+    expected = NAMED_AS.get(kind, ()) + (argument,)
+    assert any(re.search(re.escape(w), message, re.IGNORECASE) for w in expected), \
+        f"the message does not name {argument!r}: {message}"
+
+
+def test_the_table_tries_a_sensible_number_of_bad_inputs():
+    """(The count the issue asks for; also guards against an empty parametrisation.)"""
+    assert len(CALLS) >= 20 and len(CASES) >= 250, (len(CALLS), len(CASES))
+
+
+def test_an_unknown_contact_frame_suggests_the_close_ones():
+    with pytest.raises(rl.ContactError, match=r"did you mean 'front_left_foot'"):
+        rl.linearize(FLOATING, STATE, contacts="FRONT_LEFT_FOT")
+
+
+def test_the_api_takes_the_contact_text_of_the_node_and_the_cli():
+    text = rl.linearize(FLOATING, STATE, contacts=f"{FOOT}, {rl.robots.BUNDLED_FEET[1]}:point:local")
+    objects = rl.linearize(FLOATING, STATE, contacts=[rl.Contact(FOOT),
+                                                      rl.Contact(rl.robots.BUNDLED_FEET[1], reference="local")])
+    assert text.contacts == objects.contacts and np.array_equal(text.A, objects.A)
+    assert rl.linearize(FLOATING, STATE, contacts="none").contacts == ()
+
+
+def test_a_horizon_with_a_contact_set_per_state_must_have_one_per_state():
+    with pytest.raises(ValueError, match="3 contact sets for 4 states"):
+        rl.linearize_trajectory(FLOATING, [STATE] * 4, contacts=[[FOOT]] * 3)
+
+
+def test_a_method_without_a_step_is_an_error():
+    with pytest.raises(ValueError, match="discretization='zoh' needs dt"):
+        rl.linearize(FLOATING, STATE, discretization="zoh")
+
+
+def test_a_state_keeps_its_own_copy_of_the_callers_arrays():
+    positions = np.zeros(N_JOINTS)
+    state = rl.State(joint_positions=positions, joint_velocities=np.zeros(N_JOINTS))
+    positions[0] = 1.0
+    assert state.joint_positions[0] == 0.0
+
+
+def test_the_coupled_model_is_refused_by_the_tree_algorithms_with_a_pointer():
+    with pytest.raises(ValueError, match="not a CoupledModel"):
+        rl.mass_matrix(COUPLED, np.zeros(COUPLED.n_joints))
+    assert isinstance(COUPLED, rl.CoupledModel) and COUPLED.mimics[0][3] == 0.1
+    lin = rl.linearize(COUPLED, _state(COUPLED))  # the reduced model itself is accepted
+    assert lin.M_inv.shape == (COUPLED.n_velocities,) * 2
+
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_BOUNDSCHECK") != "1",
+                    reason="runs in scripts/test.sh's bounds-checked pass (NUMBA_BOUNDSCHECK=1)")
+def test_the_bounds_checked_pass_really_checks_bounds():
+    """A kernel handed an array one entry short raises IndexError in this pass (where,
+    without bounds checks, it would read past the end)."""
+    from robot_linearization.algorithms.kinematics import body_transforms_into
+
+    X_up = np.empty((FLOATING.n_bodies, 6, 6))
+    with pytest.raises(IndexError):
+        body_transforms_into(FLOATING.motion_subspaces, FLOATING.tree_transforms, np.zeros(N_JOINTS - 1), X_up)
