@@ -139,6 +139,7 @@ class ModelBuilder:
         inertia (6×6): raw spatial inertia at the body frame, [lin; ang] blocks;
         use :func:`robot_linearization.spatial.spatial_inertia` for a physical one.
         """
+        _check_name(name, "body name")
         if name in self._frames:
             raise ModelError(f"duplicate body or frame name '{name}'")
         if parent not in self._names:
@@ -156,6 +157,7 @@ class ModelBuilder:
 
     def add_frame(self, name: str, *, body: str, placement: np.ndarray) -> None:
         """Record a frame rigidly attached to ``body`` (body_H_frame)."""
+        _check_name(name, "frame name")
         if name in self._frames:
             raise ModelError(f"duplicate frame name '{name}'")
         if body not in self._names:
@@ -218,6 +220,11 @@ class ModelBuilder:
         )
         _check_nonsingular(model)
         return model
+
+
+def _check_name(name, what: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"{what}: expected a non-empty string, got {name!r}")
 
 
 def _check_transform(H, what: str) -> np.ndarray:
@@ -350,8 +357,7 @@ class State:
 
     def check(self, model: Model, name: str = "state") -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite."""
-        stack_states(model, [self], name=name)
-        return self
+        return check_state(model, self, name)
 
 
 def check_state(model, state, name: str = "state") -> "State":
