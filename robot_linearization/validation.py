@@ -10,16 +10,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.constrained_dynamics import constrained_forward_dynamics
+from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from .algorithms.forward_dynamics import forward_dynamics
+from .algorithms.kinematics import body_transforms
 from .contacts import as_contacts
 from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
+from .arguments import check_linearization, joint_vector, positive_number
 from .discretization import step as integrator_step, zero_order_hold
-from .model import Model, State
+from .model import Model, State, check_state
 from .spatial import se3_exp, se3_log
 
-DEFAULT_STEP = 1e-3
+DEFAULT_STEP = 1e-2
+"""The largest step of the extrapolated finite differences (it halves down to DEFAULT_STEP/128)."""
 
 
 def perturb(model: Model, state: State, z: np.ndarray) -> State:
@@ -35,6 +38,8 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
 
 def state_difference(model: Model, a: State, b: State) -> np.ndarray:
     """z (2N,) with b = a·exp(z) (the inverse of :func:`perturb`): [log(H_a⁻¹ H_b), Δs, Δv, Δr]."""
+    check_state(model, a, "a")
+    check_state(model, b, "b")
     parts = [b.joint_positions - a.joint_positions]
     if model.floating_base:
         parts = [se3_log(np.linalg.inv(a.base_pose) @ b.base_pose)] + parts + [b.base_twist - a.base_twist]
@@ -56,33 +61,81 @@ def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) 
     return np.concatenate([velocities, nu_dot, forces])
 
 
+def _extrapolated(estimate, largest_step: float, shrink: float = 2.0, levels: int = 12):
+    """Ridders' extrapolation of a central difference to zero step, entry by entry.
+
+    ``estimate(h)`` is a central difference with step h, an even function of h:
+    D(h) = D + c₁h² + c₂h⁴ + … + round-off.  It is evaluated at h₀, h₀/2, h₀/4, …
+    (at most ``levels`` steps) and each new value is Richardson-extrapolated against
+    the previous row of the tableau (eliminating h², h⁴, … one by one).  Every
+    tableau entry comes with an error estimate (its difference to its two parents);
+    each entry of the result is the one with the smallest estimate.  The sequence
+    stops once every entry's newest extrapolation is worse than ``safe`` times its
+    best, i.e. round-off has taken over.  Returns (derivative, error estimate).
+    """
+    factor = shrink * shrink
+    previous = [np.asarray(estimate(largest_step), dtype=float)]
+    best, error = previous[0].copy(), np.full(previous[0].shape, np.inf)
+    settled = np.zeros(best.shape, dtype=bool)
+    h = largest_step
+    for level in range(1, levels):
+        h /= shrink
+        row = [np.asarray(estimate(h), dtype=float)]
+        weight = factor
+        for k in range(1, level + 1):
+            row.append((weight * row[k - 1] - previous[k - 1]) / (weight - 1.0))
+            weight *= factor
+            change = np.maximum(np.abs(row[k] - row[k - 1]), np.abs(row[k] - previous[k - 1]))
+            better = (change <= error) & ~settled
+            best, error = np.where(better, row[k], best), np.where(better, change, error)
+        # an entry that has converged (to 1e-8 of itself) and then moves by more than twice its
+        # error estimate is in round-off: its later, smaller steps are noise that may agree by chance
+        settled |= (np.abs(row[level] - previous[level - 1]) >= 2.0 * error) & (error <= 1e-8 * np.abs(best))
+        previous = row
+    return best, error
+
+
 def finite_difference_linearization(model: Model, state: State, joint_torques=None, step: float = DEFAULT_STEP,
                                     contacts=()):
-    """(A, B) by 4th-order central differences of the ABA(mb) along g·exp(±h e_j),
-    g·exp(±2h e_j), and τ ± δ e_j.
+    """(A, B) of the forward dynamics by extrapolated central differences along g·exp(±h e_j) and τ ± δ e_j.
 
-    The dynamics rows are D₁λ∘DL_g(e) (2.47), differences of the forward dynamics.
-    The kinematic rows (ż_H, ż_s) come from the flow instead (:func:`flow_kinematic_rows`),
+    The dynamics rows are D₁λ∘DL_g(e) (2.47), differences of the forward dynamics
+    (ABAmb; with contacts or mimic joints the constrained forward dynamics) at the
+    perturbed states g·exp(±h e_j): nothing of the linearization is used.  The
+    kinematic rows (ż_H, ż_s) come from the flow instead (:func:`flow_kinematic_rows`),
     so that no formula of A (such as its −v× block) is assumed by the reference.
-    The 4th-order stencil keeps truncation negligible at a step large enough that
-    round-off stays small even when the accelerations are large (a falling or
-    spinning robot).  Costs 4·2N + 2n forward-dynamics evaluations.
+
+    Error model.  A central difference of f with step h is
+    D(h) = f′ + h² f‴/6 + h⁴ f⁽⁵⁾/120 + … (truncation) + ~eps·F/h (round-off), where F is
+    the size of the terms f is computed from — not of f itself: a locked robot's ν̇ is
+    ~0 but is M⁻¹(τ − h + Jᵀλ) with each term ~10³.  No fixed step suits every state:
+    near a singular contact Jacobian f⁽⁵⁾ is so large that h = 10⁻³ leaves 1 % of
+    truncation in ∂λ/∂s, while a step small enough for it has 10³× the round-off
+    elsewhere.  So each column is Ridders' extrapolation (:func:`_extrapolated`) of
+    central differences at h = ``step``, step/2, … step/128: Richardson's elimination
+    of the h², h⁴, … terms, with an error estimate per entry, keeping for each entry
+    the extrapolation with the smallest estimate.  The columns in τ need none: the
+    dynamics (ν̇ and λ) are affine in τ, so one central difference with a large step
+    has no truncation error and negligible round-off.  Costs up to 16·2N + 2n
+    forward-dynamics evaluations (fewer where the extrapolation converges early).
 
     With contacts, the constrained forward dynamics are differenced, and
     (A, B, ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) is returned.
     """
     n, N = model.n_joints, model.n_velocities
-    torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    check_state(model, state)
+    torques = joint_vector(model, joint_torques, "joint_torques")
+    step = positive_number(step, "step")
     rows = 2 * N + sum(c.dimension for c in as_contacts(contacts))
     A = np.empty((rows, 2 * N))
     for j in range(2 * N):
-        z = np.zeros(2 * N)
-        z[j] = step
-        f = [_vector_field(model, perturb(model, state, k * z), torques, contacts) for k in (-2, -1, 1, 2)]
-        A[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * step)
+        def central(h, j=j):
+            z = np.zeros(2 * N)
+            z[j] = h
+            return (_vector_field(model, perturb(model, state, z), torques, contacts)
+                    - _vector_field(model, perturb(model, state, -z), torques, contacts)) / (2.0 * h)
+        A[:, j] = _extrapolated(central, step)[0]
     A[:N] = flow_kinematic_rows(model, state)
-    # The dynamics are affine in τ, so central differences have no truncation
-    # error there: a large step keeps round-off negligible.
     torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
     B = np.empty((rows, n))
     for j in range(n):
@@ -97,11 +150,12 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
 
 def finite_difference_step(model: Model, state: State, joint_torques, dt: float, contacts=(),
                            step: float = DEFAULT_STEP):
-    """(A_d (2N, 2N), B_d (2N, n)) of :func:`~robot_linearization.step` by 4th-order central
-    differences along g·exp(±h e_j), g·exp(±2h e_j) and τ ± δ e_j, the result measured
-    left-trivialised from the nominal step (:func:`state_difference`)."""
+    """(A_d (2N, 2N), B_d (2N, n)) of :func:`~robot_linearization.step` by extrapolated central
+    differences (:func:`_extrapolated`, error model in :func:`finite_difference_linearization`)
+    along g·exp(±h e_j) and τ ± δ e_j, the result measured left-trivialised from the
+    nominal step (:func:`state_difference`).  In τ too: ν⁺ is affine in τ but H⁺ = H·exp(dt v⁺^) is not."""
     n, N = model.n_joints, model.n_velocities
-    torques = np.zeros(n) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    torques = joint_vector(model, joint_torques, "joint_torques")
     nominal = integrator_step(model, state, torques, dt, contacts)
 
     def after(start, tau):
@@ -109,28 +163,33 @@ def finite_difference_step(model: Model, state: State, joint_torques, dt: float,
 
     A_d = np.empty((2 * N, 2 * N))
     for j in range(2 * N):
-        z = np.zeros(2 * N)
-        z[j] = step
-        f = [after(perturb(model, state, k * z), torques) for k in (-2, -1, 1, 2)]
-        A_d[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * step)
-    torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))  # (ν⁺ is affine in τ; H⁺ nearly so)
+        def central(h, j=j):
+            z = np.zeros(2 * N)
+            z[j] = h
+            return (after(perturb(model, state, z), torques) - after(perturb(model, state, -z), torques)) / (2.0 * h)
+        A_d[:, j] = _extrapolated(central, step)[0]
+    torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
     B_d = np.empty((2 * N, n))
     for j in range(n):
-        e = np.zeros(n)
-        e[j] = 1e-3 * torque_step
-        f = [after(state, torques + k * e) for k in (-2, -1, 1, 2)]
-        B_d[:, j] = (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * e[j])
+        def central(h, j=j):
+            e = np.zeros(n)
+            e[j] = h
+            return (after(state, torques + e) - after(state, torques - e)) / (2.0 * h)
+        B_d[:, j] = _extrapolated(central, 0.1 * torque_step)[0]
     return A_d, B_d
 
 
-def flow_kinematic_rows(model: Model, state: State, step: float = 1e-4) -> np.ndarray:
+def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) -> np.ndarray:
     """The kinematic rows of A (N, 2N) by differencing the flow of the configuration.
 
     Over a time t the configuration moves to (H·exp(t v^), s + t r).  For the
     perturbed state the left-trivialised difference to the nominal one is
     z_q(t) = [log(exp(−t v) exp(z_H) exp(t (v + z_v))); z_s + t z_r]; its mixed
-    second difference in (t, z_j) at 0 is column j of [ż_H; ż_s] = A[:N] z.
-    Central in both, so the truncation is O(step²)."""
+    second difference in (t, z_j) at 0, [z_q(h, h) − z_q(−h, h) − z_q(h, −h) + z_q(−h, −h)]/(4h²)
+    (an even function of h: truncation h²(∂³_t∂_z + ∂_t∂³_z)z_q/6 + O(h⁴), round-off
+    ~eps/h²), is column j of [ż_H; ż_s] = A[:N] z, extrapolated to h → 0 as in
+    :func:`_extrapolated` from h = step/max(1, |v|) (the flow's own time scale: the
+    truncation grows as |v|³ — a fast-spinning base made a fixed h = 10⁻⁴ miss by 10⁻⁵)."""
     N = model.n_velocities
     rows = np.empty((N, 2 * N))
 
@@ -141,27 +200,33 @@ def flow_kinematic_rows(model: Model, state: State, step: float = 1e-4) -> np.nd
         H = se3_exp(-t * v) @ se3_exp(z[:6]) @ se3_exp(t * (v + z[N:N + 6]))
         return np.concatenate([se3_log(H), z[6:N] + t * z[N + 6:]])
 
+    speed = float(np.abs(state.base_twist).max()) if model.floating_base else 0.0
     for j in range(2 * N):
-        z = np.zeros(2 * N)
-        z[j] = step
-        rows[:, j] = (z_q(z, step) - z_q(-z, step) - z_q(z, -step) + z_q(-z, -step)) / (4 * step * step)
+        def mixed(h, j=j):
+            z = np.zeros(2 * N)
+            z[j] = h
+            return (z_q(z, h) - z_q(-z, h) - z_q(z, -h) + z_q(-z, -h)) / (4 * h * h)
+        rows[:, j] = _extrapolated(mixed, step / max(1.0, speed))[0]
     return rows
 
 
 @dataclass(frozen=True)
 class BlockError:
+    """One block's largest absolute error, the scale it is measured against, and their ratio."""
+
     name: str
     max_abs: float
     max_rel: float
+    scale: float = float("nan")
 
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    """Per-block errors of (A, B, M⁻¹) against a reference.
+    """Per-block errors of (A, B, M⁻¹, λ, ∂λ, A_d, B_d) against a reference.
 
-    max_rel = max|ours − ref| / scale with scale = the block's largest |entry|,
-    floored at 10⁻³ of the matrix's largest |entry| so that blocks which are zero
-    by structure (e.g. ∂ṙ/∂z_H) are measured against the matrix they live in.
+    max_rel = max|ours − ref| / scale, where scale is the size of what the block's
+    entries are made of (:func:`compare`): a block that is zero by structure is
+    measured against the terms that cancel in it, not against its own noise.
     """
 
     blocks: list[BlockError]
@@ -181,8 +246,8 @@ class ComparisonReport:
         width = max(len(b.name) for b in self.blocks)
         lines = [f"{'PASS' if self.passed(tolerance) else 'FAIL'}: largest relative error {self.max_rel:.2e} "
                  f"(tolerance {tolerance:g})",
-                 f"{'block':<{width}}  {'max abs':>10}  {'max rel':>10}"]
-        lines += [f"{b.name:<{width}}  {b.max_abs:10.2e}  {b.max_rel:10.2e}" for b in self.blocks]
+                 f"{'block':<{width}}  {'max abs':>10}  {'scale':>10}  {'max rel':>10}"]
+        lines += [f"{b.name:<{width}}  {b.max_abs:10.2e}  {b.scale:10.2e}  {b.max_rel:10.2e}" for b in self.blocks]
         return "\n".join(lines)
 
 
@@ -200,36 +265,64 @@ def _row_col_blocks(model: Model):
 
 
 def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians=None,
-            forces_jacobians_ref=None, step_jacobians=None, step_jacobians_ref=None) -> ComparisonReport:
+            forces_jacobians_ref=None, step_jacobians=None, step_jacobians_ref=None, *, contact_forces=None,
+            contact_forces_ref=None, magnitudes=None) -> ComparisonReport:
     """Compare A (its dynamics rows v̇, ṙ and its kinematic rows ż_H, ż_s), the
-    dynamics rows of B, and M⁻¹ block by block; with contacts also ∂λ/∂z per column
+    dynamics rows of B, and M⁻¹ block by block; with contacts also λ, ∂λ/∂z per column
     block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ)); with a step also A_d, B_d per row
-    block (each a pair (A_d, B_d); rows H+ … r+ are the next state's)."""
+    block (each a pair (A_d, B_d); rows H+ … r+ are the next state's).
+
+    Each block's error is max|ours − ref| / scale.  ``magnitudes`` (what
+    :func:`validate` passes) maps "A" (the dynamics rows), "B", "lambda", "B_d" to entrywise magnitudes of the
+    terms each reference entry is a sum of (same shape as the reference, e.g. |M⁻¹|·|D|
+    for −M⁻¹D): the scale of a block is then the largest of them in the block, so a
+    block that is zero by structure (a locked robot's ṙ) compares the noise of both
+    sides with the terms that cancel, and a non-zero block is measured against the
+    sizes it is made of (≥ its own largest entry); floored at 10⁻³ of the largest term
+    of the whole matrix, for blocks whose terms all vanish at this state (∂ṙ/∂r at
+    ν = 0 is quadratic in ν).  Elsewhere, and for the groups
+    without magnitudes, the scale is the block's largest reference entry floored at
+    10⁻³ of its matrix's (the kinematic rows hold I: ≥ 10⁻³; M⁻¹ and λ are one block each).
+    """
     N = model.n_velocities
     rows, kinematic, cols = _row_col_blocks(model)
+    magnitudes = magnitudes or {}
     blocks = []
 
-    def add(name, ours, ref, matrix_scale):
-        if np.size(ref) == 0:  # e.g. the joint blocks of a robot without joints (a quadrotor)
+    def add(name, ours, ref, matrix_scale, terms=None):
+        ref = np.asarray(ref, dtype=float)
+        if ref.size == 0:  # e.g. the joint blocks of a robot without joints (a quadrotor)
             return
-        err = np.abs(np.asarray(ours) - np.asarray(ref))
-        max_abs = float(err.max()) if err.size else 0.0
-        scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-3 * matrix_scale, 1e-300)
-        blocks.append(BlockError(name, max_abs, max_abs / scale if np.isfinite(max_abs) else np.inf))
+        err = np.abs(np.asarray(ours, dtype=float) - ref)
+        max_abs = float(err.max())
+        scale = float(np.abs(ref).max())
+        if terms is not None:  # (block's terms, all of its matrix's terms)
+            scale = max(scale, float(np.max(terms[0])), 1e-3 * float(np.max(terms[1])))
+        else:
+            scale = max(scale, 1e-3 * matrix_scale)
+        scale = max(scale, 1e-300)
+        blocks.append(BlockError(name, max_abs, max_abs / scale if np.isfinite(max_abs) else np.inf, scale))
+
+    def terms_of(key, rs, cs):
+        T = magnitudes.get(key)
+        return None if T is None else (np.asarray(T)[rs, cs], T)
 
     A_dyn, A_dyn_ref = np.asarray(A)[N:], np.asarray(A_ref)[N:]
     B_dyn, B_dyn_ref = np.asarray(B)[N:], np.asarray(B_ref)[N:]
     a_scale, b_scale = float(np.abs(A_dyn_ref).max(initial=0.0)), float(np.abs(B_dyn_ref).max(initial=0.0))
     for rname, rs in rows:
         for cname, cs in cols:
-            add(f"A[{rname},{cname}]", A_dyn[rs, cs], A_dyn_ref[rs, cs], a_scale)
+            add(f"A[{rname},{cname}]", A_dyn[rs, cs], A_dyn_ref[rs, cs], a_scale, terms_of("A", rs, cs))
     A_kin, A_kin_ref = np.asarray(A)[:N], np.asarray(A_ref)[:N]
     for rname, rs in kinematic:
         for cname, cs in cols:
             add(f"A[{rname},{cname}]", A_kin[rs, cs], A_kin_ref[rs, cs], float(np.abs(A_kin_ref).max(initial=0.0)))
     for rname, rs in rows:
-        add(f"B[{rname}]", B_dyn[rs], B_dyn_ref[rs], b_scale)
+        add(f"B[{rname}]", B_dyn[rs], B_dyn_ref[rs], b_scale, terms_of("B", rs, slice(None)))
     add("M_inv", M_inv, M_inv_ref, float(np.abs(M_inv_ref).max()))
+    if contact_forces_ref is not None:
+        add("lambda", contact_forces, contact_forces_ref, float(np.abs(contact_forces_ref).max(initial=0.0)),
+            None if "lambda" not in magnitudes else (magnitudes["lambda"], magnitudes["lambda"]))
     if forces_jacobians is not None:
         (dz, dtau), (dz_ref, dtau_ref) = forces_jacobians, forces_jacobians_ref
         z_scale = float(np.abs(dz_ref).max(initial=0.0))
@@ -244,19 +337,20 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
         for rname, rs in next_rows:
             for cname, cs in cols:
                 add(f"A_d[{rname},{cname}]", np.asarray(A_d)[rs, cs], np.asarray(A_d_ref)[rs, cs], a_scale)
-            add(f"B_d[{rname}]", np.asarray(B_d)[rs], np.asarray(B_d_ref)[rs], b_scale)
+            add(f"B_d[{rname}]", np.asarray(B_d)[rs], np.asarray(B_d_ref)[rs], b_scale,
+                terms_of("B_d", rs, slice(None)))
     return ComparisonReport(blocks)
 
 
 def _evaluation_point(model: Model, state, linearization, joint_torques):
     """(state, τ) of a single-state linearization of ``model``, checked against what was given."""
-    if not hasattr(linearization, "A") or np.ndim(linearization.A) != 2:
-        raise ValueError("validate takes the Linearization of one state (for a horizon, validate each state)")
-    if tuple(linearization.state_labels) != tuple(model.state_labels):
-        raise ValueError(f"this linearization is not of model '{model.name}' (its state has "
-                         f"{len(linearization.state_labels)} entries, the model's {len(model.state_labels)}, "
-                         "or they name other joints)")
+    check_linearization(model, linearization)
+    if np.ndim(linearization.A) != 2:
+        raise ValueError("linearization: validate takes the Linearization of one state (for a horizon, validate "
+                         "each state)")
     remembered, torques = linearization.state, linearization.joint_torques
+    if state is not None:
+        check_state(model, state)
     if state is None:
         if remembered is None:
             raise ValueError("this linearization does not remember its state: pass it, validate(model, state, lin)")
@@ -284,15 +378,58 @@ def _mass_matrix(model, state: State) -> np.ndarray:
     return mass_matrix(model, state.joint_positions)
 
 
+def _contact_jacobian(model, state: State, contacts) -> np.ndarray:
+    """J (m, N) of ``contacts`` in the model's coordinates (Ĝ-reduced for a CoupledModel)."""
+    tree = getattr(model, "tree", model)
+    full = model.tree_state(state) if tree is not model else state
+    X_up = body_transforms(tree, full.joint_positions)
+    J, _ = contact_kinematics(model, full, contacts, X_up, *bias_motion(tree, full, X_up))
+    J = J[:sum(c.dimension for c in as_contacts(contacts))]  # (a CoupledModel's coupling rows follow)
+    return J @ model.velocity_map if tree is not model else J
+
+
+def term_magnitudes(model: Model, state: State, A_ref, B_ref, M_inv_ref, M_ref, contacts=(), forces_ref=None,
+                    forces_jacobians_ref=None, joint_torques=None, dt=None) -> dict:
+    """The sizes of the terms each reference entry is a sum of, for :func:`compare`'s scales.
+
+    Dynamics rows: M ν̇ = Sτ − h(z) + Jᵀλ, so ∂ν̇/∂z = M⁻¹·(M A_dyn) is a sum of
+    M⁻¹ times the derivatives of the generalized forces, and those are themselves
+    the derivatives of the applied and bias forces plus Jᵀ∂λ/∂z (which cancel each
+    other on a locked robot).  Hence |M⁻¹|·(|M A_dyn| + |Jᵀ|·|∂λ/∂z|) for A and
+    |M⁻¹|·(|M B_dyn| + |Jᵀ|·|∂λ/∂τ|) for B, every factor from the reference (CRBA,
+    the differences) but J, the engine's contact Jacobian, which only sizes the scale
+    (the contact geometry itself is checked in test/test_contact_geometry.py).  λ:
+    |λ| + |∂λ/∂τ|·|τ|.  B_d of a step dt: dt²·|B| terms in the position rows and dt·|B|
+    in the velocity rows (ν⁺ = ν + dt ν̇, q⁺ = q·exp(dt ν⁺))."""
+    N = model.n_velocities
+    M_abs_inv = np.abs(M_inv_ref)
+    generalized_A = np.abs(M_ref @ np.asarray(A_ref)[N:])
+    generalized_B = np.abs(M_ref @ np.asarray(B_ref)[N:])
+    magnitudes = {}
+    if contacts:
+        J_abs = np.abs(_contact_jacobian(model, state, contacts))
+        dz_ref, dtau_ref = forces_jacobians_ref
+        generalized_A = generalized_A + J_abs.T @ np.abs(dz_ref)
+        generalized_B = generalized_B + J_abs.T @ np.abs(dtau_ref)
+        magnitudes["lambda"] = np.abs(forces_ref) + np.abs(dtau_ref) @ np.abs(joint_torques)
+    magnitudes["A"] = M_abs_inv @ generalized_A
+    magnitudes["B"] = M_abs_inv @ generalized_B
+    if dt is not None:
+        magnitudes["B_d"] = np.concatenate([dt * dt * magnitudes["B"], dt * magnitudes["B"]])
+    return magnitudes
+
+
 def validate(model: Model, state, linearization=None, joint_torques=None, step: float = DEFAULT_STEP
              ) -> ComparisonReport:
     """Check a :class:`~robot_linearization.Linearization` against finite
-    differences (A, B) and inv(CRBA) (M⁻¹); with contacts (linearization.contacts)
-    against differences of the constrained forward dynamics, ∂λ included.
+    differences (A, B, :func:`finite_difference_linearization`) and inv(CRBA) (M⁻¹);
+    with contacts (linearization.contacts) against differences of the constrained
+    forward dynamics, ∂λ included, and λ against the constrained forward dynamics.
 
     With a step (lin.A_d, lin.dt) also A_d, B_d: against finite differences of
     :func:`~robot_linearization.step` ("euler"), or the zero-order hold of the
-    differenced A, B ("zoh").
+    differenced A, B ("zoh").  Each block is measured against the size of the terms
+    it is made of (:func:`term_magnitudes`, :func:`compare`).
 
     ``validate(model, lin)`` checks it at the state and torques it remembers;
     ``validate(model, state, lin[, τ])`` (the older form) must name the same ones,
@@ -302,16 +439,22 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
         state, linearization = None, state
     state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
     lin, contacts = linearization, linearization.contacts
-    M_inv_ref = np.linalg.inv(_mass_matrix(model, state))
-    forces = forces_ref = steps = steps_ref = None
+    torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    M_ref = _mass_matrix(model, state)
+    M_inv_ref = np.linalg.inv(M_ref)
+    forces = forces_ref = lam = lam_ref = steps = steps_ref = None
     if contacts:
-        A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, joint_torques, step, contacts)
+        A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, torques, step, contacts)
         forces = (lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian)
         forces_ref = (dz_fd, dtau_fd)
+        lam, lam_ref = lin.contact_forces, constrained_forward_dynamics(model, state, torques, contacts)[1]
     else:
-        A_fd, B_fd = finite_difference_linearization(model, state, joint_torques, step)
+        A_fd, B_fd = finite_difference_linearization(model, state, torques, step)
     if lin.A_d is not None:
         steps = (lin.A_d, lin.B_d)
         steps_ref = zero_order_hold(A_fd, B_fd, lin.dt) if lin.discretization == "zoh" \
-            else finite_difference_step(model, state, joint_torques, lin.dt, contacts, step)
-    return compare(model, lin.A, lin.B, lin.M_inv, A_fd, B_fd, M_inv_ref, forces, forces_ref, steps, steps_ref)
+            else finite_difference_step(model, state, torques, lin.dt, contacts, step)
+    magnitudes = term_magnitudes(model, state, A_fd, B_fd, M_inv_ref, M_ref, contacts, lam_ref, forces_ref, torques,
+                                 lin.dt if lin.A_d is not None else None)
+    return compare(model, lin.A, lin.B, lin.M_inv, A_fd, B_fd, M_inv_ref, forces, forces_ref, steps, steps_ref,
+                   contact_forces=lam, contact_forces_ref=lam_ref, magnitudes=magnitudes)
