@@ -107,3 +107,88 @@ def test_the_coupled_model_in_the_node_pipeline_and_horizon(rng):
     assert horizon.A.shape == (3, 16, 16) and horizon.contact_forces is None
     for k in range(3):
         np.testing.assert_array_equal(horizon.A[k], rl.linearize(model, states[k], np.zeros(8)).A)
+
+
+# ---- a mimic joint with a non-zero offset: s_m = multiplier·s_j + offset --------------------------------------
+MIMIC_MULTIPLIER, MIMIC_OFFSET = -0.8, 0.4
+"""front_right_knee follows front_left_knee in a copy of the bundled quadruped: the offset bends
+the right knee by 0.4 rad more than the multiplier alone, a large change of the leg's inertia."""
+
+
+@pytest.fixture(scope="module")
+def offset_mimic_urdf(tmp_path_factory):
+    text = open(rl.robots.bundled_urdf_path()).read()
+    start = text.index('<joint name="front_right_knee" type="revolute">')
+    end = text.index("</joint>", start)
+    text = (text[:end] + f'  <mimic joint="front_left_knee" multiplier="{MIMIC_MULTIPLIER}" '
+            f'offset="{MIMIC_OFFSET}"/>\n  ' + text[end:])
+    path = tmp_path_factory.mktemp("mimic") / "quadruped_offset_mimic.urdf"
+    path.write_text(text)
+    return str(path)
+
+
+def pinocchio_floating_dynamics(path, model):
+    """ν̇ (N,) and M (N, N) of Pinocchio's own mimic model of the URDF (free flyer), in our order."""
+    import pinocchio as pin
+
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer(), mimic=True)
+    mimic = pmodel.joints[pmodel.getJointId("front_right_knee")].extract()
+    assert (mimic.scaling, mimic.offset) == (MIMIC_MULTIPLIER, MIMIC_OFFSET)  # Pinocchio read the offset
+    data = pmodel.createData()
+    index = [pmodel.joints[pmodel.getJointId(j)].idx_v for j in model.joint_names]
+    order = list(range(6)) + index
+    assert pmodel.nv == model.n_velocities and sorted(order) == list(range(pmodel.nv))
+
+    def dynamics(state, torques):
+        q, v, tau = np.zeros(pmodel.nq), np.zeros(pmodel.nv), np.zeros(pmodel.nv)
+        q[:3], q[3:7] = state.base_pose[:3, 3], pin.Quaternion(state.base_pose[:3, :3]).coeffs()
+        for k, jid in enumerate(pmodel.getJointId(j) for j in model.joint_names):
+            q[pmodel.joints[jid].idx_q] = state.joint_positions[k]
+        v[:6], v[index], tau[index] = state.base_twist, state.joint_velocities, torques
+        M = pin.crba(pmodel, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return np.linalg.solve(M, tau - pin.nonLinearEffects(pmodel, data, q, v))[order], M[np.ix_(order, order)]
+    return dynamics
+
+
+def test_a_mimic_offset_is_in_the_tree_configuration(offset_mimic_urdf, rng):
+    model = rl.load_urdf(offset_mimic_urdf)
+    assert isinstance(model, rl.CoupledModel) and model.mimics == (("front_right_knee", "front_left_knee",
+                                                                      MIMIC_MULTIPLIER, MIMIC_OFFSET),)
+    state = random_state(model, rng)
+    tree_positions = dict(zip(model.tree.joint_names, model.tree_state(state).joint_positions))
+    source = state.joint_positions[model.joint_names.index("front_left_knee")]
+    assert tree_positions["front_right_knee"] == pytest.approx(MIMIC_MULTIPLIER * source + MIMIC_OFFSET, abs=1e-15)
+
+
+def test_a_mimic_offset_agrees_with_pinocchios_mimic_model_linearize_and_step(offset_mimic_urdf, rng):
+    """linearize's ν̇, M⁻¹, A's dynamics rows, B, and rl.step's next velocities against
+    Pinocchio's mimic model (CRBA + nonLinearEffects, differenced), with the offset; and
+    validate passes.  Dropping the offset moves the right knee by 0.4 rad: every one fails."""
+    model = rl.load_urdf(offset_mimic_urdf)
+    dynamics = pinocchio_floating_dynamics(offset_mimic_urdf, model)
+    N, dt = model.n_velocities, 1e-3
+    for _ in range(2):
+        state, tau = random_state(model, rng), rng.normal(size=model.n_joints)
+        lin = rl.linearize(model, state, tau)
+        nu_dot, M = dynamics(state, tau)
+        assert relative(np.concatenate([lin.base_acceleration, lin.joint_accelerations]), nu_dot) < 1e-9
+        assert relative(lin.M_inv, np.linalg.inv(M)) < 1e-9
+        A, B = differenced(model, state, tau, lambda s, t: dynamics(s, t)[0])
+        assert relative(lin.A[N:], A) < 1e-6 and relative(lin.B[N:], B) < 1e-6
+        after = rl.step(model, state, tau, dt)  # semi-implicit Euler: ν⁺ = ν + dt ν̇
+        nu = np.concatenate([state.base_twist, state.joint_velocities])
+        assert relative(np.concatenate([after.base_twist, after.joint_velocities]), nu + dt * nu_dot) < 1e-12
+        report = rl.validate(model, lin)
+        assert report.passed(1e-6), report.summary()
+
+
+def test_a_mimic_offset_with_contacts_validates(offset_mimic_urdf, rng):
+    """Standing on its four feet, with a step: validate passes (λ, ∂λ, A_d, B_d included).
+    Its contact geometry is checked against forward kinematics that apply the offset by
+    hand in test_contact_geometry.py."""
+    model = rl.load_urdf(offset_mimic_urdf)
+    state, tau = random_state(model, rng, scale=0.5), rng.normal(size=model.n_joints)
+    lin = rl.linearize(model, state, tau, contacts=list(rl.robots.BUNDLED_FEET), dt=2e-3)
+    report = rl.validate(model, lin)
+    assert report.passed(1e-6), report.summary()
