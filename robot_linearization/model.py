@@ -307,10 +307,10 @@ class State:
     base_twist: np.ndarray | None = None
 
     def __init__(self, base_pose=None, joint_positions=(), base_twist=None, joint_velocities=()):
-        # copies (a State does not change when the caller's arrays do); shapes, dtypes and
-        # finiteness checked here, lengths and the pose's rigidity against a model where it
-        # is used (check_state)
-        array = lambda value, name, shape: np.array(real_array(value, name, shape))  # noqa: E731
+        # copies (a State does not change when the caller's arrays do); shapes and dtypes
+        # checked here, lengths, values and the pose's rigidity against a model where it is
+        # used (check_state; every public function does, and the kernels check the values)
+        array = lambda value, name, shape: np.array(real_array(value, name, shape, finite=False))  # noqa: E731
         object.__setattr__(self, "joint_positions", array(joint_positions, "joint_positions", (-1,)))
         object.__setattr__(self, "joint_velocities", array(joint_velocities, "joint_velocities", (-1,)))
         object.__setattr__(self, "base_pose", None if base_pose is None else array(base_pose, "base_pose", (4, 4)))

@@ -53,14 +53,6 @@ def _with(state, **changes):
     return rl.State(**fields)
 
 
-def _poisoned(field, value):
-    """STATE with one entry of ``field`` set to ``value`` after construction (which refuses
-    NaN), as a caller writing into the state's arrays in place can."""
-    state = _with(STATE)
-    getattr(state, field)[0] = value
-    return state
-
-
 def _joint_vectors(n):
     """Bad values of a per-joint vector (n,)."""
     return {"empty": np.array([]), "n-1": np.zeros(n - 1), "n+1": np.zeros(n + 1), "2d": np.zeros((2, n)),
@@ -78,13 +70,14 @@ BAD = {
     "joint_vector": _joint_vectors(N_JOINTS),
     "joint_vector_or_none": {k: v for k, v in _joint_vectors(N_JOINTS).items() if k != "none"},
     "six_vector": _six_vectors(),
-    "six_vector_or_none": {k: v for k, v in _six_vectors().items() if k != "none"},
+    "twist_array": {k: v for k, v in _six_vectors().items() if k not in ("none", "nan")},
+    # (State itself checks shapes and dtypes; values, lengths and rigidity where it is used)
     "vector": {"2d": np.zeros((2, 3)), "complex": np.zeros(3, dtype=complex), "strings": ["1"] * 3,
-               "objects": [None] * 3, "nan": [0.0, np.nan, 0.0], "dict": {"a": 1.0}},
-    "pose_array": {"3x3": np.eye(3), "nan": np.full((4, 4), np.nan), "strings": [["1"] * 4] * 4},
+               "objects": [None] * 3, "dict": {"a": 1.0}},
+    "pose_array": {"3x3": np.eye(3), "strings": [["1"] * 4] * 4, "complex": np.eye(4, dtype=complex)},
     "state": {"none": None, "dict": {"joint_positions": np.zeros(N_JOINTS)}, "other model": _state(OTHER),
-              "fixed-base state": FIXED_STATE, "nan position": _poisoned("joint_positions", np.nan),
-              "inf twist": _poisoned("base_twist", np.inf),
+              "fixed-base state": FIXED_STATE, "nan position": _with(STATE, joint_positions=np.full(N_JOINTS, np.nan)),
+              "inf twist": _with(STATE, base_twist=np.full(6, np.inf)),
               "non-rigid pose": _with(STATE, base_pose=2 * np.eye(4)),
               "short velocities": _with(STATE, joint_velocities=np.zeros(N_JOINTS - 1))},
     "fixed_state": {"floating-base state": STATE,
@@ -188,7 +181,7 @@ CALLS = {
                    "mimic_joints": "mimic_mode"}),
     "State": (rl.State, dict(base_pose=np.eye(4), joint_positions=np.zeros(3), base_twist=np.zeros(6),
                              joint_velocities=np.zeros(3)),
-              {"base_pose": "pose_array", "base_twist": "six_vector_or_none", "joint_positions": "vector",
+              {"base_pose": "pose_array", "base_twist": "twist_array", "joint_positions": "vector",
                "joint_velocities": "vector"}),
     "State.from_named": (lambda **a: rl.State.from_named(FLOATING, **a),
                          dict(joint_positions={j: 0.1 for j in FLOATING.joint_names}, joint_velocities=None,
