@@ -76,7 +76,9 @@ def _all_finite(array: np.ndarray) -> bool:
 
 
 def _expected(shape, ndim, what) -> str:
-    if shape == (-1,):
+    if shape == ():
+        text = "a number"
+    elif shape == (-1,):
         text = "a 1-D array"
     elif shape is not None:
         text = "shape (" + ", ".join("any" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") \

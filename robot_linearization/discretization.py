@@ -26,7 +26,7 @@ from scipy.linalg import expm
 
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
-from .arguments import check_linearization, choice, joint_vector, positive_number
+from .arguments import check_linearization, choice, joint_vector, positive_number, real_array
 from .compiled import kernel
 from .coupling import CoupledModel
 from .model import Model, State, check_state
@@ -186,7 +186,7 @@ def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_ba
 def se3_right_jacobian(xi) -> np.ndarray:
     """J_r(ξ) (6, 6) of a twist ξ = [v; ω] (:func:`se3_right_jacobian_into`)."""
     J = np.empty((6, 6))
-    se3_right_jacobian_into(np.asarray(xi, dtype=float), J)
+    se3_right_jacobian_into(real_array(xi, "xi", (6,), what="a twist [v; ω]"), J)
     return J
 
 

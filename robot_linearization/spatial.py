@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arguments import real_array
 from .compiled import kernel
 
 _SMALL_ANGLE = 1e-4
@@ -89,12 +90,14 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) ->
     Returns [[m I, -m c^], [m c^, I_c - m c^ c^]], so that the momentum of a
     body with twist [v; ω] is M [v; ω].
     """
-    c = skew(np.asarray(com, dtype=float))
+    mass = float(real_array(mass, "mass", (), what="in kg"))
+    c = skew(real_array(com, "com", (3,), what="centre of mass in the body frame [m]"))
     M = np.zeros((6, 6))
     M[:3, :3] = mass * np.eye(3)
     M[:3, 3:] = -mass * c
     M[3:, :3] = mass * c
-    M[3:, 3:] = np.asarray(inertia_at_com, dtype=float) - mass * c @ c
+    M[3:, 3:] = real_array(inertia_at_com, "inertia_at_com", (3, 3), what="about the centre of mass [kg m²]") \
+        - mass * c @ c
     return M
 
 

@@ -101,6 +101,8 @@ BAD = {
                    "unknown": {**{j: 0.0 for j in FLOATING.joint_names}, "elbow": 0.0}},
     "quaternion": {"3 entries": (0.0, 0.0, 1.0), "zero": (0.0, 0.0, 0.0, 0.0), "nan": (np.nan, 0.0, 0.0, 1.0),
                    "complex": (0j, 0, 0, 1), "string": "0001"},
+    "number": {"nan": float("nan"), "string": "1", "array": np.ones(2), "complex": 1j, "none": None},
+    "matrix3": {"2x2": np.eye(2), "nan": np.full((3, 3), np.nan), "strings": [["1"] * 3] * 3},
     "position3": {"2 entries": (0.0, 0.0), "nan": (np.nan, 0.0, 0.0), "string": "000"},
     "matrix4": {"3x3": np.eye(3), "nan": np.full((4, 4), np.nan), "strings": [["1"] * 4] * 4,
                 "not rigid": 2 * np.eye(4)},
@@ -203,6 +205,17 @@ CALLS = {
                                               inertia=np.eye(6)),
                               {"placement": "matrix4", "inertia": "matrix6", "name": "frame_name"}),
 }
+
+# functions of the modules, outside __all__, that users call (the README and docstrings name them)
+CALLS.update({
+    "spatial.spatial_inertia": (rl.spatial.spatial_inertia, dict(mass=2.0, com=np.zeros(3), inertia_at_com=np.eye(3)),
+                                {"mass": "number", "com": "position3", "inertia_at_com": "matrix3"}),
+    "discretization.se3_right_jacobian": (rl.discretization.se3_right_jacobian, dict(xi=np.ones(6)),
+                                          {"xi": "six_vector"}),
+    "joints.joint_transform": (rl.joints.joint_transform, dict(motion_subspace=GOOD_JOINT.motion_subspace,
+                                                               position=0.3),
+                               {"motion_subspace": "six_vector", "position": "number"}),
+})
 
 NOT_CALLED = {
     "ComparisonReport": "a result (validate returns it)",
