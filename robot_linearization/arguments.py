@@ -31,12 +31,12 @@ def _given(value) -> str:
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
-def real_array(value, name: str, shape: tuple | None = None, *, ndim: int | None = None, what: str = "",
-               finite: bool = True, error: type = ValueError) -> np.ndarray:
-    """``value`` as a C-contiguous float64 array of ``shape`` (−1 = any length), or of
-    ``ndim`` dimensions; ``error`` (a ValueError) naming ``name`` otherwise.  ``what``
-    explains the shape ("one per joint of model 'x'").  finite=False leaves NaN/inf to
-    the caller (a kernel that checks them itself)."""
+def real_array(value, name: str, shape: tuple, *, what: str = "", finite: bool = True,
+               error: type = ValueError) -> np.ndarray:
+    """``value`` as a C-contiguous float64 array of ``shape`` (−1: any length there);
+    ``error`` (a ValueError) naming ``name`` otherwise.  ``what`` explains the shape
+    ("one per joint of model 'x'").  finite=False leaves NaN/inf to the caller (a
+    kernel that checks them itself)."""
     if type(value) is np.ndarray and value.dtype.char == "d" and value.flags.c_contiguous \
             and (value.shape == shape or shape == (-1,) and value.ndim == 1) and (not finite or _all_finite(value)):
         return value  # the control cycle's case, in under a microsecond
@@ -44,21 +44,17 @@ def real_array(value, name: str, shape: tuple | None = None, *, ndim: int | None
         array = value
     else:
         if value is None or isinstance(value, (str, bytes, Mapping)):
-            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got {_given(value)}")
+            raise error(f"{name}: expected {_expected(shape, what)}, got {_given(value)}")
         try:
             array = np.asarray(value)
         except (ValueError, TypeError):  # ragged nesting
-            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got a ragged {type(value).__name__}"
-                             ) from None
+            raise error(f"{name}: expected {_expected(shape, what)}, got a ragged {type(value).__name__}") from None
     if array.dtype.kind not in "iuf":
         kind = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes", "O": "objects"}.get(
             array.dtype.kind, str(array.dtype))
-        raise error(f"{name}: expected real numbers ({_expected(shape, ndim, what)}), got {kind}")
-    if shape is not None:
-        if len(shape) != array.ndim or any(s not in (-1, a) for s, a in zip(shape, array.shape)):
-            raise error(f"{name}: expected {_expected(shape, ndim, what)}, got shape {array.shape}")
-    elif ndim is not None and array.ndim != ndim:
-        raise error(f"{name}: expected {_expected(shape, ndim, what)}, got shape {array.shape}")
+        raise error(f"{name}: expected real numbers ({_expected(shape, what)}), got {kind}")
+    if len(shape) != array.ndim or any(s not in (-1, a) for s, a in zip(shape, array.shape)):
+        raise error(f"{name}: expected {_expected(shape, what)}, got shape {array.shape}")
     if array.dtype != np.float64 or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=np.float64)
     if finite and not _all_finite(array):
@@ -75,18 +71,14 @@ def _all_finite(array: np.ndarray) -> bool:
     return math.isfinite(flat.dot(flat)) or bool(np.isfinite(flat).all())
 
 
-def _expected(shape, ndim, what) -> str:
+def _expected(shape, what) -> str:
     if shape == ():
         text = "a number"
     elif shape == (-1,):
         text = "a 1-D array"
-    elif shape is not None:
+    else:
         text = "shape (" + ", ".join("any" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") \
             + ")"
-    elif ndim is not None:
-        text = f"a {ndim}-D array"
-    else:
-        text = "an array"
     return text + (f" ({what})" if what else "")
 
 

@@ -51,8 +51,8 @@ class Joint:
         norm = np.linalg.norm(axis)
         if norm < 1e-9:
             raise ValueError(f"joint '{self.name}': axis {self.axis} is not a non-zero 3-vector")
-        if isinstance(self.pitch, (bool, np.bool_)) or not isinstance(self.pitch, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(self.pitch):
+        number = isinstance(self.pitch, (int, float, np.integer, np.floating)) and not isinstance(self.pitch, bool)
+        if not number or not np.isfinite(self.pitch):
             raise ValueError(f"joint '{self.name}': pitch must be a finite number [m/rad], got {self.pitch!r}")
         object.__setattr__(self, "axis", tuple(axis / norm))
 
