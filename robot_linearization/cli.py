@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 
@@ -23,6 +25,32 @@ VALIDATION_TOLERANCE = 1e-6
 DEMO_MARKER = ".robot_linearization_demo"
 """Written into every demo output directory: what the demo may replace on its next run."""
 DEMO_OUTPUTS = ("input_bag", "output_bag", "heatmap_A_B.png", DEMO_MARKER)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Handled alike: Ctrl-C, and what `timeout`, systemd, a launch shutdown or a closed terminal send."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal, raised where the program is, so that every output being written
+    is removed by the code that started it (as on Ctrl-C); exit status 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    for other in STOP_SIGNALS:  # the clean-up that follows is not interrupted in turn
+        signal.signal(other, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def _remove_demo_outputs(path: str, names) -> None:
+    for name in names:
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            os.remove(target)
 
 
 def prepare_demo_directory(path: str) -> str | None:
@@ -40,12 +68,7 @@ def prepare_demo_directory(path: str) -> str | None:
         if entries and DEMO_MARKER not in entries:
             return (f"--output-dir {path} is not empty and is not a previous demo output: refusing to write into it "
                     "(choose a new or empty directory)")
-        for name in DEMO_OUTPUTS:
-            target = os.path.join(path, name)
-            if os.path.isdir(target) and not os.path.islink(target):
-                shutil.rmtree(target)
-            elif os.path.lexists(target):
-                os.remove(target)
+        _remove_demo_outputs(path, DEMO_OUTPUTS)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, DEMO_MARKER), "w") as f:
         f.write("robot-linearization demo output: the next demo run with this --output-dir replaces "
@@ -56,11 +79,6 @@ def prepare_demo_directory(path: str) -> str | None:
 def demo(args: argparse.Namespace) -> int:
     """Simulate the bundled robot, record a bag, replay it through the node's
     pipeline (linearizing every step), validate a sample, draw A and B."""
-    from .ros.bag import replay, write_simulation_bag
-    from .ros.images import write_linearization_figure
-    from .ros.pipeline import PipelineConfig
-    from .ros.simulation import Simulation
-
     path = args.urdf or bundled_urdf_path()
     try:
         model = load_urdf(path, floating_base=not args.fixed_base)
@@ -76,10 +94,29 @@ def demo(args: argparse.Namespace) -> int:
         print(f"error: --duration {args.duration:g} s is shorter than one step (--dt {args.dt:g} s)", file=sys.stderr)
         return 2
     out_dir = args.output_dir
+    created = not os.path.lexists(out_dir)
     problem = prepare_demo_directory(out_dir)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    try:
+        return _run_demo(args, model, contacts, path, description, out_dir)
+    except BaseException:  # an error, a stop signal, a closed stdout: no half-written outputs stay
+        _remove_demo_outputs(out_dir, DEMO_OUTPUTS[:-1])
+        if created:  # the directory is this run's: it goes too, unless someone put a file in it meanwhile
+            _remove_demo_outputs(out_dir, [DEMO_MARKER])
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)
+        raise
+
+
+def _run_demo(args, model, contacts, path: str, description: str, out_dir: str) -> int:
+    """The demo's work, into the prepared ``out_dir``; its exit status."""
+    from .ros.bag import replay, write_simulation_bag
+    from .ros.images import write_linearization_figure
+    from .ros.pipeline import PipelineConfig
+    from .ros.simulation import Simulation
+
     kind = "floating" if model.floating_base else "fixed"
     print(f"robot: {model.name} ({kind} base, {model.n_joints} joints) from {path}")
     print(f"contacts: {format_contacts(contacts) or 'none (free-floating)'}")
@@ -258,7 +295,22 @@ def main(argv=None) -> int:
                    help="storage of the output bag (default: mcap)")
     r.set_defaults(run=replay_command)
     args = parser.parse_args(argv)
-    return args.run(args)
+    handlers = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
+    try:
+        status = args.run(args)
+        sys.stdout.flush()  # a closed stdout shows here, not in the interpreter's last flush
+        return status
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"interrupted by {signal.Signals(signum).name}: stopped; what this run was writing is removed",
+              file=sys.stderr)
+        return 128 + signum
+    except BrokenPipeError:  # `robot-linearization demo | head`: the reader has gone, say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":

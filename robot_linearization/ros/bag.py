@@ -51,23 +51,25 @@ class ReplaySummary:
 
 @contextlib.contextmanager
 def _new_bag(path, storage: str):
-    """An open rosbags Writer for a bag that must not exist yet.  If the block
-    fails (an error, Ctrl-C), the half-written bag is removed — it was created
-    here — so a re-run is not blocked by it; an existing path is never touched."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    """An open rosbags Writer for a bag that must not exist yet.  If anything stops
+    the block before the bag is closed (an error, Ctrl-C, a stop signal, even while
+    opening or closing), the half-written bag is removed — it was created here — so
+    a re-run is not blocked by it; an existing path is never touched."""
+    from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
     writer = Writer(Path(path), version=BAG_FORMAT_VERSION, storage_plugin=plugin)  # refuses an existing path
-    writer.open()
     try:
+        writer.open()
         yield writer
-    except BaseException:
-        try:
+        writer.close()
+    except BaseException as e:
+        if isinstance(e, WriterError) and writer.storage is None:
+            raise  # open() refused a directory made since the check above: not ours
+        with contextlib.suppress(Exception):
             writer.close()
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
         raise
-    writer.close()
 
 
 def _progress(done: int, total: int, last: list) -> None:

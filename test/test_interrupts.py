@@ -1,0 +1,91 @@
+"""Interrupted runs leave nothing half-written: `replay` and `demo` stopped by a signal
+(SIGTERM as `timeout`, systemd or a launch shutdown send, SIGHUP, Ctrl-C) or by a closed
+stdout, in a real subprocess."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.cli import DEMO_MARKER
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.bag import write_simulation_bag
+from robot_linearization.ros.simulation import Simulation
+
+URDF = open(bundled_urdf_path()).read()
+
+
+def start(arguments, cwd, **options):
+    """The CLI in a new process; run from ``cwd`` so that `-m` imports the package these
+    tests import (the installation under scripts/test.sh), not a checkout's sources."""
+    return subprocess.Popen([sys.executable, "-m", "robot_linearization", *arguments], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+
+
+def signal_when_written(process, path, signum):
+    """Send ``signum`` as soon as ``path`` exists (the run has started writing it)."""
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path):
+        assert process.poll() is None, f"finished before writing {path}: {process.communicate()}"
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.002)
+    process.send_signal(signum)
+    return process.communicate(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def long_bag(tmp_path_factory):
+    """3 s of the bundled quadruped at 500 Hz: its replay takes long enough to be stopped midway."""
+    path = tmp_path_factory.mktemp("bags") / "in"
+    write_simulation_bag(path, Simulation(rl.load_urdf(URDF), dt=0.002, seed=1), URDF, 3.0)
+    return path
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_replay_stopped_by_a_signal_removes_its_bag_and_exits_128_plus_the_signal(long_bag, tmp_path, signum):
+    out = tmp_path / "out"
+    process = start(["replay", str(long_bag), "-o", str(out)], tmp_path)
+    _, err = signal_when_written(process, out, signum)
+    assert process.returncode == 128 + signum, err
+    assert not out.exists()
+    assert "Traceback" not in err and err.strip().count("\n") == 0, err
+    assert f"interrupted by {signal.Signals(signum).name}" in err
+    assert (long_bag / "metadata.yaml").is_file()  # the input is untouched
+
+
+def test_a_demo_stopped_by_sigterm_removes_the_directory_it_created(tmp_path):
+    out = tmp_path / "demo"
+    process = start(["demo", "--duration", "1", "--samples", "1", "--repeat", "1", "--output-dir", str(out)],
+                    tmp_path)
+    _, err = signal_when_written(process, out / "input_bag", signal.SIGTERM)
+    assert process.returncode == 143, err
+    assert not out.exists()
+    assert "Traceback" not in err and "interrupted by SIGTERM" in err, err
+
+
+def test_a_demo_stopped_in_a_previous_demo_directory_leaves_only_its_marker_and_the_users_files(tmp_path):
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / DEMO_MARKER).write_text("")  # as a previous demo left it
+    (out / "notes.txt").write_text("mine")
+    process = start(["demo", "--duration", "1", "--samples", "1", "--repeat", "1", "--output-dir", str(out)],
+                    tmp_path)
+    _, err = signal_when_written(process, out / "input_bag", signal.SIGINT)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert sorted(p.name for p in out.iterdir()) == [DEMO_MARKER, "notes.txt"]
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_closed_stdout_ends_the_demo_quietly(tmp_path):
+    """`robot-linearization demo | head -0`: the reader is gone before the first line."""
+    process = start(["demo", "--duration", "0.05", "--samples", "1", "--repeat", "1", "--output-dir",
+                     str(tmp_path / "out")], tmp_path)
+    process.stdout.close()
+    err = process.stderr.read()
+    assert process.wait(timeout=300) == 128 + signal.SIGPIPE, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
