@@ -22,7 +22,7 @@ from .model import Model, State, check_state
 from .spatial import se3_exp, se3_log
 
 DEFAULT_STEP = 1e-2
-"""The largest step of the extrapolated finite differences (it halves down to DEFAULT_STEP/128)."""
+"""The largest step of the extrapolated finite differences (it halves down to DEFAULT_STEP/2048 at most)."""
 
 
 def perturb(model: Model, state: State, z: np.ndarray) -> State:
@@ -69,9 +69,13 @@ def _extrapolated(estimate, largest_step: float, shrink: float = 2.0, levels: in
     (at most ``levels`` steps) and each new value is Richardson-extrapolated against
     the previous row of the tableau (eliminating h², h⁴, … one by one).  Every
     tableau entry comes with an error estimate (its difference to its two parents);
-    each entry of the result is the one with the smallest estimate.  The sequence
-    stops once every entry's newest extrapolation is worse than ``safe`` times its
-    best, i.e. round-off has taken over.  Returns (derivative, error estimate).
+    each entry of the result is the one with the smallest estimate.  An entry is
+    settled once its estimate is small (10⁻⁸ of itself, or 10⁻¹² of the largest entry:
+    a structural zero's noise) and its newest extrapolation moves by more than twice
+    that — round-off has taken over: its later, smaller steps are noise that may agree
+    by chance, so it keeps its best.  The sequence stops when every entry is settled
+    (after at least 5 steps: the first, large steps can look converged by accident
+    near a singularity).  Returns (derivative, error estimate).
     """
     factor = shrink * shrink
     previous = [np.asarray(estimate(largest_step), dtype=float)]
@@ -88,9 +92,10 @@ def _extrapolated(estimate, largest_step: float, shrink: float = 2.0, levels: in
             change = np.maximum(np.abs(row[k] - row[k - 1]), np.abs(row[k] - previous[k - 1]))
             better = (change <= error) & ~settled
             best, error = np.where(better, row[k], best), np.where(better, change, error)
-        # an entry that has converged (to 1e-8 of itself) and then moves by more than twice its
-        # error estimate is in round-off: its later, smaller steps are noise that may agree by chance
-        settled |= (np.abs(row[level] - previous[level - 1]) >= 2.0 * error) & (error <= 1e-8 * np.abs(best))
+        small = (error <= 1e-8 * np.abs(best)) | (error <= 1e-12 * np.abs(best).max(initial=0.0))
+        settled |= (np.abs(row[level] - previous[level - 1]) >= 2.0 * error) & small
+        if level >= 4 and settled.all():
+            break
         previous = row
     return best, error
 
@@ -110,14 +115,15 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     the size of the terms f is computed from — not of f itself: a locked robot's ν̇ is
     ~0 but is M⁻¹(τ − h + Jᵀλ) with each term ~10³.  No fixed step suits every state:
     near a singular contact Jacobian f⁽⁵⁾ is so large that h = 10⁻³ leaves 1 % of
-    truncation in ∂λ/∂s, while a step small enough for it has 10³× the round-off
+    truncation in ∂λ/∂s, while a step small enough for it has 100× the round-off
     elsewhere.  So each column is Ridders' extrapolation (:func:`_extrapolated`) of
-    central differences at h = ``step``, step/2, … step/128: Richardson's elimination
+    central differences at h = ``step``, step/2, … step/2048: Richardson's elimination
     of the h², h⁴, … terms, with an error estimate per entry, keeping for each entry
     the extrapolation with the smallest estimate.  The columns in τ need none: the
     dynamics (ν̇ and λ) are affine in τ, so one central difference with a large step
-    has no truncation error and negligible round-off.  Costs up to 16·2N + 2n
-    forward-dynamics evaluations (fewer where the extrapolation converges early).
+    has no truncation error and negligible round-off.  Costs 10 to 24 forward-dynamics
+    evaluations per column of z (most converge in 10–12) and 2 per joint torque: about 6× the
+    former fixed 4th-order stencil (talos 0.37 s), for 10⁻¹⁰–10⁻¹¹ instead of 10⁻⁸.
 
     With contacts, the constrained forward dynamics are differenced, and
     (A, B, ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) is returned.
