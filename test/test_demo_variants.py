@@ -7,6 +7,7 @@ short simulation and one validated state."""
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -38,16 +39,31 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_every_demo_variant_prints_pass(variant, tmp_path):
+def run_demo(variant, output_dir):
     robot, arguments = VARIANTS[variant]
     if robot is not None:
         path = robot if os.path.isabs(robot) else example_robot_path(robot)
         assert os.path.exists(path), path
         arguments = ["--urdf", path] + arguments  # the demo loads mimic joints coupled, the default
     command = [sys.executable, "-m", "robot_linearization", "demo", "--duration", "0.05", "--samples", "1",
-               "--repeat", "1", "--heatmap-rate", "0", "--output-dir", str(tmp_path / "out")] + arguments
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+               "--repeat", "1", "--heatmap-rate", "0", "--output-dir", str(output_dir)] + arguments
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def demo_runs(request, tmp_path_factory):
+    """The selected variants' runs, two at a time (each is mostly interpreter and cache start-up)."""
+    selected = [item.callspec.params["variant"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_every_demo_variant_prints_pass"]
+    root = tmp_path_factory.mktemp("demos")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = {variant: pool.submit(run_demo, variant, root / f"out{k}") for k, variant in enumerate(selected)}
+        return {variant: run.result() for variant, run in runs.items()}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_demo_variant_prints_pass(variant, demo_runs):
+    run = demo_runs[variant]
     verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
     assert run.returncode == 0 and len(verdicts) == 1 and verdicts[0].startswith("PASS: largest relative error"), (
         f"{variant}: exit {run.returncode}\n{run.stdout}\n{run.stderr}")
