@@ -183,9 +183,10 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                 summary.messages_read += 1
                 msg = reader.deserialize(raw, conn.msgtype)
                 if conn.topic == description_topic:
+                    first = pipeline.model is None
                     pipeline.set_description(msg.data)
-                    if pipeline.contact_problem:  # the contacts asked for are not links of the recorded robot
-                        raise ValueError(pipeline.contact_problem)
+                    if first and pipeline.contact_problem:  # --contacts not links of the recorded robot: an error;
+                        raise ValueError(pipeline.contact_problem)  # a later robot without them: as the node
                 elif conn.topic == contacts_topic:
                     pipeline.set_contacts(msg.data)
                 elif conn.topic == odom_topic:

@@ -29,7 +29,7 @@ from .images import heatmap_rgb
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, diagnostic_array_message,
                        heatmap_messages, output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
-from .pipeline import LinearizationPipeline
+from .pipeline import FREE_FLOATING_UNTIL_FIT, LinearizationPipeline
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -222,6 +222,9 @@ class LinearizationNode(Node):
                 self.get_logger().error(self.pipeline.reject_description(model))
                 return
             self.pipeline.set_model(model)
+            contact_problem = self.pipeline.contact_problem
+        if contact_problem:
+            self.get_logger().warning(f"{contact_problem}: {FREE_FLOATING_UNTIL_FIT}")
         self.labels_pub.publish(state_labels_message(self.factory, model))
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "

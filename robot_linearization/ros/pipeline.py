@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linearization import Linearization, linearize
+from ..arguments import did_you_mean
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
@@ -26,6 +27,7 @@ from .messages import (InputError, JointStateFields, OdometryFields, joint_state
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
 JOINT_STATE_QUEUE = 8  # joint states waiting for their odometry (bounded likewise)
+FREE_FLOATING_UNTIL_FIT = "linearizing free-floating until a robot description or contact set that fits arrives"
 
 
 @dataclass
@@ -80,8 +82,9 @@ class LinearizationPipeline:
         self.latest: Output | None = None
         self.last_problem: str | None = None
         self.last_validation: dict | None = None
-        self.contacts = tuple(self.config.contacts)  # the active contact set
-        self.contact_problem: str | None = None  # why the configured set was dropped for the model, if it was
+        self.requested_contacts = tuple(self.config.contacts)  # the parameter's set, or the latest accepted one
+        self.contacts = self.requested_contacts  # the active set: the requested one, () while the model lacks it
+        self.contact_problem: str | None = None  # why the requested set is not active, while it is not
         self._counters = _Counters()
         self._output_times: collections.deque = collections.deque(maxlen=50)
 
@@ -136,18 +139,26 @@ class LinearizationPipeline:
             reason = f"contact set rejected: {e}; keeping [{format_contacts(self.contacts)}]"
             self._reject(reason, "contacts")
             return reason
-        self.contacts = contacts
+        self.requested_contacts = self.contacts = contacts
+        self.contact_problem = None
         return None
 
     def set_model(self, model: Model) -> None:
-        """Use ``model`` (from :meth:`load_model`) from now on; the inputs queued for the previous one go."""
-        self.contact_problem = None
-        try:
-            resolve(model, self.contacts)
-        except ContactError as e:
-            self.contact_problem = f"contact set does not fit model '{model.name}': {e}"
-            self._reject(self.contact_problem + "; no contacts until a new set arrives", "contacts")
+        """Use ``model`` (from :meth:`load_model`) from now on; the inputs queued for the previous one go.
+
+        The requested contact set is active when ``model`` has all its frames.  Otherwise
+        (a robot swapped for one without them) the robot is linearized free-floating —
+        not with part of the set, a different physical problem nobody asked for — and
+        contact_problem, shown in the diagnostics, names the missing frames until a
+        description that has them (the set comes back by itself) or a new set arrives."""
+        self.contacts, self.contact_problem = self.requested_contacts, None
+        missing = [c.frame for c in self.requested_contacts if c.frame not in model.frames]
+        if missing:
             self.contacts = ()
+            frames = ", ".join(f"'{frame}'{did_you_mean(frame, list(model.frames))}" for frame in missing)
+            self.contact_problem = (f"contact frames {frames} are not links of model '{model.name}'" if len(missing) > 1
+                                    else f"contact frame {frames} is not a link of model '{model.name}'")
+            self._reject(f"{self.contact_problem}: {FREE_FLOATING_UNTIL_FIT}", "contacts")
         self.model, self.model_error = model, ""
         self.latest = None
         self._joint_states.clear()
@@ -368,6 +379,8 @@ class LinearizationPipeline:
                 "joint_states and odometry" if self.model.floating_base else "joint_states")
         elif self.last_validation is not None and not self.last_validation["passed"]:
             level, message = ERROR, self.last_validation["summary"]
+        elif self.contact_problem:  # as long as it lasts, not only until the next output
+            level, message = WARN, f"{self.contact_problem}: {FREE_FLOATING_UNTIL_FIT}"
         elif self.last_problem:
             level, message = WARN, self.last_problem
         elif self.latest is not None and now_ns - self.latest.stamp_ns > int(self.config.max_input_age * 1e9):
