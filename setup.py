@@ -55,8 +55,8 @@ setup(
     entry_points={
         "console_scripts": [
             "robot-linearization = robot_linearization.cli:main",
-            "linearization_node = robot_linearization.ros.node:main",
-            "simulated_robot = robot_linearization.ros.sim_node:main",
+            "linearization_node = robot_linearization.ros.programs:linearization_node",
+            "simulated_robot = robot_linearization.ros.programs:simulated_robot",
         ],
     },
 )

@@ -222,6 +222,18 @@ def _number(kind, low=None, high=None, low_open=True, unit=""):
     return parse
 
 
+def _version() -> str:
+    """'robot-linearization 0.1.0 (<the package directory imported>)': which copy runs, an
+    installation or a checkout's sources, matters for the compiled kernels' cache."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("robot_linearization")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(not installed)"
+    return f"robot-linearization {version} ({os.path.dirname(os.path.abspath(__file__))})"
+
+
 MAX_DEMO_STEP = 0.01
 """s: the demo's explicit integrator and gains are stable up to this step."""
 
@@ -233,6 +245,7 @@ def main(argv=None) -> int:
         prog="robot-linearization",
         description="Geometric linearization (A, B, M^-1) of floating-base robot dynamics: a demo on the bundled "
                     "quadruped, and the ROS 2 node's pipeline run offline over recorded bags.")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,replay}")
     p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write bags and a PNG",
                        description="Simulate a robot, record a ROS 2 bag, replay it through the node's pipeline, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -66,10 +67,11 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
 
 
 def _read_description(path_or_xml) -> str:
-    """The XML text of a description given as XML or as a file path.  A byte-order
-    mark and blank lines before ``<?xml`` are dropped, as urdfdom and Pinocchio do."""
+    """The XML text of a description given as XML or as a file path (not xacro).  A
+    byte-order mark and blank lines before ``<?xml`` are dropped, as urdfdom and Pinocchio do."""
     if isinstance(path_or_xml, bytes):
         path_or_xml = path_or_xml.decode("utf-8", errors="replace")
+    path = None
     if isinstance(path_or_xml, str) and path_or_xml.lstrip("\ufeff \t\r\n").startswith("<"):
         text = path_or_xml
     else:
@@ -87,7 +89,22 @@ def _read_description(path_or_xml) -> str:
             text = f.read()
     if len(text) > MAX_DESCRIPTION_BYTES:
         raise ModelError(f"robot description is {len(text)} characters, more than the {MAX_DESCRIPTION_BYTES} allowed")
+    _refuse_xacro(text, path)
     return text.lstrip("\ufeff \t\r\n")
+
+
+XACRO = re.compile(r"<xacro:|\$\{|\$\(")
+"""What only an unprocessed xacro file holds: xacro elements, ${expressions}, $(substitution args)."""
+
+
+def _refuse_xacro(xml: str, path: str | None) -> None:
+    """ModelError with the command to run when ``xml`` (read from ``path``, if a file)
+    is xacro, not URDF.  xacro's output, which often keeps the xmlns:xacro declaration,
+    is accepted."""
+    if XACRO.search(re.sub(r"<!--.*?-->", "", xml, flags=re.DOTALL)):
+        source = path if path and path.endswith(".xacro") else "robot.urdf.xacro"
+        target = os.path.basename(source).removesuffix(".xacro").removesuffix(".urdf") + ".urdf"
+        raise ModelError(f"this is xacro: run `xacro {source} > {target}` first")
 
 
 def _parse_xml(xml: str) -> ET.Element:

@@ -1,0 +1,94 @@
+"""What a user typing commands meets: xacro given for URDF, the ROS 2 programs without
+ROS 2, --version, and one-line errors (exit 2) for what the user got wrong."""
+
+import subprocess
+import sys
+
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.cli import main
+from robot_linearization.robots import bundled_urdf_path
+
+XACRO = """<?xml version="1.0"?>
+<robot name="arm" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:property name="length" value="0.5"/>
+  <link name="base"/>
+  <link name="upper"><inertial><mass value="1"/><origin xyz="0 0 ${length/2}"/>
+    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/><axis xyz="0 1 0"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>
+"""
+PROCESSED = XACRO.replace('  <xacro:property name="length" value="0.5"/>\n', "").replace("${length/2}", "0.25")
+
+
+def test_xacro_is_refused_with_the_command_that_makes_a_urdf(tmp_path):
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(XACRO)
+    with pytest.raises(rl.ModelError, match=r"^this is xacro: run `xacro .*arm\.urdf\.xacro > arm\.urdf` first$"):
+        rl.load_urdf(path)
+    with pytest.raises(rl.ModelError, match=r"^this is xacro: run `xacro robot\.urdf\.xacro > robot\.urdf` first$"):
+        rl.load_urdf(XACRO)
+    only_an_expression = XACRO.replace('  <xacro:property name="length" value="0.5"/>\n', "")
+    with pytest.raises(rl.ModelError, match="this is xacro"):
+        rl.load_urdf(only_an_expression)
+    # xacro's output keeps the xmlns:xacro declaration; a comment may mention ${...}
+    assert rl.load_urdf(PROCESSED.replace("<link name=\"base\"/>", "<!-- from ${arm}.xacro --><link name=\"base\"/>"),
+                       floating_base=False).n_joints == 1
+
+
+def test_the_cli_says_the_same_for_xacro_in_one_line(tmp_path, capsys):
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(XACRO)
+    assert main(["demo", "--urdf", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: this is xacro: run `xacro {path} > arm.urdf` first\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("program", ["linearization_node", "simulated_robot"])
+def test_the_ros_programs_without_rclpy_say_what_to_source_in_one_line(program):
+    """As on a machine without ROS 2 (rclpy made unimportable, whatever this one has)."""
+    code = (f"import sys; sys.modules['rclpy'] = None; sys.argv = ['{program}', '--help']\n"
+            f"from robot_linearization.ros.programs import {program}\nsys.exit({program}())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"{program}: needs ROS 2 (rclpy): source /opt/ros/<distro>/setup.bash first\n"
+
+
+def test_version_names_the_release_and_the_copy_that_runs(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("robot-linearization ") and f"({rl.__path__[0]})" in out
+
+
+BAD_URDF = '<robot name="r"><link name="a"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/>' \
+           '</joint></robot>'
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["demo", "--contacts", "paw"], "error: contact frame 'paw' is not a link of model 'rl_quadruped'"),
+    (["demo", "--urdf", "{bad}"], "error: joint 'j' refers to link 'b', which does not exist"),
+    (["demo", "--urdf", "{missing}"], "error: cannot read URDF file '{missing}': No such file or directory"),
+    (["replay", "{missing}"], "error: no bag at {missing}"),
+    (["replay", "{bag}", "--urdf", "{bad}"], "error: robot description rejected: joint 'j' refers to link 'b'"),
+    (["replay", "{bag}", "--contacts", "paw"], "error: contact frame 'paw' is not a link of model 'rl_quadruped'"),
+])
+def test_what_the_user_got_wrong_is_one_line_and_exit_2(arguments, message, tmp_path, capsys):
+    from robot_linearization.ros.bag import write_simulation_bag
+    from robot_linearization.ros.simulation import Simulation
+
+    names = {"bad": tmp_path / "bad.urdf", "missing": tmp_path / "missing", "bag": tmp_path / "in"}
+    names["bad"].write_text(BAD_URDF)
+    if "{bag}" in arguments:
+        urdf = open(bundled_urdf_path()).read()
+        write_simulation_bag(names["bag"], Simulation(rl.load_urdf(urdf), dt=0.01), urdf, 0.02)
+    arguments = [a.format(**names) for a in arguments]
+    arguments += ["--output-dir", str(tmp_path / "out")] if arguments[0] == "demo" else ["-o", str(tmp_path / "out")]
+    assert main(arguments) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message.format(**names)) and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
