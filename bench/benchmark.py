@@ -318,8 +318,13 @@ def first_call_cost(path, floating, options, cold: bool = False) -> float:
     with tempfile.TemporaryDirectory() as cache:
         if cold:
             env["NUMBA_CACHE_DIR"] = cache
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    return float(out.stdout.strip().splitlines()[-1])
+        # run from the empty directory: `-c` puts the working directory first on sys.path, and from a
+        # checkout's root it would import (and compile into) its sources instead of the package measured here
+        out = subprocess.run([sys.executable, "-c", code + "; print(rl.__path__[0])"], capture_output=True,
+                             text=True, check=True, env=env, cwd=cache)
+    seconds, package = out.stdout.strip().splitlines()[-2:]
+    assert package == rl.__path__[0], f"the new process imported {package}, not {rl.__path__[0]}"
+    return float(seconds)
 
 
 def main() -> None:
@@ -331,7 +336,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(2019)
     us = 1e6
-    print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}")
+    print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}; robot_linearization from {rl.__path__[0]}")
     print("median time per linearization (A, B, M^-1) in µs")
     header = f"{'robot':<13}{'nv':>4}{'ours':>9}{'pinocchio':>11}{'FD (ours)':>11}{'ours/pin':>10}{'FD/ours':>9}" \
              f"{'err vs pin':>12}{'err vs FD':>11}"

@@ -11,9 +11,10 @@ import os
 
 from numba import njit
 
-FIRST_COMPILE_SECONDS = 40
-"""Up to how long the first calls after an installation compile on 2 cores: 28 s to the
-first A, 40 s with the constrained (contact, mimic) kernels (README, Performance)."""
+FIRST_COMPILE_SECONDS = (40, 60)
+"""How long the first calls compile with an empty cache (numba compiles on one core): to the
+first A of the bundled quadruped, and with the contact kernels too.  Measured 2026-11-23 on
+the 2-core development VM (NUMBA_CACHE_DIR an empty directory): 38 s and 60 s."""
 
 _checked: set = set()  # entry points whose cache was looked for
 _said = False  # the announcement is made at most once per process
@@ -33,7 +34,7 @@ def kernel(function=None, *, inline: bool = False):
 def announce_compilation(entry_point) -> None:
     """Say once per process, on the 'robot_linearization' logger, that the kernels are
     about to be compiled because the on-disk cache of ``entry_point`` has none yet —
-    the silent half minute otherwise looks like a hang.  Quiet when the cache is there."""
+    the silent 40 s otherwise look like a hang.  Quiet when the cache is there."""
     global _said
     if _said or entry_point in _checked:
         return
@@ -44,6 +45,18 @@ def announce_compilation(entry_point) -> None:
         return
     if not cached:
         _said = True
+        checkout = _checkout_of(os.path.dirname(os.path.abspath(__file__)))
         logging.getLogger("robot_linearization").warning(
-            "compiling the numba kernels: this happens once per installation and takes up to about %d s on 2 cores; "
-            "later processes load them from the cache in under a second", FIRST_COMPILE_SECONDS)
+            "compiling the numba kernels: this happens once per installation and takes about %d s before the "
+            "first result (%d s with contacts); later processes load them from the cache in under a second%s",
+            *FIRST_COMPILE_SECONDS,
+            "" if checkout is None or os.environ.get("NUMBA_CACHE_DIR") else
+            f". This process imported the package from the source checkout {checkout}, not from its installation "
+            "(whose kernels are compiled when it is installed), so they compile into the checkout's sources: "
+            "run from outside the checkout to use the installed package")
+
+
+def _checkout_of(package_dir: str) -> str | None:
+    """The source checkout the package was imported from (setup.py beside it), or None: an installation."""
+    root = os.path.dirname(package_dir)
+    return root if os.path.isfile(os.path.join(root, "setup.py")) else None

@@ -92,3 +92,30 @@ def test_what_the_user_got_wrong_is_one_line_and_exit_2(arguments, message, tmp_
     err = capsys.readouterr().err
     assert err.startswith(message.format(**names)) and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("checkout", [True, False])
+def test_the_first_compile_message_gives_the_measured_time_and_says_when_it_compiles_into_a_checkout(
+        checkout, tmp_path, monkeypatch, caplog):
+    """A `.venv/bin/python` started in the clone imports its sources, not the installed,
+    precompiled package: the message says so (measured times: compiled.FIRST_COMPILE_SECONDS)."""
+    from types import SimpleNamespace
+
+    from robot_linearization import compiled
+
+    package = tmp_path / "robot_linearization"
+    package.mkdir()
+    if checkout:
+        (tmp_path / "setup.py").write_text("")
+    monkeypatch.setattr(compiled, "__file__", str(package / "compiled.py"))
+    monkeypatch.setattr(compiled, "_said", False)
+    monkeypatch.setattr(compiled, "_checked", set())
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    def never_compiled():
+        pass
+    never_compiled._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(tmp_path / "absent.nbi")))
+    compiled.announce_compilation(never_compiled)
+    compiled.announce_compilation(never_compiled)
+    (record,) = caplog.records
+    assert "takes about 40 s before the first result (60 s with contacts)" in record.getMessage()
+    assert (f"imported the package from the source checkout {tmp_path}" in record.getMessage()) == checkout
