@@ -48,11 +48,12 @@ def test_the_cli_says_the_same_for_xacro_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("program", ["linearization_node", "simulated_robot"])
-def test_the_ros_programs_without_rclpy_say_what_to_source_in_one_line(program):
-    """As on a machine without ROS 2 (rclpy made unimportable, whatever this one has)."""
+def test_the_ros_programs_without_rclpy_say_what_to_source_in_one_line(program, tmp_path):
+    """As on a machine without ROS 2 (rclpy made unimportable, whatever this one has); run
+    from an empty directory, so that `-c` imports the package these tests import."""
     code = (f"import sys; sys.modules['rclpy'] = None; sys.argv = ['{program}', '--help']\n"
             f"from robot_linearization.ros.programs import {program}\nsys.exit({program}())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"{program}: needs ROS 2 (rclpy): source /opt/ros/<distro>/setup.bash first\n"
 
