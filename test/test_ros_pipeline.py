@@ -475,3 +475,27 @@ def test_a_joint_state_that_cannot_be_read_is_a_diagnostic(pipeline, rng):
         joint_state_message(FACTORY, 2 * SEC, MODEL.joint_names, s, r), "sensor_msgs/msg/JointState")))
     (out,) = pipeline.step(2 * SEC)
     np.testing.assert_array_equal(out.state.joint_positions, s)
+
+
+@pytest.mark.parametrize("dt", [0.0, 0.002])
+def test_loading_a_model_warms_up_the_linearization_it_will_run(monkeypatch, dt):
+    """The warm-up (which compiles the kernels before the first cycle) must not fail on
+    its own arguments: it swallows ValueError (a singular warm-up state), so an argument
+    error there went unnoticed and the first control cycle paid the compile."""
+    import robot_linearization.ros.pipeline as pipeline_module
+
+    outcomes = []
+
+    def recording(*args, **kwargs):
+        try:
+            result = rl.linearize(*args, **kwargs)
+        except ValueError as e:
+            outcomes.append(str(e))
+            raise
+        outcomes.append("ok")
+        return result
+
+    monkeypatch.setattr(pipeline_module, "linearize", recording)
+    p = LinearizationPipeline(PipelineConfig(discretization_dt=dt))
+    assert p.set_description(rl.robots.bundled_urdf_path()) is None
+    assert outcomes == ["ok"]

@@ -46,6 +46,12 @@ class PipelineConfig:
     discretization_dt: float = 0.0  # s; > 0: also A_d, B_d of one step of this length (docs/discretization.md)
     discretization: str = "euler"  # the step: "euler" (rl.step's Jacobians) or "zoh" (zero-order hold of A, B)
 
+    def step(self) -> dict:
+        """linearize's dt and discretization: none without a step."""
+        if not self.discretization_dt:
+            return {}
+        return {"dt": self.discretization_dt, "discretization": self.discretization}
+
 
 @dataclass
 class Output:
@@ -112,10 +118,9 @@ class LinearizationPipeline:
         n = model.n_joints
         warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
                      base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
-        step = {"dt": self.config.discretization_dt or None, "discretization": self.config.discretization}
         for contacts in ((), self.contacts) if self.contacts else ((),):  # the contact kernel too, if in use
             try:
-                linearize(model, warm, contacts=contacts, **step)
+                linearize(model, warm, contacts=contacts, **self.config.step())
             except ValueError:
                 pass  # (singular at this state: compiled all the same; or contacts this model lacks)
         return model
@@ -269,9 +274,7 @@ class LinearizationPipeline:
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
-            dt = self.config.discretization_dt or None
-            lin = linearize(self.model, state, torques, contacts=self.contacts, dt=dt,
-                            discretization=self.config.discretization if dt else None)
+            lin = linearize(self.model, state, torques, contacts=self.contacts, **self.config.step())
         except ContactError as e:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
