@@ -222,16 +222,23 @@ def _number(kind, low=None, high=None, low_open=True, unit=""):
     return parse
 
 
-def _version() -> str:
-    """'robot-linearization 0.1.0 (<the package directory imported>)': which copy runs, an
+class _Version(argparse.Action):
+    """--version: 'robot-linearization 0.1.0 (<the package directory imported>)' on one line
+    (argparse's own version action wraps it at the terminal's width): which copy runs, an
     installation or a checkout's sources, matters for the compiled kernels' cache."""
-    import importlib.metadata
 
-    try:
-        version = importlib.metadata.version("robot_linearization")
-    except importlib.metadata.PackageNotFoundError:
-        version = "(not installed)"
-    return f"robot-linearization {version} ({os.path.dirname(os.path.abspath(__file__))})"
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and the package directory, exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("robot_linearization")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed)"
+        print(f"robot-linearization {version} ({os.path.dirname(os.path.abspath(__file__))})")
+        parser.exit()
 
 
 MAX_DEMO_STEP = 0.01
@@ -245,7 +252,7 @@ def main(argv=None) -> int:
         prog="robot-linearization",
         description="Geometric linearization (A, B, M^-1) of floating-base robot dynamics: a demo on the bundled "
                     "quadruped, and the ROS 2 node's pipeline run offline over recorded bags.")
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,replay}")
     p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write bags and a PNG",
                        description="Simulate a robot, record a ROS 2 bag, replay it through the node's pipeline, "
