@@ -190,6 +190,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="input rate [Hz]")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window [s]")
     parser.add_argument("--no-heatmaps", action="store_true", help="publish_heatmaps:=false")
+    parser.add_argument("--input-path", choices=["auto", "wait_set", "executor"], default="auto",
+                        help="the node's input_path parameter (default: auto, the wait set where it works)")
     parser.add_argument("--floor", action="store_true",
                         help="instead of the node, a bare rclpy process that takes the inputs and publishes "
                              "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
@@ -197,12 +199,12 @@ def main() -> None:
         serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
     args = parser.parse_args()
-    extra = ["-p", "publish_heatmaps:=false"] if args.no_heatmaps else []
+    extra = ["-p", f"input_path:={args.input_path}"] + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if args.floor else
-                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}"))
+                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}"))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}")
         for name in args.robots:

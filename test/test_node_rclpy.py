@@ -22,6 +22,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.robots import bundled_urdf_path  # noqa: E402
 from robot_linearization.ros.messages import joint_state_message, matrix_from_message, odometry_message  # noqa: E402
+from robot_linearization.ros import node as node_module  # noqa: E402
 from robot_linearization.ros.node import LinearizationNode, RclpyFactory, run  # noqa: E402
 from robot_linearization.ros.sim_node import SimulatedRobot  # noqa: E402
 from robot_linearization.spatial import se3_exp  # noqa: E402
@@ -84,8 +85,18 @@ def ros():
     rclpy.try_shutdown()
 
 
-def test_linearization_node_round_trip(ros):
-    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())]))
+@pytest.mark.parametrize("input_path", ["auto", "executor", "auto, the wait set failing its self-test"])
+def test_linearization_node_round_trip(ros, input_path, monkeypatch):
+    """On each input path: the fast wait set (what 'auto' picks where it works), the
+    public executor when asked, and the executor as the fallback when the private API
+    fails its self-test; /diagnostics says which."""
+    if input_path.startswith("auto, "):
+        monkeypatch.setattr(node_module, "wait_set_problem", lambda node: "simulated: the private API changed")
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("input_path", value=input_path.split(",")[0])]))
+    expected_path = {"auto": "wait_set (it passed its self-test)", "executor": "executor (the input_path parameter)"
+                     }.get(input_path, "executor (fallback: simulated: the private API changed)")
+    assert graph.node.pipeline.input_path == expected_path
     js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
     odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
     rng = np.random.default_rng(0)
@@ -131,6 +142,40 @@ def test_linearization_node_round_trip(ros):
                    for array in graph.received.get("/diagnostics", []) for status in array.status)
     assert graph.spin_until(names_missing_joint, timeout=5.0)
     assert len(graph.received[f"{NS}/stamp"]) == outputs
+    assert any(value.key == "input_path" and value.value == expected_path
+               for array in graph.received["/diagnostics"] for status in array.status for value in status.values)
+    graph.close()
+
+
+def test_an_input_path_that_silently_stops_receiving_is_reported_within_a_second(ros, monkeypatch):
+    """The private API returning nothing (as a changed rclpy might) must not look like an
+    idle robot: /diagnostics says so, naming the path, within a second of the publishers
+    appearing."""
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("input_path", value="wait_set")]))
+
+    def nothing(self, timeout_ns):
+        time.sleep(timeout_ns * 1e-9)
+        return iter(())
+    monkeypatch.setattr(node_module.WaitSetTaker, "take", nothing)
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    rng = np.random.default_rng(0)
+    seen = []
+
+    def publish():
+        if not seen and graph.node.count_publishers("/joint_states") > 0:
+            seen.append(time.monotonic())
+        now = graph.node.get_clock().now().nanoseconds
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, rng.normal(size=12),
+                                           rng.normal(size=12)))
+
+    def warned():
+        return any(status.level == DiagnosticStatus.WARN and "joint_states has 1 publisher but nothing arrived"
+                   in status.message and "(input path: wait_set" in status.message
+                   for array in graph.received.get("/diagnostics", []) for status in array.status)
+    assert graph.spin_until(warned, timeout=10.0, each=publish)
+    assert seen and time.monotonic() - seen[0] < 1.0
+    assert graph.node.pipeline.latest is None
     graph.close()
 
 

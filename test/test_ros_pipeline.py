@@ -499,3 +499,27 @@ def test_loading_a_model_warms_up_the_linearization_it_will_run(monkeypatch, dt)
     p = LinearizationPipeline(PipelineConfig(discretization_dt=dt))
     assert p.set_description(rl.robots.bundled_urdf_path()) is None
     assert outcomes == ["ok"]
+
+
+def test_an_input_topic_with_publishers_that_delivers_nothing_is_a_warning_within_a_second(pipeline, rng):
+    """The node's input path failing silently (rclpy's private API returning nothing) must
+    not look like an idle robot: a topic with publishers and no message for 0.5 s is a WARN
+    naming it and the input path, reported as it appears; it clears when messages flow."""
+    pipeline.input_path = "wait_set"
+    second = 1_000_000_000
+    assert not pipeline.watch_inputs(0, {"joint_states": 1, "odometry": 1})
+    pipeline.note_received("odometry")
+    assert not pipeline.watch_inputs(second // 4, {"joint_states": 1, "odometry": 1})
+    pipeline.note_received("odometry")
+    assert pipeline.watch_inputs(second // 2, {"joint_states": 1, "odometry": 1})  # appears: True once
+    pipeline.note_received("odometry")
+    assert not pipeline.watch_inputs(3 * second // 4, {"joint_states": 1, "odometry": 1})
+    (level, _, message, values), = pipeline.diagnostics(3 * second // 4)
+    assert level == WARN and message.startswith("joint_states has 1 publisher but nothing arrived for 0.8 s")
+    assert "odometry" not in message and "(input path: wait_set)" in message and values["input_path"] == "wait_set"
+    pipeline.note_received("joint_states")
+    assert not pipeline.watch_inputs(second, {"joint_states": 1, "odometry": 1})
+    assert pipeline.input_problem is None
+    # no publishers: silence is expected, not a problem
+    assert not pipeline.watch_inputs(10 * second, {"joint_states": 0, "odometry": 0})
+    assert pipeline.input_problem is None

@@ -13,13 +13,13 @@ import gc
 import importlib
 import signal
 import threading
+import time
 
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import CallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
@@ -78,21 +78,77 @@ class ServedByTheInputLoop(CallbackGroup):
         pass
 
 
+class WaitSetTaker:
+    """Messages of a few subscriptions through rclpy's own wait set, the one
+    rclpy.wait_for_message uses: a private API (rclpy_implementation), with no
+    compatibility promise, hence the self-test :func:`wait_set_problem` before use."""
+
+    def __init__(self, node: Node, subscriptions):
+        from rclpy.impl.implementation_singleton import rclpy_implementation
+
+        self.subscriptions = subscriptions
+        self.wait_set = rclpy_implementation.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, node.context.handle)
+        self.pointers = [sub.handle.pointer for sub in subscriptions]
+
+    def take(self, timeout_ns: int):
+        """Wait up to ``timeout_ns`` and yield (index, message) of everything that arrived."""
+        self.wait_set.clear_entities()
+        for sub in self.subscriptions:
+            self.wait_set.add_subscription(sub.handle)
+        self.wait_set.wait(timeout_ns)
+        ready = self.wait_set.get_ready_entities("subscription")
+        for index, (sub, pointer) in enumerate(zip(self.subscriptions, self.pointers)):
+            if pointer not in ready:
+                continue
+            while True:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    break
+                yield index, taken[0]
+
+
+def wait_set_problem(node: Node) -> str | None:
+    """Why the fast input path cannot be used here, or None: the node publishes to a
+    probe subscription of its own and takes the message through :class:`WaitSetTaker`
+    (an rclpy that renamed or changed those calls fails here, not in the cycle)."""
+    from std_msgs.msg import Empty
+
+    probe = publisher = None
+    try:
+        probe = node.create_subscription(Empty, "~/_input_path_probe", lambda msg: None, 10,
+                                         callback_group=ServedByTheInputLoop(), raw=True)
+        publisher = node.create_publisher(Empty, "~/_input_path_probe", 10)
+        taker = WaitSetTaker(node, [probe])
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            publisher.publish(Empty())
+            if any(isinstance(message, bytes) for _, message in taker.take(50_000_000)):
+                return None
+        return "rclpy's wait set took nothing from the node's own probe topic in 2 s"
+    except Exception as e:  # noqa: BLE001 - whatever a changed private API raises
+        return f"rclpy's private wait-set API failed: {e!r}"
+    finally:
+        for entity, destroy in ((probe, node.destroy_subscription), (publisher, node.destroy_publisher)):
+            if entity is not None:
+                destroy(entity)
+
+
 class InputLoop(threading.Thread):
-    """joint_states and odom on their own thread, outside the executor.
+    """joint_states and odom on their own thread, outside the executor (the fast path).
 
     rclpy's executor rebuilds its wait set from every entity of the node for each
     message: ≈ 0.3 ms of CPU per joint state/odometry pair in Jazzy, more than the
     linearization of a humanoid (bench/node_load.py).  This loop waits on the two
-    input subscriptions only, through the wait set that rclpy.wait_for_message also
-    uses, and hands every message to the node under its lock.  It first loads the
-    robot description given as a parameter, so the first start's compile happens
-    while the executor already answers services and /diagnostics.
+    input subscriptions only (:class:`WaitSetTaker`) and hands every message to the
+    node under its lock.  It first loads the robot description given as a parameter,
+    so the first start's compile happens while the executor already answers services
+    and /diagnostics.  With the executor path it only does that first load.
     """
 
-    def __init__(self, node: "LinearizationNode", subscriptions, first_description: str):
+    def __init__(self, node: "LinearizationNode", subscriptions, first_description: str, serve: bool):
         super().__init__(name="linearization inputs", daemon=True)
         self.node, self.subscriptions, self.first_description = node, subscriptions, first_description
+        self.serve = serve
         self.running = True
 
     def run(self) -> None:
@@ -102,28 +158,20 @@ class InputLoop(threading.Thread):
             # Everything alive now (modules, the model, compiled kernels) is never garbage: kept out of
             # the collector's full passes, which would otherwise walk it every few hundred cycles (p99)
             gc.freeze()
-            self._serve()
+            if self.serve:
+                self._serve()
         except Exception as e:  # noqa: BLE001 - reported; at shutdown the context going away is expected
             if self.running and self.node.context.ok():
                 self.node.get_logger().error(f"input loop stopped: {e!r}")
 
     def _serve(self) -> None:
-        wait_set = _rclpy.WaitSet(len(self.subscriptions), 0, 0, 0, 0, 0, self.node.context.handle)
-        pointers = [(sub, handler, sub.handle.pointer) for sub, handler in self.subscriptions]
+        taker = WaitSetTaker(self.node, [sub for sub, _ in self.subscriptions])
+        handlers = [handler for _, handler in self.subscriptions]
         while self.running and self.node.context.ok():
-            wait_set.clear_entities()
-            for sub, _ in self.subscriptions:
-                wait_set.add_subscription(sub.handle)
-            wait_set.wait(100_000_000)  # 0.1 s: shutdown is noticed within it
-            ready = wait_set.get_ready_entities("subscription")
-            for sub, handler, pointer in pointers:
-                if pointer not in ready:
-                    continue
-                while self.running:
-                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                    if taken is None:
-                        break
-                    handler(taken[0])
+            for index, message in taker.take(100_000_000):  # 0.1 s: shutdown is noticed within it
+                handlers[index](message)
+                if not self.running:
+                    break
 
 
 def declare_parameters(node: Node, table: dict) -> dict:
@@ -172,13 +220,19 @@ class LinearizationNode(Node):
                                                     self._guard(lambda m: self.set_description(m.data)), LATCHED)
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
-        inputs = ServedByTheInputLoop()
-        # taken serialized: read in place by CdrInputs rather than built into Python messages
-        joint_states = self.create_subscription(JointState, "joint_states", lambda msg: None,
-                                                qos_profile_sensor_data, callback_group=inputs, raw=True)
-        odometry = self.create_subscription(Odometry, "odom", lambda msg: None, qos_profile_sensor_data,
-                                            callback_group=inputs, raw=True)
         reader = CdrInputs()
+        on_joint_state = self._input(self.pipeline.on_joint_state, reader.joint_state, JointState, "joint_states")
+        on_odometry = self._input(self.pipeline.on_odometry, reader.odometry, Odometry, "odometry")
+        fast = self._choose_input_path(settings.input_path) == "wait_set"
+        group = ServedByTheInputLoop() if fast else None  # (None: the node's default group, the executor)
+        # taken serialized: read in place by CdrInputs rather than built into Python messages
+        unused = lambda msg: None  # noqa: E731 - the input loop takes them
+        joint_states = self.create_subscription(JointState, "joint_states", unused if fast else on_joint_state,
+                                                qos_profile_sensor_data, callback_group=group, raw=True)
+        odometry = self.create_subscription(Odometry, "odom", unused if fast else on_odometry,
+                                            qos_profile_sensor_data, callback_group=group, raw=True)
+        self.input_topics = {"joint_states": joint_states.topic_name, "odometry": odometry.topic_name}
+        self.create_timer(0.1, self._watch_inputs)
         self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
         self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
         self.on_input_step = settings.rate_hz == 0.0
@@ -187,10 +241,8 @@ class LinearizationNode(Node):
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
         if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
-        self.input_loop = InputLoop(self, [
-            (joint_states, self._input(self.pipeline.on_joint_state, reader.joint_state, JointState, "joint_states")),
-            (odometry, self._input(self.pipeline.on_odometry, reader.odometry, Odometry, "odometry"))],
-            settings.description)
+        self.input_loop = InputLoop(self, [(joint_states, on_joint_state), (odometry, on_odometry)],
+                                    settings.description, serve=fast)
         self.input_loop.start()
         self.get_logger().info("ready")
 
@@ -200,6 +252,37 @@ class LinearizationNode(Node):
         if self.input_loop.is_alive() and threading.current_thread() is not self.input_loop:
             self.input_loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
         return super().destroy_node()
+
+    def _choose_input_path(self, requested: str) -> str:
+        """'wait_set' (the fast path) or 'executor', as the input_path parameter asks:
+        'auto' takes the wait set if it passes :func:`wait_set_problem`, else falls back;
+        a 'wait_set' that fails it is a start-up error.  Logged and in /diagnostics."""
+        if requested == "executor":
+            path, reason = "executor", "the input_path parameter"
+        else:
+            problem = wait_set_problem(self)
+            if problem is None:
+                path = "wait_set"
+                reason = "it passed its self-test" if requested == "auto" else "the input_path parameter"
+            elif requested == "wait_set":
+                raise ValueError(f"parameter 'input_path' is 'wait_set', which cannot be used here: {problem}")
+            else:
+                path, reason = "executor", f"fallback: {problem}"
+                self.get_logger().warning(f"input path: the executor (slower), because {problem}")
+        self.pipeline.input_path = f"{path} ({reason})"
+        taker = "an input thread on rclpy's wait set" if path == "wait_set" else "the executor"
+        self.get_logger().info(f"joint_states and odom taken by {taker} ({reason})")
+        return path
+
+    def _watch_inputs(self) -> None:
+        """Every 0.1 s: an input topic with publishers that delivers nothing is reported
+        (pipeline.watch_inputs), in /diagnostics at once."""
+        publishers = {name: self.count_publishers(topic) for name, topic in self.input_topics.items()}
+        with self.lock:
+            appeared = self.pipeline.watch_inputs(self._now(), publishers)
+        if appeared:
+            self.get_logger().warning(self.pipeline.input_problem)
+            self._publish_diagnostics()
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -255,6 +338,7 @@ class LinearizationNode(Node):
 
         def on_message(msg):
             with self.lock:
+                self.pipeline.note_received(topic)
                 guarded(msg)
                 if self.on_input_step:
                     self._step_locked()

@@ -38,6 +38,9 @@ PARAMETERS = {  # name: (default, description)
                                "length [s], >= 0; 0: off"),
     "discretization": ("euler", "that step: 'euler' (semi-implicit Euler on the state's Lie group, rl.step) or "
                                 "'zoh' (zero-order hold of A, B)"),
+    "input_path": ("auto", "how joint_states and odom are taken: 'wait_set' (the fast path: an input thread on "
+                           "rclpy's wait set, a private API), 'executor' (rclpy's public executor), or 'auto' "
+                           "(wait_set if a self-test at start-up shows it works, else executor)"),
     "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
                  + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "
                  "Changed at run time by a std_msgs/String on the 'contacts' topic"),
@@ -65,6 +68,10 @@ class NodeSettings:
     publish_heatmaps: bool
     heatmap_rate_hz: float
     diagnostics_period: float
+    input_path: str  # one of INPUT_PATHS
+
+
+INPUT_PATHS = ("auto", "wait_set", "executor")
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,12 @@ def _typed(name: str, value, kind: type):
     return value
 
 
+def _one_of(name: str, value, options) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"parameter '{name}' must be one of {options}, got {value!r}")
+    return value
+
+
 def _with_defaults(values: dict, table: dict) -> dict:
     unknown = sorted(set(values) - set(table))
     if unknown:
@@ -125,13 +138,9 @@ def node_settings(values: dict) -> NodeSettings:
     gravity = v["gravity"]
     if isinstance(gravity, (str, bytes)) or not hasattr(gravity, "__len__") or len(gravity) != 3:
         raise ValueError(f"parameter 'gravity' must be three numbers [x, y, z], got {gravity!r}")
-    mimic = _typed("mimic_joints", v["mimic_joints"], str)
-    if mimic not in MIMIC_MODES:
-        raise ValueError(f"parameter 'mimic_joints' must be one of {MIMIC_MODES}, got {mimic!r}")
+    mimic = _one_of("mimic_joints", v["mimic_joints"], MIMIC_MODES)
     contacts = _contacts(v["contacts"])
-    discretization = _typed("discretization", v["discretization"], str)
-    if discretization not in METHODS:
-        raise ValueError(f"parameter 'discretization' must be one of {METHODS}, got {discretization!r}")
+    discretization = _one_of("discretization", v["discretization"], METHODS)
     dt = _number("discretization_dt", v["discretization_dt"])
     if dt < 0.0:
         raise ValueError(f"parameter 'discretization_dt' must be >= 0 (0: off), got {dt!r}")
@@ -157,7 +166,8 @@ def node_settings(values: dict) -> NodeSettings:
         rate_hz=rate,
         publish_heatmaps=_typed("publish_heatmaps", v["publish_heatmaps"], bool),
         heatmap_rate_hz=_positive("heatmap_rate_hz", v["heatmap_rate_hz"]),
-        diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]))
+        diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]),
+        input_path=_one_of("input_path", v["input_path"], INPUT_PATHS))
 
 
 def simulation_settings(values: dict) -> SimulationSettings:

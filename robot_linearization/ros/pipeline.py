@@ -27,6 +27,8 @@ from .messages import (InputError, JointStateFields, OdometryFields, joint_state
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
 JOINT_STATE_QUEUE = 8  # joint states waiting for their odometry (bounded likewise)
+INPUT_SILENCE_NS = 500_000_000
+"""An input topic that has publishers but delivers nothing for this long is reported (0.5 s)."""
 FREE_FLOATING_UNTIL_FIT = "linearizing free-floating until a robot description or contact set that fits arrives"
 
 
@@ -93,6 +95,10 @@ class LinearizationPipeline:
         self.contact_problem: str | None = None  # why the requested set is not active, while it is not
         self._counters = _Counters()
         self._output_times: collections.deque = collections.deque(maxlen=50)
+        self.input_path = "none"  # how the node takes its inputs (node.py says), shown in diagnostics
+        self.input_problem: str | None = None  # an input topic with publishers that delivers nothing
+        self._received: collections.Counter = collections.Counter()  # messages per input topic
+        self._heard: dict = {}  # input topic -> (messages received, ns since which that count stands)
 
     # ---- model -----------------------------------------------------------
     def set_description(self, description: str) -> str | None:
@@ -226,6 +232,28 @@ class LinearizationPipeline:
         self._last_odometry_stamp = stamp
         self._odometry.append((stamp, H, twist))
         return True
+
+    def note_received(self, topic: str) -> None:
+        """Count a message that arrived on an input topic, readable or not (:meth:`watch_inputs`)."""
+        self._received[topic] += 1
+
+    def watch_inputs(self, now_ns: int, publishers: dict) -> bool:
+        """Notice an input path that has gone quiet: {topic: its publisher count} now.
+        A topic with publishers whose count of received messages has not moved for
+        INPUT_SILENCE_NS becomes ``input_problem`` (a WARN in the diagnostics); True when
+        such a problem appears, so that the caller can publish the diagnostics at once."""
+        problems = []
+        for topic, count in publishers.items():
+            received = self._received[topic]
+            heard = self._heard.get(topic)
+            if count == 0 or heard is None or heard[0] != received:
+                self._heard[topic] = (received, now_ns)
+            elif now_ns - heard[1] >= INPUT_SILENCE_NS:
+                problems.append(f"{topic} has {count} publisher{'s' if count > 1 else ''} but nothing arrived for "
+                                f"{(now_ns - heard[1]) * 1e-9:.1f} s")
+        appeared = bool(problems) and self.input_problem is None
+        self.input_problem = "; ".join(problems) + f" (input path: {self.input_path})" if problems else None
+        return appeared
 
     # ---- the cycle -------------------------------------------------------
     def step(self, now_ns: int, newest_only: bool = False) -> list[Output]:
@@ -375,8 +403,11 @@ class LinearizationPipeline:
             values["last_validation"] = self.last_validation["summary"]
         if self.assumed:
             values["assumed"] = "; ".join(self.assumed)
+        values["input_path"] = self.input_path
         if self.model is None:
             level, message = ERROR, self.model_error
+        elif self.input_problem:
+            level, message = WARN, self.input_problem
         elif self.latest is None and not self.last_problem:
             level, message = WARN, "no linearization yet: waiting for " + (
                 "joint_states and odometry" if self.model.floating_base else "joint_states")
