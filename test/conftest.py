@@ -167,3 +167,20 @@ def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State
     A_dyn = np.hstack([ddq_dq[np.ix_(P, P)], ddq_dv[np.ix_(P, P)]])
     return (A_dyn, ddq_dtau[np.ix_(P, P[off:])], ddq[P], np.array(data.lambda_c),
             np.hstack([dl_dq[:, P], dl_dv[:, P]]), dl_dtau[:, P[off:]])
+
+
+def write_bag(path, events, version=8):
+    """A ROS 2 bag (mcap, rosbag2 format ``version``) of [(log time ns, topic, rosbags message)],
+    one connection per topic; the messages are rosbags' Humble definitions."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    typestore = get_typestore(Stores.ROS2_HUMBLE)
+    writer = Writer(path, version=version, storage_plugin=StoragePlugin.MCAP)
+    writer.open()
+    connections = {}
+    for t, topic, msg in events:
+        if topic not in connections:
+            connections[topic] = writer.add_connection(topic, msg.__msgtype__, typestore=typestore)
+        writer.write(connections[topic], t, typestore.serialize_cdr(msg, msg.__msgtype__))
+    writer.close()

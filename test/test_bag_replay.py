@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rosbags.highlevel import AnyReader
-from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 import robot_linearization as rl
@@ -17,6 +16,8 @@ from robot_linearization.ros.messages import (RosbagsFactory, joint_state_messag
                                               odometry_base_state, odometry_message)
 from robot_linearization.ros.pipeline import PipelineConfig
 from robot_linearization.ros.simulation import Simulation
+
+from conftest import write_bag
 
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
 URDF = open(bundled_urdf_path()).read()
@@ -76,18 +77,6 @@ def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage):
         H, v = odometry_base_state(odometry[stamp], "base_link")
         state = rl.State(base_pose=H, joint_positions=js.position, base_twist=v, joint_velocities=js.velocity)
         np.testing.assert_allclose(matrix_from_message(A[1]), rl.linearize(MODEL, state).A, rtol=1e-12, atol=1e-12)
-
-
-def write_bag(path, events, version=8):
-    """A ROS 2 bag (mcap) of [(log time ns, topic, rosbags message)], one connection per topic."""
-    writer = Writer(path, version=version, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    connections = {}
-    for t, topic, msg in events:
-        if topic not in connections:
-            connections[topic] = writer.add_connection(topic, msg.__msgtype__, typestore=TYPESTORE)
-        writer.write(connections[topic], t, TYPESTORE.serialize_cdr(msg, msg.__msgtype__))
-    writer.close()
 
 
 def stamp_ns(stamp):

@@ -4,7 +4,6 @@ robot description that lacks the configured contact frames."""
 
 import numpy as np
 from rosbags.highlevel import AnyReader
-from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 import robot_linearization as rl
@@ -14,7 +13,7 @@ from robot_linearization.ros.messages import RosbagsFactory, joint_state_message
 from robot_linearization.ros.pipeline import OK, WARN, LinearizationPipeline, PipelineConfig
 from robot_linearization.spatial import se3_exp
 
-from conftest import example_robot_path
+from conftest import example_robot_path, write_bag
 
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
 FACTORY = RosbagsFactory(TYPESTORE)
@@ -22,18 +21,6 @@ SEC, MS = 1_000_000_000, 1_000_000
 URDF = open(bundled_urdf_path()).read()
 MODEL = rl.load_urdf(URDF)
 N = MODEL.n_joints
-
-
-def write_bag(path, events):
-    """A ROS 2 bag (mcap) of [(log time = stamp ns, topic, rosbags message)]."""
-    writer = Writer(path, version=8, storage_plugin=StoragePlugin.MCAP)
-    writer.open()
-    connections = {}
-    for t, topic, msg in events:
-        if topic not in connections:
-            connections[topic] = writer.add_connection(topic, msg.__msgtype__, typestore=TYPESTORE)
-        writer.write(connections[topic], t, TYPESTORE.serialize_cdr(msg, msg.__msgtype__))
-    writer.close()
 
 
 def log_times(path, topic):
