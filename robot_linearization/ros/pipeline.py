@@ -404,11 +404,11 @@ class LinearizationPipeline:
         if self.assumed:
             values["assumed"] = "; ".join(self.assumed)
         values["input_path"] = self.input_path
+        if self.input_problem:
+            values["input_problem"] = self.input_problem  # (the message too, unless a rejection says more)
         if self.model is None:
             level, message = ERROR, self.model_error
-        elif self.input_problem:
-            level, message = WARN, self.input_problem
-        elif self.latest is None and not self.last_problem:
+        elif self.latest is None and not self.last_problem and not self.input_problem:
             level, message = WARN, "no linearization yet: waiting for " + (
                 "joint_states and odometry" if self.model.floating_base else "joint_states")
         elif self.last_validation is not None and not self.last_validation["passed"]:
@@ -417,6 +417,8 @@ class LinearizationPipeline:
             level, message = WARN, f"{self.contact_problem}: {FREE_FLOATING_UNTIL_FIT}"
         elif self.last_problem:
             level, message = WARN, self.last_problem
+        elif self.input_problem:
+            level, message = WARN, self.input_problem
         elif self.latest is not None and now_ns - self.latest.stamp_ns > int(self.config.max_input_age * 1e9):
             level, message = WARN, "no fresh input: last linearization is stale"
         else:
