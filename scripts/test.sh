@@ -15,10 +15,12 @@ NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
   .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py
 
 # ---- the ROS 2 tests -------------------------------------------------------------
-# Found in this order: an environment already sourced (rclpy importable), $ROS_SETUP,
-# /opt/ros/<distro>/setup.bash (a binary install), /opt/ros2/setup_env.sh (the
-# from-source build's default prefix, see README).  Without one they are skipped, and
-# this says so.
+# Found in this order: an environment already sourced (rclpy importable), $ROS_SETUP (to
+# choose one of several: ROS_SETUP=/opt/ros/humble/setup.bash bash scripts/test.sh),
+# /opt/ros/<distro>/setup.bash (a binary install), /opt/ros2/setup_env.sh and
+# /opt/ros2-humble/setup_env.sh (from-source builds, see README).  Without one they are
+# skipped, and this says so.  Each distribution gets its own venv and overlay
+# (.venv-ros-<distro>, .ros_ws-<distro>).
 ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_bag_rosbag2.py)
 ros_setup=""
 if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
@@ -26,27 +28,30 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
 elif [ -n "${ROS_SETUP:-}" ]; then
   ros_setup=$ROS_SETUP
 else
-  for candidate in /opt/ros/*/setup.bash /opt/ros2/setup_env.sh; do
+  for candidate in /opt/ros/*/setup.bash /opt/ros2/setup_env.sh /opt/ros2-humble/setup_env.sh; do
     if [ -f "$candidate" ]; then ros_setup=$candidate; break; fi
   done
 fi
 if [ -z "$ros_setup" ]; then
   echo "ROS 2 tests (${ROS_TESTS[*]}): NOT RUN - no ROS 2 installation found (sourced, \$ROS_SETUP," \
-       "/opt/ros/<distro>/setup.bash or /opt/ros2/setup_env.sh); they were skipped above"
+       "/opt/ros/<distro>/setup.bash, /opt/ros2/setup_env.sh or /opt/ros2-humble/setup_env.sh);" \
+       "they were skipped above"
   exit 0
 fi
-echo "ROS 2 tests: running against $ros_setup"
 (
   set +u
   # shellcheck disable=SC1090
   [ "$ros_setup" = "(already sourced)" ] || source "$ros_setup"
   set -u
+  distro=${ROS_DISTRO:?the ROS 2 setup script set no ROS_DISTRO}
+  venv=.venv-ros-$distro workspace=.ros_ws-$distro
+  echo "ROS 2 tests: running against $ros_setup (ROS $distro, $(python3 --version))"
   # A venv over ROS's own Python (and, if that is itself a venv, over its packages)
   # holding this package's dependencies: ROS's installation is never modified.
   ros_python=$(command -v python3)
-  if [ ! -x .venv-ros/bin/python ]; then
-    "$ros_python" -m venv --system-site-packages .venv-ros
-    "$ros_python" - .venv-ros <<'EOF'
+  if [ ! -x $venv/bin/python ]; then
+    "$ros_python" -m venv --system-site-packages "$venv"
+    "$ros_python" - "$venv" <<'EOF'
 import pathlib, sys, sysconfig
 if sys.prefix != sys.base_prefix:  # ROS's Python is a venv: make its packages visible too
     target = pathlib.Path(sys.argv[1], "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
@@ -55,17 +60,17 @@ if sys.prefix != sys.base_prefix:  # ROS's Python is a venv: make its packages v
 EOF
   fi
   # launch_testing's plugin needs pytest < 8; pip's output only when it fails
-  .venv-ros/bin/python -m pip install --quiet ".[test]" "pytest<8" > .venv-ros/pip.log 2>&1 \
-    || { cat .venv-ros/pip.log; exit 1; }
-  (venv_python=$PWD/.venv-ros/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
+  $venv/bin/python -m pip install --quiet ".[test]" "pytest<8" > $venv/pip.log 2>&1 \
+    || { cat $venv/pip.log; exit 1; }
+  (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   # Build and install this package into an overlay so that `ros2 run/launch` find its nodes;
-  # colcon runs under .venv-ros so the nodes' scripts use the Python that has numba.
-  .venv-ros/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
-    --log-base .ros_ws/log build --paths . --build-base .ros_ws/build --install-base .ros_ws/install \
-    --event-handlers console_direct- > .ros_ws.log 2>&1 || { cat .ros_ws.log; exit 1; }
+  # colcon runs under that venv so the nodes' scripts use the Python that has numba.
+  $venv/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
+    --log-base "$workspace/log" build --paths . --build-base "$workspace/build" --install-base "$workspace/install" \
+    --event-handlers console_direct- > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
   set +u
   # shellcheck disable=SC1091
-  source .ros_ws/install/local_setup.bash
+  source "$workspace/install/local_setup.bash"
   set -u
   export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$((RANDOM % 80 + 20))}  # keep off other graphs on this machine
   missing=()
@@ -86,7 +91,7 @@ EOF
   fi
   # -P: the source tree is not put on sys.path, so the installed package is what runs
   status=0
-  .venv-ros/bin/python -P -m pytest -q -p no:cacheprovider -rs "${tests[@]}" || status=$?
+  $venv/bin/python -P -m pytest -q -p no:cacheprovider -rs "${tests[@]}" || status=$?
   [ -z "$stack_skipped" ] || echo "$stack_skipped"
   exit $status
 )
