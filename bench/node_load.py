@@ -1,9 +1,10 @@
 """Load test of the linearization node in a real ROS 2 graph (needs ROS 2; not a test).
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
-    .venv-ros/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10]
+    .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
+        [--input-path auto|wait_set|executor]
 
-(.venv-ros is the virtualenv scripts/test.sh makes over ROS's Python, with this package.)
+(.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
 rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at a fixed
 rate (sensor-data QoS, as a robot driver does), and records when each cycle's ~/stamp

@@ -1,6 +1,6 @@
-"""launch_testing: the demo launch brings up the simulated robot and the node, and
-the node publishes A.  Runs on a ROS 2 machine (``launch_test`` or pytest with
-launch_pytest); skipped elsewhere."""
+"""launch_testing: demo.launch.py brings up the simulated robot and the node, the node
+publishes A, and both end cleanly when the launch shuts them down (SIGINT, as Ctrl-C).
+Runs on a ROS 2 machine (``launch_test`` or pytest with launch_pytest); skipped elsewhere."""
 
 import time
 import unittest
@@ -11,19 +11,18 @@ pytest.importorskip("launch_testing", reason="launch_testing is not installed: n
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed: needs ROS 2")
 
 import launch  # noqa: E402
-import launch_ros.actions  # noqa: E402
 import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
+from ament_index_python.packages import get_package_share_directory  # noqa: E402
+from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch.LaunchDescription([
-        launch_ros.actions.Node(package="robot_linearization", executable="simulated_robot"),
-        launch_ros.actions.Node(package="robot_linearization", executable="linearization_node",
-                                name="robot_linearization", parameters=[{"use_effort": True}]),
-        launch_testing.actions.ReadyToTest(),
-    ])
+    demo = launch.actions.IncludeLaunchDescription(PythonLaunchDescriptionSource(
+        get_package_share_directory("robot_linearization") + "/launch/demo.launch.py"))
+    return launch.LaunchDescription([demo, launch_testing.actions.ReadyToTest()])
 
 
 class TestDemoPublishesA(unittest.TestCase):
@@ -43,3 +42,10 @@ class TestDemoPublishesA(unittest.TestCase):
             node.destroy_node()
         finally:
             rclpy.try_shutdown()
+
+
+@launch_testing.post_shutdown_test()
+class TestDemoEndsCleanly(unittest.TestCase):
+    def test_both_programs_exit_0_when_the_launch_ends(self, proc_info):
+        for program in ("simulated_robot", "linearization_node"):
+            launch_testing.asserts.assertExitCodes(proc_info, process=program)

@@ -30,6 +30,7 @@ MISSING = _missing_packages()
 
 import launch  # noqa: E402
 import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
 import numpy as np  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -96,3 +97,14 @@ class TestRobotStack(unittest.TestCase):
             node.destroy_node()
         finally:
             rclpy.try_shutdown()
+
+
+@launch_testing.post_shutdown_test()
+class TestRobotStackEndsCleanly(unittest.TestCase):
+    def test_the_linearization_node_exits_0_whatever_the_stock_nodes_do(self, proc_info):
+        """The launch ends every process with SIGINT (as Ctrl-C): our node exits 0. Humble's
+        stock joint_state_publisher 2.4.0 exits 1 there (a known trait of it, not checked), so
+        the only failure a user may see at Ctrl-C is not ours."""
+        if MISSING:
+            self.skipTest(f"ROS 2 packages {MISSING} are not installed (robot stack test)")
+        launch_testing.asserts.assertExitCodes(proc_info, process="linearization_node")

@@ -27,6 +27,8 @@ from robot_linearization.ros.node import LinearizationNode, RclpyFactory, run  #
 from robot_linearization.ros.sim_node import SimulatedRobot  # noqa: E402
 from robot_linearization.spatial import se3_exp  # noqa: E402
 
+from conftest import example_robot_path  # noqa: E402
+
 URDF = open(bundled_urdf_path()).read()
 MODEL = rl.load_urdf(URDF)
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -343,3 +345,48 @@ def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, when, tmp_path):
             process.kill()
     assert process.returncode == 0, output
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+
+
+@pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py"])
+def test_ctrl_c_on_a_launch_ends_our_programs_cleanly(launch_file, tmp_path):
+    """Ctrl-C in the terminal of `ros2 launch` (SIGINT to the whole process group, and
+    launch forwards one more): ros2 launch exits 0 and reports our programs as finished
+    cleanly. (Humble's stock joint_state_publisher 2.4.0 dies there with exit code 1 and a
+    traceback: launch reports that one, never ours.)"""
+    import os
+    import shutil
+    import signal
+    import subprocess
+
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    if launch_file == "robot_stack.launch.py":
+        try:
+            for package in ("robot_state_publisher", "joint_state_publisher"):
+                get_package_prefix(package)
+        except PackageNotFoundError as e:
+            pytest.skip(f"the robot stack is not installed: {e}")
+    arguments = [f"urdf_file:={example_robot_path('ur5')}"] if launch_file == "robot_stack.launch.py" else []
+    log = tmp_path / "launch.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen([shutil.which("ros2"), "launch", "robot_linearization", launch_file, *arguments],
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120.0  # until the node's first output (a fresh install compiles)
+            while "linearization cycle" not in log.read_text() and "]: ready" not in log.read_text() \
+                    and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.2)
+            time.sleep(2.0)
+            os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    output = log.read_text()
+    ours = ["linearization_node"] + (["simulated_robot"] if launch_file == "demo.launch.py" else [])
+    for program in ours:
+        assert any(f"[{program}-" in line and "process has finished cleanly" in line for line in output.splitlines()), \
+            output[-3000:]
+        assert not any(f"[{program}-" in line and ("process has died" in line or "Traceback" in line)
+                       for line in output.splitlines()), output[-3000:]
+    assert process.returncode == 0, output[-3000:]
