@@ -60,12 +60,13 @@ def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, stora
         assert stamp.sec * 1_000_000_000 + stamp.nanosec == t
 
 
+@pytest.mark.parametrize("distro", ["jazzy", "humble"])
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage):
-    """Bags written by rosbag2 (Jazzy, test/data/README.md): the model comes from the
-    recorded /robot_description, every joint state is linearized with the odometry of
-    its own stamp, although that odometry is recorded just after it."""
-    recorded = Path(__file__).parent / "data" / f"jazzy_{storage}"
+def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage, distro):
+    """Bags written by rosbag2 (Jazzy: metadata version 9; Humble: 5; test/data/README.md):
+    the model comes from the recorded /robot_description, every joint state is linearized
+    with the odometry of its own stamp, although that odometry is recorded just after it."""
+    recorded = Path(__file__).parent / "data" / f"{distro}_{storage}"
     summary = replay(recorded, tmp_path / "out", progress=False, storage=storage)
     inputs, outputs = read_bag(recorded), read_bag(tmp_path / "out")
     assert summary.outputs == len(inputs["/joint_states"]) > 40 and not summary.problems
