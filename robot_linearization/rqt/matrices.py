@@ -1,0 +1,137 @@
+"""Which matrices a linearization node publishes, and the names of their rows and columns.
+
+The node (README, topic table) publishes A, B, M⁻¹ (and A_d, B_d with a step, λ,
+∂λ/∂z, ∂λ/∂τ with contacts) under its namespace, with two latched JSON lists:
+``state_labels`` (A's rows and columns, [z_H, z_s, z_v, z_r]: ``H:x … H:rz,
+s:<joint> …, v:x … v:rz, r:<joint> …``) and ``contact_labels`` (λ's entries,
+``<frame>:fx … :mz``).  Every other axis follows from those two:
+
+========  =====================================  ================================
+axis      labels                                 blocks (the lines drawn between)
+========  =====================================  ================================
+state     state_labels                           z_H | z_s | z_v | z_r
+velocity  the v: and r: entries (M⁻¹'s N)        v | r
+input     ``τ:<joint>`` (B's columns)            —
+contact   contact_labels                         one block per contact frame
+force     the single column ``λ``                —
+========  =====================================  ================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
+STRING = "std_msgs/msg/String"
+
+
+@dataclass(frozen=True)
+class MatrixKind:
+    """A matrix the node publishes: its topic (under the node's namespace), the
+    symbol shown, and the axes of its rows and columns (see the module's table)."""
+
+    topic: str
+    symbol: str
+    rows: str
+    cols: str
+    meaning: str
+
+
+MATRICES = (
+    MatrixKind("A", "A", "state", "state", "ż = A z + B w, continuous time"),
+    MatrixKind("B", "B", "state", "input", "input matrix: joint torques"),
+    MatrixKind("M_inv", "M⁻¹", "velocity", "velocity", "inverse mass matrix"),
+    MatrixKind("A_d", "A_d", "state", "state", "one step: z⁺ = A_d z + B_d w"),
+    MatrixKind("B_d", "B_d", "state", "input", "one step's input matrix"),
+    MatrixKind("contact_forces", "λ", "contact", "force", "contact forces on the robot"),
+    MatrixKind("contact_forces_state_jacobian", "∂λ/∂z", "contact", "state", "contact forces against the state"),
+    MatrixKind("contact_forces_input_jacobian", "∂λ/∂τ", "contact", "input", "contact forces against the torques"),
+)
+BY_TOPIC = {kind.topic: kind for kind in MATRICES}
+
+BLOCK_NAMES = {"H": "z_H", "s": "z_s", "v": "z_v", "r": "z_r"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The labels of one axis of a matrix, and its blocks as (name, first, end) index ranges."""
+
+    labels: tuple[str, ...]
+    blocks: tuple[tuple[str, int, int], ...]
+
+    @property
+    def boundaries(self) -> tuple[int, ...]:
+        """Indices where a block starts, after the first: where the lines go."""
+        return tuple(first for _, first, _ in self.blocks[1:])
+
+
+def _blocks(labels, group_of, name_of=lambda group: group) -> tuple:
+    """Consecutive runs of labels with the same group, as (name, first, end)."""
+    blocks, first = [], 0
+    for i in range(1, len(labels) + 1):
+        if i == len(labels) or group_of(labels[i]) != group_of(labels[first]):
+            blocks.append((name_of(group_of(labels[first])), first, i))
+            first = i
+    return tuple(blocks)
+
+
+def joint_names(state_labels) -> tuple[str, ...]:
+    """The joints, in the model's order, read off the state labels' ``s:<joint>`` entries."""
+    return tuple(label[2:] for label in state_labels if label.startswith("s:"))
+
+
+def axis(kind: str, state_labels, contact_labels=()) -> Axis:
+    """The labels and blocks of an axis of kind 'state', 'velocity', 'input',
+    'contact' or 'force', from the node's two label lists."""
+    state_labels, contact_labels = tuple(state_labels), tuple(contact_labels)
+    prefix = lambda label: label.split(":", 1)[0]  # noqa: E731 - H, s, v, r
+    if kind == "state":
+        return Axis(state_labels, _blocks(state_labels, prefix, lambda p: BLOCK_NAMES.get(p, p)))
+    if kind == "velocity":
+        labels = tuple(label for label in state_labels if prefix(label) in ("v", "r"))
+        return Axis(labels, _blocks(labels, prefix, lambda p: BLOCK_NAMES.get(p, p)))
+    if kind == "input":
+        labels = tuple(f"τ:{joint}" for joint in joint_names(state_labels))
+        return Axis(labels, (("τ", 0, len(labels)),) if labels else ())
+    if kind == "contact":
+        return Axis(contact_labels, _blocks(contact_labels, lambda label: label.rsplit(":", 1)[0]))
+    if kind == "force":
+        return Axis(("λ",), (("λ", 0, 1),))
+    raise ValueError(f"axis kind must be state, velocity, input, contact or force, got {kind!r}")
+
+
+def matrix_axes(kind: MatrixKind, state_labels, contact_labels=()) -> tuple[Axis, Axis]:
+    """(rows, cols) of one matrix kind."""
+    return axis(kind.rows, state_labels, contact_labels), axis(kind.cols, state_labels, contact_labels)
+
+
+def axes_problem(shape, rows: Axis, cols: Axis) -> str | None:
+    """Why a received matrix does not fit the labels received (a model swap half-way), or None."""
+    if shape == (len(rows.labels), len(cols.labels)):
+        return None
+    return (f"matrix is {shape[0]}×{shape[1]} but its labels name {len(rows.labels)}×{len(cols.labels)} "
+            f"(waiting for the labels of the new model or contact set)")
+
+
+def linearization_nodes(topic_names_and_types) -> dict[str, tuple[str, ...]]:
+    """The linearization nodes visible in the graph: {namespace: the matrix topics it
+    has}, from rclpy's ``get_topic_names_and_types()`` [(name, [types])].  A node is a
+    namespace with ``<ns>/A`` (Float64MultiArray) and ``<ns>/state_labels`` (String)."""
+    types = {name: set(kinds) for name, kinds in topic_names_and_types}
+    nodes = {}
+    for name, kinds in types.items():
+        if not name.endswith("/A") or FLOAT64_MULTI_ARRAY not in kinds:
+            continue
+        namespace = name[:-2]
+        if STRING not in types.get(namespace + "/state_labels", ()):
+            continue
+        nodes[namespace] = tuple(kind.topic for kind in MATRICES
+                                 if FLOAT64_MULTI_ARRAY in types.get(f"{namespace}/{kind.topic}", ()))
+    return dict(sorted(nodes.items()))
+
+
+def topics_to_follow(available, shown: str) -> tuple[str, ...]:
+    """The matrix topics the view subscribes to, of those a node has (``available``):
+    the one shown, A_d (or A without a step) for the eigenvalues, λ for the forces."""
+    eigen = "A_d" if "A_d" in available else "A"
+    return tuple(sorted({shown, eigen, "contact_forces"} & set(available)))

@@ -1,0 +1,397 @@
+"""The rqt view: its rclpy-free logic (names, blocks, discovery, scale, geometry, hover
+text, eigenvalues, forces, copy) and its Qt widgets, offscreen, fed real linearizations
+and checked through their pixels.  The rqt plugin in a real ROS graph: test_launch_rqt.py."""
+
+import csv
+import io
+import math
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import robot_linearization as rl  # noqa: E402
+from robot_linearization.ros.images import heatmap_rgb  # noqa: E402
+from robot_linearization.rqt.export import csv_text, numpy_text  # noqa: E402
+from robot_linearization.rqt.heatmap import (Geometry, Window, colour_bar_ticks, colours, describe,  # noqa: E402
+                                             levels)
+from robot_linearization.rqt.inputs import LatestMessages, plugin_arguments  # noqa: E402
+from robot_linearization.rqt.matrices import (MATRICES, axes_problem, axis, linearization_nodes,  # noqa: E402
+                                              matrix_axes, topics_to_follow)
+from robot_linearization.rqt.spectrum import contact_forces, spectrum  # noqa: E402
+
+FEET = "front_left_foot, front_right_foot, hind_left_foot:6d:local, hind_right_foot"
+MATRIX = "std_msgs/msg/Float64MultiArray"
+STRING = "std_msgs/msg/String"
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    model = rl.load_urdf(rl.robots.bundled_urdf_path(), floating_base=True)
+    rng = np.random.default_rng(3)
+    state = rl.State(base_pose=np.eye(4), joint_positions=rng.uniform(-0.5, 0.5, 12), base_twist=rng.normal(size=6),
+                     joint_velocities=rng.normal(size=12))
+    lin = rl.linearize(model, state, rng.normal(size=12), contacts=FEET, dt=0.002)
+    return model, lin
+
+
+def published(lin) -> dict:
+    """{topic: matrix} as the node publishes them (ros/messages.output_messages)."""
+    return {"A": lin.A, "B": lin.B, "M_inv": lin.M_inv, "A_d": lin.A_d, "B_d": lin.B_d,
+            "contact_forces": lin.contact_forces[:, None],
+            "contact_forces_state_jacobian": lin.contact_forces_state_jacobian,
+            "contact_forces_input_jacobian": lin.contact_forces_input_jacobian}
+
+
+# ---- names and blocks ---------------------------------------------------------------
+
+def test_every_matrix_gets_names_that_fit_its_shape_and_the_model(quadruped):
+    model, lin = quadruped
+    for kind in MATRICES:
+        matrix = published(lin)[kind.topic]
+        rows, cols = matrix_axes(kind, model.state_labels, lin.contact_labels)
+        assert axes_problem(matrix.shape, rows, cols) is None, kind.topic
+    n = model.n_joints
+    state = axis("state", model.state_labels)
+    assert state.labels[:6] == ("H:x", "H:y", "H:z", "H:rx", "H:ry", "H:rz")
+    assert [name for name, _, _ in state.blocks] == ["z_H", "z_s", "z_v", "z_r"]
+    assert state.boundaries == (6, 6 + n, 12 + n)
+    assert axis("input", model.state_labels).labels == tuple(f"τ:{j}" for j in model.joint_names)
+    velocity = axis("velocity", model.state_labels)
+    assert velocity.labels == model.state_labels[6 + n:] and velocity.boundaries == (6,)
+    contact = axis("contact", model.state_labels, lin.contact_labels)
+    assert [name for name, _, _ in contact.blocks] == [c.strip().split(":")[0] for c in FEET.split(",")]
+    assert contact.boundaries == (3, 6, 12)  # point, point, 6d, point
+
+
+def test_a_fixed_base_has_two_blocks_and_a_wrong_shape_is_named():
+    model = rl.load_urdf(rl.robots.bundled_urdf_path(), floating_base=False)
+    state = axis("state", model.state_labels)
+    assert [name for name, _, _ in state.blocks] == ["z_s", "z_r"] and state.boundaries == (12,)
+    rows, cols = matrix_axes(MATRICES[0], model.state_labels)
+    assert "36×36" in axes_problem((36, 36), rows, cols) and "24×24" in axes_problem((36, 36), rows, cols)
+    with pytest.raises(ValueError, match="axis kind"):
+        axis("joints", model.state_labels)
+
+
+def test_nodes_are_found_by_their_topics():
+    graph = [("/robot_linearization/A", [MATRIX]), ("/robot_linearization/B", [MATRIX]),
+             ("/robot_linearization/state_labels", [STRING]), ("/robot_linearization/A_d", [MATRIX]),
+             ("/talos/lin/A", [MATRIX]), ("/talos/lin/state_labels", [STRING]),
+             ("/talos/lin/contact_forces", [MATRIX]),
+             ("/other/A", [MATRIX]),  # no labels: not ours
+             ("/impostor/A", ["sensor_msgs/msg/Image"]), ("/impostor/state_labels", [STRING])]
+    assert linearization_nodes(graph) == {"/robot_linearization": ("A", "B", "A_d"),
+                                          "/talos/lin": ("A", "contact_forces")}
+    assert linearization_nodes([]) == {}
+    assert topics_to_follow(("A", "B", "A_d"), "B") == ("A_d", "B")
+    assert topics_to_follow(("A", "contact_forces"), "A") == ("A", "contact_forces")
+
+
+# ---- scale, colours, geometry, hover ------------------------------------------------
+
+def test_colours_are_the_node_images_colours_and_the_documented_ones(quadruped):
+    _, lin = quadruped
+    for matrix in (lin.A, lin.B, lin.contact_forces_state_jacobian):
+        # the node's compiled painter (ros/images.py), one pixel per entry inside its frame
+        assert np.array_equal(colours(levels(matrix, "log")[0]), heatmap_rgb(matrix, cell=1)[1:-1, 1:-1])
+    # by hand: peak red, 1e-4·peak half-strength blue, zero and < 1e-8·peak white; linear: half
+    m = np.array([[2.0, -2e-4, 0.0, 1e-9]])
+    assert colours(levels(m, "log")[0]).tolist() == [[[255, 0, 0], [127, 127, 255], [255, 255, 255],
+                                                      [255, 255, 255]]]
+    assert colours(levels(np.array([[2.0, -1.0]]), "linear")[0]).tolist() == [[[255, 0, 0], [127, 127, 255]]]
+    with pytest.raises(ValueError, match="scale"):
+        levels(m, "sqrt")
+    ticks = dict(colour_bar_ticks(2.0, "log"))
+    assert ticks[1.0] == "+2" and ticks[-0.5] == "−0.0002"
+    assert dict(colour_bar_ticks(2.0, "linear"))[0.5] == "+1"
+
+
+def test_the_cell_under_a_pixel_is_the_one_drawn_there():
+    window = Window(36, 24)
+    g = Geometry(window, width=600, height=500, left=100, top=80)
+    cell = g.cell
+    assert cell == pytest.approx(min(500 / 24, 420 / 36))
+    for row, col in ((0, 0), (35, 23), (7, 19)):
+        x, y, w, h = g.cell_rect(row, col)
+        assert g.cell_at(x + w / 2, y + h / 2) == (row, col)
+        assert g.cell_at(x + 0.01, y + 0.01) == (row, col) and g.cell_at(x + w - 0.01, y + h - 0.01) == (row, col)
+    assert g.cell_at(99, 200) is None and g.cell_at(300, 79) is None and g.cell_at(100 + 24 * cell + 1, 90) is None
+    zoomed = Geometry(Window(36, 24, 10, 20, 5, 15), 600, 500, 100, 80)
+    x, y, w, h = zoomed.cell_rect(12, 7)
+    assert zoomed.cell_at(x + w / 2, y + h / 2) == (12, 7) and zoomed.cell == pytest.approx(42.0)
+    assert Geometry(window, 600, 500, 100, 80).label_stride(12) == math.ceil(12 / cell)
+
+
+def test_zoom_and_pan_stay_inside_the_matrix():
+    window = Window(100, 100)
+    zoomed = window.zoomed(0.5, 80, 10)
+    # the entry under the cursor stays where it was on screen: 80 % down, 10 % across
+    assert (zoomed.row0, zoomed.row1, zoomed.col0, zoomed.col1) == (40, 90, 5, 55)
+    panned = zoomed.panned(1000, -1000)
+    assert (panned.row0, panned.row1, panned.col0, panned.col1) == (50, 100, 0, 50)
+    assert window.zoomed(0.001, 3, 3).shape == (1, 1) and zoomed.zoomed(10, 50, 50).shape == (100, 100)
+
+
+def test_the_hover_text_names_the_entry():
+    labels = ("H:x", "s:knee")
+    assert describe("A", np.array([[1.0, -0.00123456789], [0, 0]]), labels, labels, 0, 1) == \
+        "A[H:x, s:knee] = -1.234568e-03"
+
+
+# ---- eigenvalues, forces, copy, inputs ------------------------------------------------
+
+def test_the_spectrum_of_known_systems():
+    k, m, c = 9.0, 1.0, 0.2  # a damped oscillator: λ = −c/2 ± i√(k − c²/4)
+    oscillator = np.array([[0.0, 1.0], [-k / m, -c]])
+    value = spectrum(oscillator)
+    assert value.measure == pytest.approx(-0.1) and value.unstable == 0
+    assert sorted(value.eigenvalues.imag) == pytest.approx([-math.sqrt(9 - 0.01), math.sqrt(9 - 0.01)])
+    unstable = spectrum(np.diag([2.0, 0.0, -1.0]))  # the zero is marginal, not unstable
+    assert unstable.measure == 2.0 and unstable.unstable == 1 and "1 of 3 with Re λ > 0" in unstable.summary
+    step = spectrum(np.diag([1.0, 0.5, -1.2]), discrete=True)
+    assert step.measure == pytest.approx(1.2) and step.unstable == 1 and "|λ| > 1" in step.summary
+    re_min, re_max, im_min, im_max = step.bounds()
+    assert re_min < -1.2 and re_max > 1 and im_min < -1 and im_max > 1  # the unit circle is on the plot
+    with pytest.raises(ValueError, match="square"):
+        spectrum(np.zeros((2, 3)))
+
+
+def test_the_spectrum_of_a_robot_is_numpys(quadruped):
+    _, lin = quadruped
+    reference = np.linalg.eigvals(lin.A)
+    value = spectrum(lin.A)
+    assert value.measure == pytest.approx(reference.real.max(), rel=1e-12)
+    assert spectrum(lin.A_d, discrete=True).measure == pytest.approx(np.abs(np.linalg.eigvals(lin.A_d)).max())
+
+
+def test_contact_forces_are_grouped_per_contact(quadruped):
+    _, lin = quadruped
+    forces = contact_forces(lin.contact_forces, lin.contact_labels)
+    assert [f.frame for f in forces] == ["front_left_foot", "front_right_foot", "hind_left_foot", "hind_right_foot"]
+    sole = forces[2]
+    assert [axis for axis, _ in sole.components] == ["fx", "fy", "fz", "mx", "my", "mz"]
+    assert [value for _, value in sole.components] == list(lin.contact_forces[6:12])
+    assert sole.force == pytest.approx(np.linalg.norm(lin.contact_forces[6:9]))
+    with pytest.raises(ValueError, match="3 values for 4 labels"):
+        contact_forces([1.0, 2.0, 3.0], ["a:fx", "a:fy", "a:fz", "b:fx"])
+
+
+def test_copied_text_reads_back_exactly(quadruped):
+    model, lin = quadruped
+    rows, cols = axis("state", model.state_labels), axis("input", model.state_labels)
+    table = list(csv.reader(io.StringIO(csv_text(lin.B, rows.labels, cols.labels, corner="B"))))
+    assert table[0] == ["B", *cols.labels] and [r[0] for r in table[1:]] == list(rows.labels)
+    assert np.array_equal(np.array([[float(x) for x in r[1:]] for r in table[1:]]), lin.B)
+    namespace = {}
+    exec(numpy_text("B", lin.B, rows.labels, cols.labels), namespace)  # noqa: S102 - our own text
+    assert np.array_equal(namespace["B"], lin.B) and namespace["B_rows"] == list(rows.labels)
+    assert namespace["B_cols"] == list(cols.labels)
+    exec(numpy_text("empty", np.zeros((3, 0)), ["a", "b", "c"], []), namespace)  # noqa: S102
+    assert namespace["empty"].shape == (3, 0)
+    with pytest.raises(ValueError, match="identifier"):
+        numpy_text("M⁻¹ x", lin.M_inv, [], [])
+
+
+def test_only_the_newest_message_of_each_topic_is_taken():
+    feed = LatestMessages()
+    for i in range(1000):
+        feed.put("A", i)
+        feed.put("B", -i)
+    assert feed.take() == {"A": 999, "B": -999} and feed.take() == {} and feed.received == 2000
+
+
+def test_plugin_arguments_and_a_wrong_one_in_one_line():
+    arguments = plugin_arguments(["--node", "/talos/lin", "--matrix", "M_inv", "--scale", "linear"])
+    assert (arguments.node, arguments.matrix, arguments.scale) == ("/talos/lin", "M_inv", "linear")
+    assert plugin_arguments([]).matrix == "A"
+    for wrong, said in ((["--matrix", "C"], "invalid choice: 'C'"), (["--colour"], "unrecognized arguments")):
+        with pytest.raises(ValueError, match=said) as error:
+            plugin_arguments(wrong)
+        assert "\n" not in str(error.value)
+
+
+# ---- the Qt widgets, offscreen ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def qt():
+    from robot_linearization.rqt.qt import QtCore, QtGui, QtWidgets
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    yield QtCore, QtGui, QtWidgets, app
+
+
+@pytest.fixture
+def view(qt, quadruped):
+    from robot_linearization.rqt.widgets import LinearizationView
+
+    model, lin = quadruped
+    widget = LinearizationView()
+    widget.resize(1400, 900)
+    widget.set_nodes({"/robot_linearization": tuple(published(lin))})
+    widget.show()
+    qt[3].processEvents()
+    yield widget
+    widget.close()
+    widget.deleteLater()  # gone now, not when the interpreter ends after the application
+    qt[0].QCoreApplication.sendPostedEvents(None, qt[0].QEvent.DeferredDelete)
+
+
+def pixels(widget):
+    """(H, W, 3) uint8 of what the widget shows."""
+    image = widget.grab().toImage()
+    rows = [[image.pixelColor(x, y).getRgb()[:3] for x in range(image.width())] for y in range(image.height())]
+    return np.array(rows, dtype=np.uint8)
+
+
+def send_mouse(qt, widget, kind, x, y, button=None):
+    QtCore, _, _, app = qt
+    Qt = QtCore.Qt
+    from robot_linearization.rqt.qt import QtGui
+
+    button = button if button is not None else Qt.NoButton
+    event = QtGui.QMouseEvent(kind, QtCore.QPointF(x, y), widget.mapToGlobal(QtCore.QPointF(x, y)), button,
+                              button, Qt.NoModifier)
+    app.sendEvent(widget, event)
+
+
+def cell_centre(heatmap, row, col):
+    x, y, w, h = heatmap.geometry_of_cells().cell_rect(row, col)
+    return int(x + w / 2), int(y + h / 2)
+
+
+def test_the_widget_draws_a_known_entry_in_its_colour_and_the_block_lines(qt, view, quadruped):
+    model, lin = quadruped
+    assert view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    heatmap = view.heatmap
+    image = pixels(heatmap)
+    peak_row, peak_col = np.unravel_index(np.argmax(np.abs(lin.A)), lin.A.shape)
+    expected = (255, 0, 0) if lin.A[peak_row, peak_col] > 0 else (0, 0, 255)
+    x, y = cell_centre(heatmap, peak_row, peak_col)
+    assert tuple(image[y, x]) == expected
+    # an entry chosen near 1e-4 of the largest: half strength (the log scale's middle), by hand
+    ratio = np.abs(lin.A) / np.abs(lin.A).max()
+    row, col = np.unravel_index(np.argmin(np.abs(np.log10(np.where(ratio > 0, ratio, 1e-30)) + 4)), lin.A.shape)
+    fade = int(255 * (1 - (np.log10(ratio[row, col]) + 8) / 8))
+    x, y = cell_centre(heatmap, row, col)
+    assert tuple(image[y, x]) == ((255, fade, fade) if lin.A[row, col] > 0 else (fade, fade, 255))
+    # a zero entry (∂ṡ/∂s) is white; the line before z_v is the node images' grey
+    x, y = cell_centre(heatmap, 7, 8)
+    assert lin.A[7, 8] == 0 and tuple(image[y, x]) == (255, 255, 255)
+    g = heatmap.geometry_of_cells()
+    line_y = int(round(g.top + (12 + model.n_joints) * g.cell))
+    x, _ = cell_centre(heatmap, 0, 3)
+    assert any(tuple(image[yy, x]) == (90, 90, 90) for yy in (line_y - 1, line_y, line_y + 1))
+
+
+def test_every_row_and_column_has_its_name_drawn(qt, view, quadruped):
+    model, lin = quadruped
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    heatmap = view.heatmap
+    g = heatmap.geometry_of_cells()
+    assert heatmap.rows.labels == model.state_labels and g.label_stride(heatmap.fontMetrics().height()) == 1
+    image = pixels(heatmap)
+    dark = image.sum(axis=2) < 300
+    for i in range(len(model.state_labels)):
+        _, y, _, h = g.cell_rect(i, 0)
+        assert dark[int(y):int(y + h), : g.left - 2].any(), f"no name drawn left of row {i}"
+        x, _, w, _ = g.cell_rect(0, i)
+        assert dark[: g.top - 2, int(x):int(x + w)].any(), f"no name drawn above column {i}"
+    # names of blanks (as wide as the real ones): the margins stay white, so the check above can fail
+    blank = type(heatmap.rows)((" " * 30,) * len(model.state_labels), heatmap.rows.blocks)
+    heatmap.rows = heatmap.cols = blank
+    blank_g = heatmap.geometry_of_cells()
+    assert blank_g.top > 100 and blank_g.left > 100
+    dark = pixels(heatmap).sum(axis=2) < 300
+    assert not dark[: blank_g.top - 2, blank_g.left:].any() and not dark[blank_g.top:, : blank_g.left - 2].any()
+
+
+def test_hovering_a_cell_names_its_row_column_and_value(qt, view, quadruped):
+    QtCore = qt[0]
+    model, lin = quadruped
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    heatmap = view.heatmap
+    n = model.n_joints
+    row, col = 12 + n + 2, 6 + 1  # r:<third joint> against s:<second joint>
+    x, y = cell_centre(heatmap, row, col)
+    send_mouse(qt, heatmap, QtCore.QEvent.MouseMove, x, y)
+    expected = f"A[r:{model.joint_names[2]}, s:{model.joint_names[1]}] = {lin.A[row, col]:.6e}"
+    assert view.hover_label.text() == expected and heatmap.toolTip() == expected
+    image = pixels(heatmap)
+    cx, cy, w, h = heatmap.geometry_of_cells().cell_rect(row, col)
+    assert tuple(image[int(cy), int(cx + w / 2)]) == (0, 0, 0)  # the hovered cell is outlined
+    send_mouse(qt, heatmap, QtCore.QEvent.MouseMove, 2, 2)  # off the cells
+    assert view.hover_label.text() == ""
+
+
+def test_blocks_zoom_pan_and_the_other_matrices(qt, view, quadruped):
+    QtCore = qt[0]
+    model, lin = quadruped
+    n = model.n_joints
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    view.row_block_box.setCurrentIndex(view.row_block_box.findText("z_v"))
+    view.col_block_box.setCurrentIndex(view.col_block_box.findText("z_s"))
+    window = view.heatmap.window
+    assert (window.row0, window.row1, window.col0, window.col1) == (6 + n, 12 + n, 6, 6 + n)
+    x, y = cell_centre(view.heatmap, 6 + n, 6)
+    send_mouse(qt, view.heatmap, QtCore.QEvent.MouseMove, x, y)
+    assert view.hover_label.text().startswith(f"A[v:x, s:{model.joint_names[0]}] = ")
+    send_mouse(qt, view.heatmap, QtCore.QEvent.MouseButtonDblClick, x, y, QtCore.Qt.LeftButton)
+    assert view.heatmap.window.shape == lin.A.shape
+    for topic, matrix in published(lin).items():
+        view.select(topic=topic)
+        view.show_data(published(lin))  # (what the plugin's subscriptions then bring)
+        assert view.heatmap.matrix is not None and np.array_equal(view.heatmap.matrix, matrix), topic
+        assert view.status.text().startswith(f"/robot_linearization/{topic}:")
+    view.select(topic="M_inv")
+    assert view.heatmap.matrix is None and view.status.text() == "waiting for /robot_linearization/M_inv"
+    view.show_data(published(lin))
+    assert view.heatmap.rows.labels[:6] == ("v:x", "v:y", "v:z", "v:rx", "v:ry", "v:rz")
+    view.scale_box.setCurrentIndex(view.scale_box.findData("linear"))
+    assert view.heatmap.scale == "linear" and view.colour_bar.scale == "linear"
+
+
+def test_pause_keeps_the_picture_and_copy_gives_the_shown_matrix(qt, view, quadruped):
+    model, lin = quadruped
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    before = pixels(view.heatmap)
+    view.pause_button.setChecked(True)
+    assert not view.show_data({"A": -lin.A})
+    assert np.array_equal(pixels(view.heatmap), before) and np.array_equal(view.heatmap.matrix, lin.A)
+    table = list(csv.reader(io.StringIO(view.copy("csv"))))
+    assert np.array_equal(np.array([[float(x) for x in r[1:]] for r in table[1:]]), lin.A)
+    assert qt[2].QApplication.clipboard().text() == view.copy_text("csv")
+    view.pause_button.setChecked(False)
+    assert view.show_data({"A": -lin.A}) and not np.array_equal(pixels(view.heatmap), before)
+    namespace = {}
+    exec(view.copy_text("numpy"), namespace)  # noqa: S102
+    assert np.array_equal(namespace["A"], -lin.A)
+
+
+def test_the_eigenvalue_pane_and_the_force_table(qt, view, quadruped):
+    model, lin = quadruped
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    radius = np.abs(np.linalg.eigvals(lin.A_d)).max()
+    assert view.spectrum_widget.spectrum.discrete and f"{radius:.4g}" in view.spectrum_label.text()
+    image = pixels(view.spectrum_widget)
+    unstable = (np.abs(np.linalg.eigvals(lin.A_d)) > 1).any()
+    red = ((image[..., 0] > 200) & (image[..., 1] < 40) & (image[..., 2] < 40)).any()
+    assert red == unstable  # eigenvalues outside the unit circle are red
+    table = view.forces_table
+    assert table.rowCount() == 4 and table.item(2, 0).text() == "hind_left_foot"
+    assert table.item(2, 6).text() == f"{lin.contact_forces[11]:.4g}"  # mz of the 6d sole
+    assert table.item(0, 4).text() == ""  # a point contact has no moment
+    without_step = {k: v for k, v in published(lin).items() if k not in ("A_d", "B_d")}
+    view.matrices = {}
+    view.show_data(without_step)
+    assert not view.spectrum_widget.spectrum.discrete
+    assert f"{np.linalg.eigvals(lin.A).real.max():.4g}" in view.spectrum_label.text()
+
+
+def test_a_matrix_that_does_not_fit_its_names_is_not_drawn(qt, view, quadruped):
+    model, lin = quadruped
+    view.show_data({"A": np.zeros((10, 10))}, model.state_labels, lin.contact_labels)
+    assert "10×10" in view.status.text() and view.heatmap.matrix is None
+    assert "waiting" in view.status.text()
