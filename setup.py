@@ -35,7 +35,7 @@ setup(
     package_data={package_name: ["robots/*.urdf"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
-        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name, ["package.xml", "plugin.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
         ("share/" + package_name + "/urdf", glob(package_name + "/robots/*.urdf")),
@@ -45,7 +45,9 @@ setup(
                       "rosbags>=0.9", "matplotlib>=3.6"],
     extras_require={"test": ["pytest>=7", "example-robot-data>=4.1",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
-                             "pin==4.0.0", "crocoddyl==3.2.1"]},
+                             "pin==4.0.0", "crocoddyl==3.2.1",
+                             # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)
+                             "PySide6-Essentials>=6.5"]},
     zip_safe=False,  # the compiled kernels are cached beside the installed sources
     cmdclass={"install": InstallAndPrecompile},
     maintainer="robot_linearization developers",

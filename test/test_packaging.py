@@ -12,7 +12,8 @@ from robot_linearization.ros.parameters import PARAMETERS
 
 ROOT = Path(__file__).resolve().parent.parent
 ROS_PACKAGES = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "nav_msgs", "geometry_msgs", "std_srvs",
-                "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros", "ament_index_python"}
+                "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros", "ament_index_python",
+                "rqt_gui", "rqt_gui_py", "python_qt_binding"}
 TEST_ROS_PACKAGES = {"launch_testing", "rosbag2_py", "rosidl_runtime_py"}
 
 
@@ -75,6 +76,24 @@ def test_package_xml_is_format_3_ament_python():
     root = ET.parse(_source_tree() / "package.xml").getroot()
     assert root.get("format") == "3" and root.find("name").text == "robot_linearization"
     assert root.find("export/build_type").text == "ament_python"
+
+
+def test_the_rqt_plugin_is_exported_installed_and_names_a_class_that_exists():
+    """rqt finds plugins through package.xml's <rqt_gui plugin="${prefix}/plugin.xml"/>
+    export, in the installed share directory; plugin.xml names the class by its module path."""
+    root = _source_tree()
+    exports = ET.parse(root / "package.xml").getroot().find("export")
+    assert exports.find("rqt_gui").get("plugin") == "${prefix}/plugin.xml"
+    assert '"plugin.xml"' in (root / "setup.py").read_text()
+    plugin = ET.parse(root / "plugin.xml").getroot().find("class")
+    assert plugin.get("base_class_type") == "rqt_gui_py::Plugin"
+    assert plugin.find("qtgui/group/label").text == "Visualization" and "Linearization" in plugin.find(
+        "qtgui/label").text
+    module, _, name = plugin.get("type").rpartition(".")
+    source = root / (module.replace(".", "/") + ".py")
+    classes = {node.name for node in ast.walk(ast.parse(source.read_text())) if isinstance(node, ast.ClassDef)}
+    assert name in classes, (source, name)
+    assert {"rqt_gui", "rqt_gui_py", "python_qt_binding"} <= _depends("exec_depend")
 
 
 def test_installed_files_exist_and_launch_files_compile(tmp_path):
