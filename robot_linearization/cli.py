@@ -130,7 +130,8 @@ def _run_demo(args, model, contacts, path: str, description: str, out_dir: str) 
 
     config = PipelineConfig(floating_base=model.floating_base, use_effort=True, contacts=contacts)
     start = time.perf_counter()
-    summary = replay(input_bag, output_bag, config=config, progress=False, heatmap_rate_hz=args.heatmap_rate)
+    summary = replay(input_bag, output_bag, config=config, progress=False, heatmap_rate_hz=args.heatmap_rate,
+                     health_rate_hz=args.heatmap_rate)
     print(f"replayed through the node pipeline -> {output_bag} in {time.perf_counter() - start:.1f} s")
     print(summary.text())
     last = summary.last_output
@@ -193,6 +194,7 @@ def replay_command(args: argparse.Namespace) -> int:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config,
                          heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
+                         health_rate_hz=0.0 if args.no_health else args.heatmap_rate,
                          storage=args.storage, contacts_topic=args.contacts_topic,
                          progress=sys.stderr.isatty())  # a progress bar on a terminal only
     except (ValueError, FileNotFoundError) as e:
@@ -274,7 +276,8 @@ def main(argv=None) -> int:
                         "it is touched (default: demo_output)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated motion (default: 0)")
     p.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
-                   help="heatmap images per simulated second in the output bag [Hz], 0 for none (default: 2)")
+                   help="heatmap images and ~/health vectors per simulated second in the output bag [Hz], 0 for "
+                        "none (default: 2)")
     p.set_defaults(run=demo)
     r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs",
                        description="Read joint states and odometry from a ROS 2 bag (mcap or sqlite3), linearize as "
@@ -309,8 +312,10 @@ def main(argv=None) -> int:
                    help="that step: semi-implicit Euler on the state's Lie group (rl.step), or the zero-order hold "
                         "of A, B (default: euler)")
     r.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
-                   help="~/A_heatmap, ~/B_heatmap images per second of bag time [Hz], 0 for none (default: 2)")
+                   help="~/A_heatmap, ~/B_heatmap images and ~/health vectors per second of bag time [Hz], 0 for "
+                        "none (default: 2)")
     r.add_argument("--no-heatmaps", action="store_true", help="write no heatmap images (default: write them)")
+    r.add_argument("--no-health", action="store_true", help="write no ~/health vectors (default: write them)")
     r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap",
                    help="storage of the output bag (default: mcap)")
     r.set_defaults(run=replay_command)

@@ -47,6 +47,11 @@ def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, stora
     assert len(outputs["/robot_linearization/A_heatmap"]) == 1  # 2 Hz over 0.3 s: heatmaps are for eyes
     labels = json.loads(outputs["/robot_linearization/state_labels"][0][1].data)
     assert labels == list(MODEL.state_labels)
+    (t_health, health), = outputs["/robot_linearization/health"]  # at the heatmaps' rate, with its labels
+    assert json.loads(outputs["/robot_linearization/health_labels"][0][1].data) == [
+        "compute_time_ms", "spectral_abscissa_A", "cond_M"]
+    A = matrix_from_message(dict(outputs["/robot_linearization/A"])[t_health])
+    assert health.data[1] == np.max(np.linalg.eigvals(A).real)
     assert outputs["/diagnostics"]
     odometry = {t: m for t, m in inputs["/odom"]}
     for k, (t, js) in enumerate(inputs["/joint_states"][::7]):
@@ -263,13 +268,25 @@ def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
                    (t, "/joint_states", joint_state_message(factory, t, MODEL.joint_names, posture, np.zeros(n)))]
     write_bag(tmp_path / "in", events)
     summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
-                     contacts_topic="/contact_schedule")
+                     contacts_topic="/contact_schedule", health_rate_hz=1000.0)
     assert summary.outputs == 9 and not summary.problems
     outputs = read_bag(tmp_path / "out")
     rows = [matrix_from_message(m).shape[0] for _, m in outputs["/robot_linearization/contact_forces"]]
     assert rows == [12, 12, 12, 6, 6, 6]  # four feet, then a trot's diagonal pair, then flight (none)
     labels = [json.loads(m.data) for _, m in outputs["/robot_linearization/contact_labels"]]
     assert len(labels) == 2 and labels[1][3] == "hind_right_foot:fx"
+    # ~/health_labels again when the contact entries go (flight), before the first vector without them
+    health = [(t, "labels", json.loads(m.data)) for t, m in outputs["/robot_linearization/health_labels"]]
+    health += [(t, "values", np.asarray(m.data)) for t, m in outputs["/robot_linearization/health"]]
+    health.sort(key=lambda item: (item[0], item[1]))  # ("labels" < "values" at one time)
+    assert [len(labels) for _, kind, labels in health if kind == "labels"] == [5, 3]
+    current = None
+    for _, kind, item in health:
+        if kind == "labels":
+            current = item
+        else:
+            assert len(item) == len(current) and np.isfinite(item).all()
+    assert sum(kind == "values" for _, kind, _ in health) == 9
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -49,6 +49,7 @@ class Graph:
                                      (f"{NS}/M_inv", Float64MultiArray, 10), (f"{NS}/stamp", Header, 10),
                                      (f"{NS}/A_d", Float64MultiArray, 10), (f"{NS}/B_d", Float64MultiArray, 10),
                                      (f"{NS}/A_heatmap", Image, 10), (f"{NS}/state_labels", String, LATCHED),
+                                     (f"{NS}/health", Float64MultiArray, 10), (f"{NS}/health_labels", String, LATCHED),
                                      ("/diagnostics", DiagnosticArray, 10), ("/joint_states", JointState, 10),
                                      ("/odom", Odometry, 10), ("/robot_description", String, LATCHED)]:
             self.client.create_subscription(msg_type, topic, self._recorder(topic), qos)
@@ -125,6 +126,14 @@ def test_linearization_node_round_trip(ros, input_path, monkeypatch):
     assert image.encoding == "rgb8" and len(image.data) == image.height * image.step > 0
     assert graph.spin_until(lambda: f"{NS}/state_labels" in graph.received)
     assert json.loads(graph.received[f"{NS}/state_labels"][0].data) == list(MODEL.state_labels)
+    # ~/health at the heatmaps' rate, named by the latched ~/health_labels (test_health.py: the entries)
+    assert graph.spin_until(lambda: graph.received.get(f"{NS}/health") and graph.received.get(f"{NS}/health_labels"))
+    health = graph.received[f"{NS}/health"][0]
+    assert json.loads(graph.received[f"{NS}/health_labels"][-1].data) == ["compute_time_ms", "spectral_abscissa_A",
+                                                                           "cond_M"]
+    assert [(d.label, d.size, d.stride) for d in health.layout.dim] == [("entries", 3, 3)]
+    assert np.isfinite(health.data).all() and health.data[2] >= 1.0
+    np.testing.assert_allclose(health.data[1], np.max(np.linalg.eigvals(expected.A).real), rtol=1e-6, atol=1e-6)
 
     answer = graph.call(f"{NS}/get_linearization")
     body = json.loads(answer.message)
@@ -261,6 +270,9 @@ def test_rate_mode_linearizes_on_a_timer_and_discretization_dt_adds_the_step_jac
     assert len(published) > 1.5 * len(stamps)  # not one output per input
     assert all(s in published for s in stamps) and stamps == sorted(set(stamps))
     assert f"{NS}/A_heatmap" not in graph.received  # switched off
+    assert graph.spin_until(lambda: graph.received.get(f"{NS}/health") and graph.received.get(f"{NS}/health_labels"))
+    assert json.loads(graph.received[f"{NS}/health_labels"][-1].data)[3] == "spectral_radius_A_d"  # (health: on)
+    assert len(graph.received[f"{NS}/health"][-1].data) == 4
     fixed = rl.load_urdf(URDF, floating_base=False)
     expected = rl.linearize(fixed, rl.State(joint_positions=np.zeros(12), joint_velocities=np.zeros(12)), dt=1e-3)
     assert graph.spin_until(lambda: graph.received.get(f"{NS}/B_d"))
@@ -298,6 +310,12 @@ def test_contacts_parameter_topic_and_contact_forces(ros):
                                rtol=1e-12, atol=1e-9)
     assert graph.spin_until(lambda: f"{NS}/contact_labels" in graph.received)
     assert len(json.loads(graph.received[f"{NS}/contact_labels"][-1].data)) == 12
+    assert graph.spin_until(lambda: graph.received.get(f"{NS}/health") and graph.received.get(f"{NS}/health_labels"),
+                            each=publish_inputs)
+    assert json.loads(graph.received[f"{NS}/health_labels"][-1].data)[3:] == ["min_normal_force",
+                                                                               "max_tangential_ratio"]
+    health = graph.received[f"{NS}/health"][-1]
+    assert len(health.data) == 5 and np.isfinite(health.data).all()
 
     def two_feet():
         contacts_pub.publish(String(data="front_left_foot, hind_right_foot"))

@@ -14,6 +14,7 @@ def test_defaults_give_the_documented_configuration():
     assert settings.pipeline.gravity == (0.0, 0.0, -9.81)
     assert settings.pipeline.floating_base and not settings.pipeline.use_effort
     assert settings.rate_hz == 0.0 and settings.publish_heatmaps and settings.description == ""
+    assert settings.publish_health
     assert node_settings({name: default for name, (default, _) in PARAMETERS.items()}) == settings
 
 
@@ -53,6 +54,7 @@ def test_ros_typed_values_are_converted():
     ({"floating_base": "yes"}, "floating_base"),
     ({"use_effort": 1}, "use_effort"),
     ({"publish_heatmaps": 0.0}, "publish_heatmaps"),
+    ({"publish_health": "on"}, "publish_health"),
     ({"pairing_tolerance": True}, "pairing_tolerance"),
     ({"mimic_joints": "ignore"}, "mimic_joints"),
     ({"base_frame": 3}, "base_frame"),

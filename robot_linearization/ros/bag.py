@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .health import health
 from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, diagnostic_array_message,
-                       heatmap_messages, joint_state_message, odometry_message, output_messages, state_labels_message,
-                       string_message)
+                       health_labels_message, health_message, heatmap_messages, joint_state_message, odometry_message,
+                       output_messages, state_labels_message, string_message)
 from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
@@ -104,7 +105,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
            config: PipelineConfig | None = None, heatmap_rate_hz: float = 2.0, storage: str = "mcap",
            namespace: str = DEFAULT_NAMESPACE, progress: bool = True,
-           contacts_topic: str | None = None) -> ReplaySummary:
+           contacts_topic: str | None = None, health_rate_hz: float = 2.0) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
     to OUT_BAG, at the log time of the message that completed them (the joint
     state, or the odometry it waited for; see LinearizationPipeline.step).
@@ -115,6 +116,9 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     (as the node's 'contacts' topic) when given.  Heatmap images are written at most
     heatmap_rate_hz times per second of log time (0: none): they are for eyes, and at
     every cycle they would make the bag a hundred times the size of the matrices.
+    The health vector (``health``, health.py, named by ``health_labels``, written
+    before it whenever its entries change) likewise at most health_rate_hz times
+    per second (0: none), as the node publishes it at its heatmap rate.
     """
     from rosbags.highlevel import AnyReader
 
@@ -154,14 +158,14 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
 
             labels_conn = connection("state_labels", "std_msgs/msg/String")
             diagnostics_conn = connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
-            labels_model, contact_labels, next_diagnostics, tick = None, None, None, [0.0]
-            heatmap_limit = RateLimit(heatmap_rate_hz)
+            labels_model, contact_labels, health_labels, next_diagnostics, tick = None, None, None, None, [0.0]
+            heatmap_limit, health_limit = RateLimit(heatmap_rate_hz), RateLimit(health_rate_hz)
 
             def write(conn, t, msg):
                 writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
 
             def emit(t, now):
-                nonlocal labels_model, contact_labels
+                nonlocal labels_model, contact_labels, health_labels
                 for out in pipeline.step(now):
                     if labels_model is not pipeline.model:
                         labels_model = pipeline.model
@@ -173,6 +177,13 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                     messages = output_messages(factory, out, pipeline.base_frame)
                     if heatmap_limit.due(t):
                         messages.update(heatmap_messages(factory, out, pipeline.base_frame, pipeline.model))
+                    if health_limit.due(t):
+                        labels, values = health(out)
+                        if labels != health_labels:
+                            health_labels = labels
+                            write(connection("health_labels", "std_msgs/msg/String"), t,
+                                  health_labels_message(factory, labels))
+                        messages["health"] = health_message(factory, values)
                     for name, message in messages.items():
                         write(connection(name, OUTPUT_TYPES[name]), t, message)
                     summary.outputs += 1

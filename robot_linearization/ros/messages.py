@@ -47,6 +47,15 @@ class MessageFactory:
             layout = self._layouts[rows, cols] = self.make("std_msgs/msg/MultiArrayLayout", dim=dims, data_offset=0)
         return layout
 
+    def vector_layout(self, size: int):
+        """std_msgs/MultiArrayLayout of a vector of ``size`` entries: dim = [('entries', k, k)],
+        data_offset = 0 (:func:`health_message`); made once per size, as :meth:`matrix_layout`."""
+        layout = self._layouts.get(size)
+        if layout is None:
+            dims = [self.make("std_msgs/msg/MultiArrayDimension", label="entries", size=size, stride=size)]
+            layout = self._layouts[size] = self.make("std_msgs/msg/MultiArrayLayout", dim=dims, data_offset=0)
+        return layout
+
     def float64_array(self, values: np.ndarray):
         return np.ascontiguousarray(values, dtype=np.float64).ravel()
 
@@ -438,6 +447,19 @@ def contact_labels_message(factory: MessageFactory, contacts):
     return string_message(factory, json.dumps(list(contact_labels(contacts))))
 
 
+def health_message(factory: MessageFactory, values: np.ndarray):
+    """~/health: std_msgs/Float64MultiArray of the health vector (health.py), one dimension:
+    layout.dim = [('entries', k, k)], data_offset = 0; entry i is data[i], named by ~/health_labels."""
+    values = np.asarray(values, dtype=float)
+    return factory.make("std_msgs/msg/Float64MultiArray", layout=factory.vector_layout(values.size),
+                        data=factory.float64_array(values))
+
+
+def health_labels_message(factory: MessageFactory, labels):
+    """~/health_labels: std_msgs/String holding the JSON list that names ~/health's entries."""
+    return string_message(factory, json.dumps(list(labels)))
+
+
 # ---- one cycle's output, as the node publishes it and the replay records it ----
 
 OUTPUT_TYPES = {
@@ -452,6 +474,7 @@ OUTPUT_TYPES = {
     "contact_forces_input_jacobian": "std_msgs/msg/Float64MultiArray",
     "A_d": "std_msgs/msg/Float64MultiArray",
     "B_d": "std_msgs/msg/Float64MultiArray",
+    "health": "std_msgs/msg/Float64MultiArray",
 }
 """Output topics, relative to the node (~/A …).  ~/stamp carries the input stamp
 of the A, B, M_inv published just before it; ~/state_labels (latched String,
@@ -459,13 +482,16 @@ JSON list) names the rows/columns of A.  The contact topics (λ as an m×1 matri
 ∂λ/∂z, ∂λ/∂τ) come with every cycle that has contacts, before ~/stamp;
 ~/contact_labels (latched String, JSON list) names λ's rows.  ~/A_d, ~/B_d (the
 one-step Jacobians, same layout as A and B) come with every cycle when
-discretization_dt > 0, before ~/stamp."""
+discretization_dt > 0, before ~/stamp.  ~/health (a vector, :func:`health_message`)
+comes with the heatmaps, at their rate and never in the cycle; ~/health_labels
+(latched String, JSON list) names its entries, republished when they change."""
 
 
-def output_topics(publish_heatmaps: bool, discretization_dt: float) -> dict:
+def output_topics(publish_heatmaps: bool, discretization_dt: float, publish_health: bool = True) -> dict:
     """The OUTPUT_TYPES a node with these settings publishes."""
     return {name: kind for name, kind in OUTPUT_TYPES.items()
-            if (publish_heatmaps or "heatmap" not in name) and (discretization_dt > 0 or name not in ("A_d", "B_d"))}
+            if (publish_heatmaps or "heatmap" not in name) and (discretization_dt > 0 or name not in ("A_d", "B_d"))
+            and (publish_health or name != "health")}
 
 
 def output_messages(factory: MessageFactory, output, frame_id: str, *, serialized: bool = False) -> dict:

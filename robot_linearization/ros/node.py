@@ -25,9 +25,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 from std_srvs.srv import Trigger
 
+from .health import health
 from .images import heatmap_rgb
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, diagnostic_array_message,
-                       heatmap_messages, output_messages, output_topics, state_labels_message)
+                       health_labels_message, health_message, heatmap_messages, output_messages, output_topics,
+                       state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import FREE_FLOATING_UNTIL_FIT, LinearizationPipeline
 
@@ -196,11 +198,13 @@ class LinearizationNode(Node):
         self.lock = threading.Lock()  # the pipeline, shared by the executor's callbacks and the input loop
         self.pipeline = LinearizationPipeline(settings.pipeline)
         self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
-        heatmaps = settings.publish_heatmaps
+        self.publish_heatmaps, self.publish_health = settings.publish_heatmaps, settings.publish_health
         self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
                                                         t.split("/")[2]), f"~/{name}", 10)
-                    for name, t in output_topics(heatmaps, settings.pipeline.discretization_dt).items()}
-        self._heatmap_of = None  # the Output whose heatmaps were published last
+                    for name, t in output_topics(self.publish_heatmaps, settings.pipeline.discretization_dt,
+                                                 self.publish_health).items()}
+        self._heatmap_of = None  # the Output whose heatmaps and health were published last
+        self._health_labels = None  # the labels ~/health_labels holds
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import JointState
@@ -209,6 +213,8 @@ class LinearizationNode(Node):
         self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
         self.contact_labels_pub = self.create_publisher(String, "~/contact_labels", LATCHED)
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+        if self.publish_health:
+            self.health_labels_pub = self.create_publisher(String, "~/health_labels", LATCHED)
         # the active contact set, from a gait scheduler or the command line (same text as the parameter)
         self.create_subscription(String, "contacts", self._guard(self._set_contacts), 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -239,8 +245,8 @@ class LinearizationNode(Node):
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
-        if heatmaps:  # pictures for eyes, on their own timer: they never cost a linearization cycle
-            self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps)
+        if self.publish_heatmaps or self.publish_health:  # for eyes and plots, on their own timer: they never
+            self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps_and_health)  # cost a cycle
         self.input_loop = InputLoop(self, [(joint_states, on_joint_state), (odometry, on_odometry)],
                                     settings.description, serve=fast)
         self.input_loop.start()
@@ -359,17 +365,29 @@ class LinearizationNode(Node):
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"linearization cycle failed: {e!r}")
 
-    def _publish_heatmaps(self) -> None:
+    def _publish_heatmaps_and_health(self) -> None:
+        """The heatmap_rate_hz timer: the heatmaps, then the health vector (health.py; its labels
+        first when they change), of the latest Output, once per Output."""
         latest = self.pipeline.latest
         if latest is None or latest is self._heatmap_of:
             return
         self._heatmap_of = latest
-        try:
-            for name, message in heatmap_messages(self.factory, latest, self.pipeline.base_frame,
-                                                  latest.model).items():
-                self.out[name].publish(message)
-        except Exception as e:  # noqa: BLE001
-            self.get_logger().error(f"heatmap failed: {e!r}")
+        if self.publish_heatmaps:
+            try:
+                for name, message in heatmap_messages(self.factory, latest, self.pipeline.base_frame,
+                                                      latest.model).items():
+                    self.out[name].publish(message)
+            except Exception as e:  # noqa: BLE001
+                self.get_logger().error(f"heatmap failed: {e!r}")
+        if self.publish_health:
+            try:
+                labels, values = health(latest)
+                if labels != self._health_labels:  # contacts on or off: the entries after the first ones change
+                    self.health_labels_pub.publish(health_labels_message(self.factory, labels))
+                    self._health_labels = labels
+                self.out["health"].publish(health_message(self.factory, values))
+            except Exception as e:  # noqa: BLE001
+                self.get_logger().error(f"health vector failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
         now = self._now()

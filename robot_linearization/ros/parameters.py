@@ -28,8 +28,11 @@ PARAMETERS = {  # name: (default, description)
     "max_input_age": (0.5, "inputs older than this (node clock) are stale [s], > 0"),
     "rate_hz": (0.0, "linearize at this rate [Hz]; 0: on every joint state"),
     "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images, for eyes)"),
-    "heatmap_rate_hz": (2.0, "rate of the heatmap images [Hz], > 0; drawn on their own timer, never in the "
-                             "linearization cycle"),
+    "heatmap_rate_hz": (2.0, "rate of the heatmap images and of ~/health [Hz], > 0; made on their own timer, "
+                             "never in the linearization cycle"),
+    "publish_health": (True, "publish ~/health (a labelled vector for rqt_plot: compute time, spectral abscissa "
+                             "of A, cond(M), spectral radius of A_d, contact normal forces and friction ratios) "
+                             "and ~/health_labels, at heatmap_rate_hz"),
     "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
     "mimic_joints": ("coupled", "URDF mimic joints: 'coupled' (they follow their source joint and are not states "
                                 "or inputs), 'independent' (actuated joints) or 'error'"),
@@ -66,7 +69,8 @@ class NodeSettings:
     description: str  # URDF XML or a path; "" = wait for the robot_description topic
     rate_hz: float
     publish_heatmaps: bool
-    heatmap_rate_hz: float
+    heatmap_rate_hz: float  # the heatmaps' and the health vector's
+    publish_health: bool
     diagnostics_period: float
     input_path: str  # one of INPUT_PATHS
 
@@ -166,6 +170,7 @@ def node_settings(values: dict) -> NodeSettings:
         rate_hz=rate,
         publish_heatmaps=_typed("publish_heatmaps", v["publish_heatmaps"], bool),
         heatmap_rate_hz=_positive("heatmap_rate_hz", v["heatmap_rate_hz"]),
+        publish_health=_typed("publish_health", v["publish_health"], bool),
         diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]),
         input_path=_one_of("input_path", v["input_path"], INPUT_PATHS))
 
