@@ -39,46 +39,24 @@ from .spatial import cross_motion_into, skew_entry, transform_force_add
 
 
 @kernel
-def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
-                               pose, s, twist, r, tau,
-                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R_bodies, t_bodies, axes, U_base,
-                               derivatives,
-                               bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
-                               J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
-                               A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
-    """The constrained linearization (module docstring) of one state into A (2N, 2N),
-    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns 0; 1, with J
-    and M_inv filled for the error message, when the contact set is degenerate; 2 + j
-    when the mass matrix is singular at this state because of joint j."""
-    N = M_inv.shape[0]
+def residual_derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration,
+                              twist, base_acceleration, r, joint_accelerations, v, a, f, dv, da, df, derivatives,
+                              bodies, X_cb, dims, world_aligned, starts, rotation, J_local, body_X_base,
+                              forces, wrenches, d_accel):
+    """∂R (N, 2N) into ``derivatives`` and ∂a (m, 2N) into ``d_accel`` (module docstring) at the
+    motion (twist, r) with accelerations (base_acceleration a_0 including the fictitious −gravity,
+    joint_accelerations) and the contact forces λ held (rotation, J_local, body_X_base from
+    contact_kinematics_into; wrenches (k, 6) receives each λ_c in its frame's axes).
+
+    R = ID̄ − Jᵀλ by the EIDAmb derivative sweep (Tables 4.2–4.5, algorithms/derivatives.py)
+    with each contact wrench b_X^c λ_c held in its body's frame, plus the turn of world-aligned
+    λ; a = the contact accelerations from the same sweep's columns of each contact body.  The
+    z_H columns of ID̄ (gravity) are left to the caller; ∂a drops (∂R_c) a_c, zero at a solution."""
+    N = derivatives.shape[0]
     n = N - (6 if floating_base else 0)
-    off = N - n
-    m = J.shape[0]
-    col_s, col_v, col_r = off, 6 + n, N + off
-    g0 = np.zeros(6)
+    col_s, col_v, col_r = N - n, 6 + n, 2 * N - n
     tmp = np.empty(6)
-    free = np.empty(N)
-    # unconstrained pieces: ν̇_free (ABAmb), M⁻¹ (IMMAmb, from the same articulated inertias)
-    body_transforms_into(S, tree_X, s, X_up)
-    base_gravity_into(pose, gravity, g0)
-    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
-    joint = singular_pivot(I_A, D)
-    if joint >= 0:
-        return 2 + joint
-    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
-    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
-                             M_inv)
-    # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
-    newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
-    contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
-                            starts, coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
-    if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
-        return 1
-    # EIDAmb forward pass at the constrained ν̇; each contact wrench b_X^c λ_c held in its body's frame
-    a0 = -g0
-    if floating_base:
-        a0 += accelerations[:6]
-    newton_euler_forward_into(parent, S, I, X_up, twist, a0, r, accelerations[off:], v, a, f)
+    newton_euler_forward_into(parent, S, I, X_up, twist, base_acceleration, r, joint_accelerations, v, a, f)
     for k in range(bodies.shape[0]):
         wrenches[k] = 0.0
         for i in range(dims[k]):  # λ_c = blockdiag(Rᵀ) λ in the frame's axes (world-aligned), else λ
@@ -92,10 +70,10 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                 wrenches[k, i] = forces[starts[k] + i]
         tmp[:] = -wrenches[k]
         transform_force_add(X_cb[k], tmp, f[bodies[k]])
-    derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, r,
+    derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration, r,
                      v, a, f, dv, da, df, derivatives, False)
     # ∂a: the constrained accelerations' derivatives, from the sweep's columns of each contact body
-    d_accel = np.zeros((m, 2 * N))
+    d_accel[:] = 0.0
     dv_c = np.zeros((6, 2 * N))
     da_c = np.zeros((6, 2 * N))
     dv_b = np.zeros(6)
@@ -116,7 +94,7 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
         for q in range(6):
             acc = 0.0
             for t in range(6):
-                acc += body_X_base[k, q, t] * g0[t]
+                acc += body_X_base[k, q, t] * gravity_acceleration[t]
             g_b[q] = acc  # gravity in the body's axes, [Rᵀg; 0]
         dv_c[:] = 0.0
         da_c[:] = 0.0
@@ -179,18 +157,80 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                     if factor != 0.0:
                         for col in range(N):
                             derivatives[row, col] -= factor * turn[i, col]
-    # KKT elimination: Y = M⁻¹ ∂R, ∂λ = Λ (J Y − ∂a), ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ
-    Y = np.empty((N, 2 * N))
+
+
+@kernel
+def eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, gravity_acceleration, Y, d_forces):
+    """The KKT elimination [M Jᵀ; J 0][∂ν̇; −∂λ] = [−∂R; −∂a] with the IMMAmb's M⁻¹ and the
+    Cholesky factor L of Λ⁻¹ = J M⁻¹ Jᵀ: Y = M⁻¹ ∂R (N, 2N), ∂λ = Λ (J Y − ∂a) into d_forces
+    (m, 2N), and Y ← ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ in place.  ∂R's z_H columns (gravity, left out by
+    residual_derivatives_into) enter directly: H enters ID̄ only through gravity, so
+    M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0] with ∂a_0/∂z_H = [[0, −(Rᵀg)^], [0, 0]] (gravity_acceleration g_0 = [Rᵀg; 0])."""
+    m, N = J.shape
     matmul_into(M_inv, derivatives, Y)
-    if floating_base:  # H enters ID̄ only through gravity: M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0], [[0, −(Rᵀg)^], [0, 0]]
+    if floating_base:
         for row in range(3):
             for q in range(3):
-                Y[row, 3 + q] -= skew_entry(g0[:3], row, q)
+                Y[row, 3 + q] -= skew_entry(gravity_acceleration[:3], row, q)
     matmul_into(J, Y, d_forces)
     for i in range(m):
-        for col in range(2 * N):
+        for col in range(d_forces.shape[1]):
             d_forces[i, col] -= d_accel[i, col]
     cholesky_solve_into(L, d_forces)
+    for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
+        for col in range(Y.shape[1]):
+            Y[row, col] = -Y[row, col]
+        for i in range(m):
+            factor = JM_inv[i, row]
+            if factor != 0.0:
+                for col in range(Y.shape[1]):
+                    Y[row, col] += factor * d_forces[i, col]
+
+
+@kernel
+def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
+                               pose, s, twist, r, tau,
+                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R_bodies, t_bodies, axes, U_base,
+                               derivatives,
+                               bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
+                               J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
+                               A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
+    """The constrained linearization (module docstring) of one state into A (2N, 2N),
+    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns 0; 1, with J
+    and M_inv filled for the error message, when the contact set is degenerate; 2 + j
+    when the mass matrix is singular at this state because of joint j."""
+    N = M_inv.shape[0]
+    n = N - (6 if floating_base else 0)
+    off = N - n
+    m = J.shape[0]
+    g0 = np.zeros(6)
+    free = np.empty(N)
+    # unconstrained pieces: ν̇_free (ABAmb), M⁻¹ (IMMAmb, from the same articulated inertias)
+    body_transforms_into(S, tree_X, s, X_up)
+    base_gravity_into(pose, gravity, g0)
+    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
+    joint = singular_pivot(I_A, D)
+    if joint >= 0:
+        return 2 + joint
+    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
+    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
+                             M_inv)
+    # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
+    newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
+    contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
+                            starts, coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
+    if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
+        return 1
+    # ∂R, ∂a: the EIDAmb sweep at the constrained ν̇ with the contact wrenches held
+    a0 = -g0
+    if floating_base:
+        a0 += accelerations[:6]
+    d_accel = np.empty((m, 2 * N))
+    residual_derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, twist, a0, r,
+                              accelerations[off:], v, a, f, dv, da, df, derivatives, bodies, X_cb, dims, world_aligned,
+                              starts, rotation, J_local, body_X_base, forces, wrenches, d_accel)
+    d_nu = np.empty((N, 2 * N))
+    eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, g0, d_nu, d_forces)
     for i in range(m):
         for col in range(n):
             d_forces_dtau[i, col] = -JM_inv[i, off + col]
@@ -205,16 +245,14 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                 A[row, q] = -skew_entry(twist[3:], row, q)
                 A[row, 3 + q] = -skew_entry(twist[:3], row, q)
                 A[3 + row, 3 + q] = -skew_entry(twist[3:], row, q)
-    for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
+    for row in range(N):
         for col in range(2 * N):
-            A[N + row, col] = -Y[row, col]
+            A[N + row, col] = d_nu[row, col]
         for col in range(n):
             B[N + row, col] = M_inv[row, off + col]
         for i in range(m):
             factor = JM_inv[i, row]
             if factor != 0.0:
-                for col in range(2 * N):
-                    A[N + row, col] += factor * d_forces[i, col]
                 for col in range(n):
                     B[N + row, col] += factor * d_forces_dtau[i, col]
     return 0
