@@ -1,0 +1,257 @@
+"""Contact forces that are possible: friction-cone, unilateral and centre-of-pressure
+margins of the rigid contacts' forces λ, with their Jacobians in z and τ
+(docs/contact_margins.md).
+
+A margin is ≥ 0 when the force is possible and < 0 when it is not; an MPC imposes
+``margin + ∂margin/∂z · z + ∂margin/∂τ · w ≥ 0``.  Every margin is linear or
+positively homogeneous in one contact's force expressed in that contact's *cone
+axes* c = [f_t1, f_t2, f_n] (and, for a sole, its moment):
+
+- point contact: the world-fixed ground ``normal`` n, with tangents t1, t2 = R_n e_x,
+  R_n e_y (R_n the shortest rotation taking e_z to n); c = R_nᵀ f_world;
+- 6d contact (a sole held flat on the ground): the sole's own axes, c = f_local,
+  moment m_local about the frame's origin; the CoP rectangle lies in its x-y plane.
+
+so that ∂margin = G ∂c with G the gradient in c, and ∂c follows from ∂λ/∂z, ∂λ/∂τ
+(contact_linearization.py) plus, where λ's axes and the cone's differ, the
+turning of the contact frame along z_q = [z_H; z_s]: the frame's local rotation
+J_ω z_q (the angular rows of its body Jacobian, docs/contacts.md):
+
+    local point contact:      f_world = A_R_c λ           ∂f_world = A_R_c (∂λ − λ^ J_ω z_q)
+    world-aligned 6d contact: [f; m]_local = Rᵀ[f; m]     ∂[f; m]_local = Rᵀ ∂λ + [f_local^; m_local^] J_ω z_q
+
+(a world-aligned point contact and a local 6d contact need no such term).  τ does
+not move the frame: ∂c/∂τ is λ's alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .algorithms.constrained_dynamics import contact_arrays, contact_kinematics_into
+from .algorithms.kinematics import body_transforms
+from .arguments import _given, check_linearization, positive_number, real_array
+from .contacts import as_contacts
+
+SMOOTH_TANGENT = 1e-12
+"""The exact cone's ‖f_t‖ is taken as not differentiable when ‖f_t‖ ≤ this times ‖f‖
+(or 1e-300): its gradient is then the minimal-norm subgradient, 0 (docs/contact_margins.md)."""
+
+
+@dataclass(frozen=True)
+class ContactMargins:
+    """Margins of the contact forces (p,) at a linearization's (state, τ), ≥ 0 when possible.
+
+    margins (p,) [N, or N·m for the CoP rows]; labels (p,) ``<frame>:friction`` (the exact
+    cone) or ``<frame>:friction_0 … friction_{k-1}`` (the pyramid's facets, Crocoddyl's
+    FrictionCone order), ``<frame>:unilateral``, and for 6d contacts ``<frame>:cop_x+``,
+    ``:cop_x-``, ``:cop_y+``, ``:cop_y-``, contact by contact in the linearization's order;
+    state_jacobian ∂margin/∂z (p, 2N), the columns of lin.A; input_jacobian ∂margin/∂τ (p, n).
+    friction, normal (unit, world), facets, inner, sole_sizes: the arguments they were made with.
+    """
+
+    margins: np.ndarray
+    state_jacobian: np.ndarray
+    input_jacobian: np.ndarray
+    labels: tuple[str, ...]
+    friction: float
+    normal: np.ndarray
+    facets: int | None
+    inner: bool
+    sole_sizes: dict
+
+    def violated(self, tolerance: float = 0.0) -> tuple[str, ...]:
+        """Labels of the margins below −tolerance."""
+        return tuple(label for label, margin in zip(self.labels, self.margins) if margin < -tolerance)
+
+    def __repr__(self) -> str:
+        cone = ("exact cone" if self.facets is None
+                else f"{self.facets}-facet {'inner' if self.inner else 'outer'} pyramid")
+        return (f"<ContactMargins: {len(self.labels)} margins (μ = {self.friction:g}, {cone}), "
+                f"smallest {self.margins.min():.4g} at {self.labels[int(np.argmin(self.margins))]}>")
+
+
+def contact_margins(model, linearization, *, friction, normal=(0.0, 0.0, 1.0), facets=None, inner: bool = True,
+                    sole_size=None) -> ContactMargins:
+    """Friction, unilateral and CoP margins of ``linearization``'s contact forces, and their
+    Jacobians ∂/∂z (p, 2N) and ∂/∂τ (p, n) by the chain rule through ∂λ/∂z, ∂λ/∂τ.
+
+    model: the model ``linearization`` (from rl.linearize(..., contacts=...)) was made of.
+    friction: μ > 0.  normal (3,): the ground's normal in the world (point contacts; a 6d
+    contact's normal is its own z axis).  facets: None for the exact cone μ f_n − ‖f_t‖, an
+    even k ≥ 4 for Crocoddyl's linearized pyramid (rows −A f of crocoddyl.FrictionCone(R_n,
+    μ, k, inner)); inner: the pyramid inside the cone (μ cos(π/k)) or around it (μ).
+    sole_size: (length along the sole's x, width along its y) [m] of every 6d contact's
+    rectangle, centred at its origin, or a mapping frame → (length, width); required
+    when there are 6d contacts.
+    Margin definitions and signs: docs/contact_margins.md.  A wrong argument is a
+    ValueError of one line naming it.
+    """
+    lin = check_linearization(model, linearization)
+    if lin.A.ndim != 2:
+        raise ValueError("linearization: contact_margins takes one state's Linearization (rl.linearize); "
+                         "for a horizon call it per step")
+    if lin.contact_forces is None or not lin.contacts:
+        raise ValueError("linearization: has no contacts (make it with rl.linearize(..., contacts=...))")
+    mu = positive_number(friction, "friction")
+    n = real_array(normal, "normal", (3,), what="the ground's normal in the world")
+    if not np.linalg.norm(n) > 1e-12:
+        raise ValueError(f"normal: expected a nonzero vector, got {n.tolist()}")
+    n = n / np.linalg.norm(n)
+    k = _facets(facets)
+    if not isinstance(inner, (bool, np.bool_)):
+        raise ValueError(f"inner: expected True (inner pyramid) or False (outer), got {_given(inner)}")
+    contacts = as_contacts(lin.contacts)
+    soles = _sole_sizes(sole_size, [c.frame for c in contacts if c.kind == "6d"])
+
+    cone_axes = _shortest_rotation(n)
+    pyramid = _cone_rows(mu, k, bool(inner))
+    forces, d_forces, d_forces_dtau = lin.contact_forces, lin.contact_forces_state_jacobian, \
+        lin.contact_forces_input_jacobian
+    turning = any((c.kind == "point") == (c.reference == "local") for c in contacts)
+    rotations, rotation_jacobians = _frame_rotations(model, lin.state, contacts) if turning else (None, None)
+    N = model.n_velocities
+    margins, state_jacobian, input_jacobian, labels = [], [], [], []
+    start = 0
+    for index, contact in enumerate(contacts):
+        d = contact.dimension
+        rows = slice(start, start + d)
+        start += d
+        force, d_force, d_force_dtau = forces[rows], d_forces[rows], d_forces_dtau[rows]
+        if contact.kind == "point":  # c = R_nᵀ f_world
+            if contact.reference == "local":
+                R, J_omega = rotations[index], rotation_jacobians[index]
+                d_force = d_force.copy()
+                d_force[:, :N] -= _skew(force) @ J_omega
+                force, d_force, d_force_dtau = R @ force, R @ d_force, R @ d_force_dtau
+            c, dc, dc_dtau = cone_axes.T @ force, cone_axes.T @ d_force, cone_axes.T @ d_force_dtau
+        else:  # c = [f; m] in the sole's axes
+            c, dc, dc_dtau = force, d_force, d_force_dtau
+            if contact.reference == "world_aligned":
+                R, J_omega = rotations[index], rotation_jacobians[index]
+                c = np.concatenate([R.T @ force[:3], R.T @ force[3:]])
+                dc = np.vstack([R.T @ d_force[:3], R.T @ d_force[3:]])
+                dc_dtau = np.vstack([R.T @ d_force_dtau[:3], R.T @ d_force_dtau[3:]])
+                dc[:3, :N] += _skew(c[:3]) @ J_omega
+                dc[3:, :N] += _skew(c[3:]) @ J_omega
+        gradients, values, names = _contact_rows(c, mu, pyramid, soles.get(contact.frame))
+        margins.append(values)
+        state_jacobian.append(gradients @ dc[:gradients.shape[1]])
+        input_jacobian.append(gradients @ dc_dtau[:gradients.shape[1]])
+        labels += [f"{contact.frame}:{name}" for name in names]
+    return ContactMargins(np.concatenate(margins), np.vstack(state_jacobian), np.vstack(input_jacobian),
+                          tuple(labels), mu, n, k, bool(inner), soles)
+
+
+def _contact_rows(c, mu, pyramid, sole):
+    """(G (r, 3|6), margins (r,), names) of one contact from c = [f_t1, f_t2, f_n(, m_x, m_y, m_z)]."""
+    f_t, f_n = c[:2], c[2]
+    if pyramid is None:  # μ f_n − ‖f_t‖; at f_t = 0 the minimal-norm subgradient
+        norm = math.hypot(f_t[0], f_t[1])
+        direction = f_t / norm if norm > max(SMOOTH_TANGENT * float(np.linalg.norm(c[:3])), 1e-300) else np.zeros(2)
+        G = [np.array([-direction[0], -direction[1], mu])]
+        names = ["friction"]
+    else:
+        G = list(pyramid)
+        names = [f"friction_{i}" for i in range(len(pyramid))]
+    G.append(np.array([0.0, 0.0, 1.0]))  # f_n ≥ 0
+    names.append("unilateral")
+    G = np.array(G)
+    if sole is not None:  # the CoP (p_x, p_y) = (−m_y, m_x)/f_n inside [±L/2] × [±W/2], times f_n
+        half_length, half_width = sole[0] / 2.0, sole[1] / 2.0
+        cop = np.array([[0, 0, half_length, 0, 1, 0],     # cop_x+: p_x ≤ L/2
+                        [0, 0, half_length, 0, -1, 0],    # cop_x-: p_x ≥ −L/2
+                        [0, 0, half_width, -1, 0, 0],     # cop_y+: p_y ≤ W/2
+                        [0, 0, half_width, 1, 0, 0]], dtype=float)  # cop_y-: p_y ≥ −W/2
+        G = np.vstack([np.hstack([G, np.zeros((G.shape[0], 3))]), cop])
+        names += ["cop_x+", "cop_x-", "cop_y+", "cop_y-"]
+    values = G @ c[:G.shape[1]]
+    if pyramid is None:
+        values[0] = mu * f_n - math.hypot(f_t[0], f_t[1])
+    return G, values, names
+
+
+def _cone_rows(mu, facets, inner):
+    """The pyramid's rows in cone axes, −A of crocoddyl.FrictionCone (R = I): for θ_i = 2πi/k,
+    i < k/2, the pair μ_k e_z + t_i, μ_k e_z − t_i with t_i = (cos θ_i, sin θ_i, 0) and μ_k = μ
+    cos(π/k) (inner) or μ (outer).  None for the exact cone."""
+    if facets is None:
+        return None
+    mu_k = mu * math.cos(math.pi / facets) if inner else mu
+    rows = []
+    for i in range(facets // 2):
+        theta = 2.0 * math.pi * i / facets
+        t = np.array([math.cos(theta), math.sin(theta), 0.0])
+        rows += [mu_k * np.array([0.0, 0.0, 1.0]) - t, mu_k * np.array([0.0, 0.0, 1.0]) + t]
+    return rows
+
+
+def _facets(facets):
+    if facets is None:
+        return None
+    if isinstance(facets, (bool, np.bool_)) or not isinstance(facets, (int, np.integer)) or facets < 4 \
+            or facets % 2:
+        raise ValueError(f"facets: expected None (the exact cone) or an even number ≥ 4, got {_given(facets)}")
+    return int(facets)
+
+
+def _sole_sizes(sole_size, soles) -> dict:
+    """{frame: (length, width)} for the 6d contacts ``soles``."""
+    if not soles:
+        return {}
+    if sole_size is None:
+        raise ValueError(f"sole_size: required for the 6d contacts {soles}: (length along x, width along y) [m], "
+                         "or a mapping frame → (length, width)")
+    if isinstance(sole_size, Mapping):
+        missing = [f for f in soles if f not in sole_size]
+        if missing:
+            raise ValueError(f"sole_size: no size for the 6d contacts {missing}")
+        sizes = {f: sole_size[f] for f in soles}
+    else:
+        sizes = {f: sole_size for f in soles}
+    out = {}
+    for frame, size in sizes.items():
+        size = real_array(size, "sole_size", (2,), what="length along the sole's x, width along its y, in m")
+        if not (size > 0).all():
+            raise ValueError(f"sole_size: expected positive lengths, got {size.tolist()} for '{frame}'")
+        out[frame] = (float(size[0]), float(size[1]))
+    return out
+
+
+def _shortest_rotation(n) -> np.ndarray:
+    """R_n with R_n e_z = n, the shortest rotation (Rodrigues about e_z × n; π about x for n = −e_z)."""
+    z = np.array([0.0, 0.0, 1.0])
+    axis, cosine = np.cross(z, n), float(n @ z)
+    if cosine < -1.0 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])
+    K = _skew(axis)
+    return np.eye(3) + K + K @ K / (1.0 + cosine)
+
+
+def _skew(x) -> np.ndarray:
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _frame_rotations(model, state, contacts):
+    """(A_R_c (k, 3, 3), J_ω (k, 3, N)) of each contact frame: its rotation in the world and
+    the angular rows of its body Jacobian in its own axes, whose columns are z_q = [z_H; z_s]
+    (a CoupledModel's: the tree's through Ĝ)."""
+    tree = getattr(model, "tree", model)
+    tree_state = model.tree_state(state) if tree is not model else state
+    arrays = contact_arrays(tree, tuple(contacts))
+    k, N = len(contacts), tree.n_velocities
+    X_up = body_transforms(tree, tree_state.joint_positions)
+    zeros = np.zeros((tree.n_bodies, 6))
+    J_local, rotation = np.empty((k, 6, N)), np.empty((k, 3, 3))
+    base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
+                            *arrays.arrays(), zeros, zeros, np.empty((arrays.m, N)), np.empty(arrays.m), J_local,
+                            rotation, np.empty((k, 6, 6)))
+    J_omega = J_local[:, 3:]
+    if tree is not model:
+        J_omega = J_omega @ model.velocity_map
+    return rotation, J_omega
