@@ -26,6 +26,7 @@ not move the frame: ∂c/∂τ is λ's alone.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ import numpy as np
 
 from .algorithms.constrained_dynamics import contact_arrays, contact_kinematics_into
 from .algorithms.kinematics import body_transforms
+from .compiled import announce_compilation, kernel
 from .arguments import _given, check_linearization, positive_number, real_array
 from .contacts import as_contacts
 
@@ -107,57 +109,153 @@ def contact_margins(model, linearization, *, friction, normal=(0.0, 0.0, 1.0), f
         raise ValueError(f"inner: expected True (inner pyramid) or False (outer), got {_given(inner)}")
     contacts = as_contacts(lin.contacts)
     soles = _sole_sizes(sole_size, [c.frame for c in contacts if c.kind == "6d"])
+    layout = _layout(contacts, mu, tuple(n.tolist()), k, bool(inner), tuple(soles.items()))
 
-    cone_axes = _shortest_rotation(n)
-    pyramid = _cone_rows(mu, k, bool(inner))
-    forces, d_forces, d_forces_dtau = lin.contact_forces, lin.contact_forces_state_jacobian, \
-        lin.contact_forces_input_jacobian
-    turning = any((c.kind == "point") == (c.reference == "local") for c in contacts)
-    rotations, rotation_jacobians = _frame_rotations(model, lin.state, contacts) if turning else (None, None)
     N = model.n_velocities
-    margins, state_jacobian, input_jacobian, labels = [], [], [], []
-    start = 0
-    for index, contact in enumerate(contacts):
-        d = contact.dimension
-        rows = slice(start, start + d)
-        start += d
-        force, d_force, d_force_dtau = forces[rows], d_forces[rows], d_forces_dtau[rows]
-        if contact.kind == "point":  # c = R_nᵀ f_world
-            if contact.reference == "local":
-                R, J_omega = rotations[index], rotation_jacobians[index]
-                d_force = d_force.copy()
-                d_force[:, :N] -= _skew(force) @ J_omega
-                force, d_force, d_force_dtau = R @ force, R @ d_force, R @ d_force_dtau
-            c, dc, dc_dtau = cone_axes.T @ force, cone_axes.T @ d_force, cone_axes.T @ d_force_dtau
-        else:  # c = [f; m] in the sole's axes
-            c, dc, dc_dtau = force, d_force, d_force_dtau
-            if contact.reference == "world_aligned":
-                R, J_omega = rotations[index], rotation_jacobians[index]
-                c = np.concatenate([R.T @ force[:3], R.T @ force[3:]])
-                dc = np.vstack([R.T @ d_force[:3], R.T @ d_force[3:]])
-                dc_dtau = np.vstack([R.T @ d_force_dtau[:3], R.T @ d_force_dtau[3:]])
-                dc[:3, :N] += _skew(c[:3]) @ J_omega
-                dc[3:, :N] += _skew(c[3:]) @ J_omega
-        gradients, values, names = _contact_rows(c, mu, pyramid, soles.get(contact.frame))
-        margins.append(values)
-        state_jacobian.append(gradients @ dc[:gradients.shape[1]])
-        input_jacobian.append(gradients @ dc_dtau[:gradients.shape[1]])
-        labels += [f"{contact.frame}:{name}" for name in names]
-    return ContactMargins(np.concatenate(margins), np.vstack(state_jacobian), np.vstack(input_jacobian),
-                          tuple(labels), mu, n, k, bool(inner), soles)
-
-
-def _contact_rows(c, mu, pyramid, sole):
-    """(G (r, 3|6), margins (r,), names) of one contact from c = [f_t1, f_t2, f_n(, m_x, m_y, m_z)]."""
-    f_t, f_n = c[:2], c[2]
-    if pyramid is None:  # μ f_n − ‖f_t‖; at f_t = 0 the minimal-norm subgradient
-        norm = math.hypot(f_t[0], f_t[1])
-        direction = f_t / norm if norm > max(SMOOTH_TANGENT * float(np.linalg.norm(c[:3])), 1e-300) else np.zeros(2)
-        G = [np.array([-direction[0], -direction[1], mu])]
-        names = ["friction"]
+    if layout.turning.any():
+        rotations, rotation_jacobians = _frame_rotations(model, lin.state, contacts)
     else:
-        G = list(pyramid)
-        names = [f"friction_{i}" for i in range(len(pyramid))]
+        rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
+    p = len(layout.labels)
+    margins, state_jacobian, input_jacobian = np.empty(p), np.empty((p, 2 * N)), np.empty((p, model.n_joints))
+    announce_compilation(margins_into)
+    margins_into(lin.contact_forces, lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian,
+                 layout.starts, layout.dims, layout.turning, layout.row_starts, layout.row_counts, layout.gradient,
+                 layout.cone_axes, layout.exact, rotations, rotation_jacobians, margins, state_jacobian,
+                 input_jacobian)
+    return ContactMargins(margins, state_jacobian, input_jacobian, layout.labels, mu, n, k, bool(inner), soles)
+
+
+_NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
+
+
+@kernel
+def margins_into(forces, d_forces, d_forces_dtau, starts, dims, turning, row_starts, row_counts, gradient, cone_axes,
+                 exact, rotations, rotation_jacobians, margins, state_jacobian, input_jacobian):
+    """margins = G c, ∂margin = G ∂c contact by contact, c = B λ in its cone axes (module docstring).
+
+    Per contact j (rows starts[j] … of λ, dims[j] = 3 or 6, rows row_starts[j] … of the margins):
+    B = R_nᵀ (point), R_nᵀ A_R_c (turning point), I (sole), blockdiag(A_R_cᵀ) (turning sole), with
+    A_R_c = rotations[j] and J_ω = rotation_jacobians[j] (3, N) for turning contacts; gradient G (p, m)
+    in c; with ``exact`` the first row of each contact holds μ f_n and gets − ‖f_t‖ here."""
+    N = rotation_jacobians.shape[2]
+    B = np.empty((6, 6))
+    S = np.empty((3, 3))
+    c = np.empty(6)
+    dc = np.empty((6, d_forces.shape[1]))
+    dc_dtau = np.empty((6, d_forces_dtau.shape[1]))
+    for j in range(starts.shape[0]):
+        first, d = starts[j], dims[j]
+        B[:] = 0.0
+        if d == 3:
+            for r in range(3):
+                for q in range(3):
+                    if turning[j]:
+                        acc = 0.0
+                        for e in range(3):
+                            acc += cone_axes[e, r] * rotations[j, e, q]
+                        B[r, q] = acc
+                    else:
+                        B[r, q] = cone_axes[q, r]
+        else:
+            for r in range(3):
+                for q in range(3):
+                    value = rotations[j, q, r] if turning[j] else (1.0 if r == q else 0.0)
+                    B[r, q] = B[3 + r, 3 + q] = value
+        for r in range(d):
+            c[r] = 0.0
+            dc[r] = 0.0
+            dc_dtau[r] = 0.0
+            for q in range(d):
+                factor = B[r, q]
+                if factor != 0.0:
+                    c[r] += factor * forces[first + q]
+                    dc[r] += factor * d_forces[first + q]
+                    dc_dtau[r] += factor * d_forces_dtau[first + q]
+        if turning[j] and d == 3:  # ∂c −= B λ^ J_ω z_q
+            f = forces[first:first + 3]
+            for r in range(3):
+                S[r, 0] = B[r, 1] * f[2] - B[r, 2] * f[1]
+                S[r, 1] = B[r, 2] * f[0] - B[r, 0] * f[2]
+                S[r, 2] = B[r, 0] * f[1] - B[r, 1] * f[0]
+                for col in range(N):
+                    dc[r, col] -= (S[r, 0] * rotation_jacobians[j, 0, col] + S[r, 1] * rotation_jacobians[j, 1, col]
+                                   + S[r, 2] * rotation_jacobians[j, 2, col])
+        elif turning[j]:  # ∂c += [f_c^; m_c^] J_ω z_q
+            for block in range(2):
+                x = c[3 * block:3 * block + 3]
+                for col in range(N):
+                    w0, w1, w2 = rotation_jacobians[j, 0, col], rotation_jacobians[j, 1, col], \
+                        rotation_jacobians[j, 2, col]
+                    dc[3 * block, col] += x[1] * w2 - x[2] * w1
+                    dc[3 * block + 1, col] += x[2] * w0 - x[0] * w2
+                    dc[3 * block + 2, col] += x[0] * w1 - x[1] * w0
+        for i in range(row_starts[j], row_starts[j] + row_counts[j]):
+            margins[i] = 0.0
+            state_jacobian[i] = 0.0
+            input_jacobian[i] = 0.0
+            for e in range(d):
+                factor = gradient[i, first + e]
+                if factor != 0.0:
+                    margins[i] += factor * c[e]
+                    state_jacobian[i] += factor * dc[e]
+                    input_jacobian[i] += factor * dc_dtau[e]
+        if exact:  # − ‖f_t‖; at f_t = 0 the minimal-norm subgradient, 0
+            i = row_starts[j]
+            norm = np.hypot(c[0], c[1])
+            margins[i] -= norm
+            if norm > max(SMOOTH_TANGENT * np.hypot(norm, c[2]), 1e-300):
+                d1, d2 = c[0] / norm, c[1] / norm
+                state_jacobian[i] -= d1 * dc[0] + d2 * dc[1]
+                input_jacobian[i] -= d1 * dc_dtau[0] + d2 * dc_dtau[1]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What depends on the contact set and the arguments only, built once (k contacts, m = rows of
+    λ, p margins): labels (p,); cone_axes R_n; starts, dims (k,) of λ's rows; turning (k,) local
+    points and world-aligned soles; row_starts, row_counts (k,) of the margins' rows; gradient
+    G (p, m) in c (the exact cone's rows holding μ f_n only); exact: the exact cone."""
+
+    labels: tuple
+    cone_axes: np.ndarray
+    starts: np.ndarray
+    dims: np.ndarray
+    turning: np.ndarray
+    row_starts: np.ndarray
+    row_counts: np.ndarray
+    gradient: np.ndarray
+    exact: bool
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(contacts, mu, normal, facets, inner, soles) -> _Layout:
+    soles = dict(soles)
+    pyramid = _cone_rows(mu, facets, inner)
+    dims = np.array([c.dimension for c in contacts], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
+    blocks, labels, counts = [], [], []
+    for contact, start in zip(contacts, starts):
+        G, names = _contact_rows(mu, pyramid, soles.get(contact.frame))
+        block = np.zeros((G.shape[0], int(dims.sum())))
+        block[:, start:start + G.shape[1]] = G
+        blocks.append(block)
+        counts.append(G.shape[0])
+        labels += [f"{contact.frame}:{name}" for name in names]
+    counts = np.array(counts, dtype=np.int64)
+    turning = np.array([(c.kind == "point") == (c.reference == "local") for c in contacts], dtype=np.bool_)
+    return _Layout(tuple(labels), _shortest_rotation(np.array(normal)), starts, dims, turning,
+                   np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), counts, np.vstack(blocks),
+                   pyramid is None)
+
+
+def _contact_rows(mu, pyramid, sole):
+    """(G (r, 3|6), names) of one contact: its margins are G c, c = [f_t1, f_t2, f_n(, m_x, m_y, m_z)]
+    in its cone axes; for the exact cone, the first row is μ f_n only (− ‖f_t‖ is added per state)."""
+    if pyramid is None:
+        G, names = [np.array([0.0, 0.0, mu])], ["friction"]
+    else:
+        G, names = list(pyramid), [f"friction_{i}" for i in range(len(pyramid))]
     G.append(np.array([0.0, 0.0, 1.0]))  # f_n ≥ 0
     names.append("unilateral")
     G = np.array(G)
@@ -169,10 +267,7 @@ def _contact_rows(c, mu, pyramid, sole):
                         [0, 0, half_width, 1, 0, 0]], dtype=float)  # cop_y-: p_y ≥ −W/2
         G = np.vstack([np.hstack([G, np.zeros((G.shape[0], 3))]), cop])
         names += ["cop_x+", "cop_x-", "cop_y+", "cop_y-"]
-    values = G @ c[:G.shape[1]]
-    if pyramid is None:
-        values[0] = mu * f_n - math.hypot(f_t[0], f_t[1])
-    return G, values, names
+    return G, names
 
 
 def _cone_rows(mu, facets, inner):

@@ -350,5 +350,5 @@ def test_a_linearization_without_contacts_or_sole_sizes_is_refused(rng):
     with pytest.raises(ValueError, match="^linearization: not a linearization of model"):
         contact_margins(load_example("solo12"), soles, friction=0.5)
     with pytest.raises(ValueError, match="^linearization: contact_margins takes one state's"):
-        contact_margins(model, rl.linearize_trajectory(model, [state, state], contacts=["left_sole_link"]),
+        contact_margins(model, rl.linearize_trajectory(model, [state, state], contacts=["left_sole_link"], dt=1e-3),
                         friction=0.5)
