@@ -5,6 +5,7 @@ robot dynamics (M.P. Bos, TU/e 2019), with a ROS 2 adapter.
     model = rl.load_urdf(path_or_xml, floating_base=True)
     state = rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r)
     lin = rl.linearize(model, state, joint_torques=tau)   # lin.A, lin.B, lin.M_inv
+    jump = rl.impact(model, state, contacts=["FL_FOOT"])  # a touchdown: jump.state, jump.A, jump.impulses
 
 Conventions: docs/conventions.md.
 """
@@ -21,6 +22,7 @@ from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .contacts import Contact, ContactError
 from .coupling import CoupledModel
 from .discretization import discretize, step
+from .impacts import Impact, impact
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
@@ -33,6 +35,7 @@ __all__ = [
     "Contact",
     "ContactError",
     "CoupledModel",
+    "Impact",
     "Joint",
     "JointType",
     "Linearization",
@@ -46,6 +49,7 @@ __all__ = [
     "extended_inverse_dynamics_derivatives",
     "finite_difference_linearization",
     "forward_dynamics",
+    "impact",
     "inverse_dynamics",
     "inverse_mass_matrix",
     "linearize",

@@ -28,7 +28,9 @@ from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .algorithms.forward_dynamics import forward_dynamics
 from .arguments import check_linearization, choice, joint_vector, positive_number, real_array
 from .compiled import kernel
+from .contacts import resolve
 from .coupling import CoupledModel
+from .impacts import impact, restitution_coefficient, touchdown
 from .model import Model, State, check_state
 from .spatial import se3_exp
 
@@ -37,11 +39,21 @@ METHODS = ("euler", "zoh")
 zero-order hold of the continuous (A, B)."""
 
 
-def step(model: Model, state: State, joint_torques, dt: float, contacts=()) -> State:
-    """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring)."""
+def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, previous_contacts=None,
+         restitution: float = 0.0) -> State:
+    """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring) with
+    ``contacts`` held over it.
+
+    previous_contacts: the set held over the step before.  If ``contacts`` closes one that
+    was not in it (a touchdown, :func:`~robot_linearization.impacts.touchdown`), the step
+    starts with the rigid impact of ``state`` on ``contacts`` (:func:`~robot_linearization.impact`,
+    restitution e ∈ [0, 1]) and integrates from the post-impact state; docs/impacts.md.
+    None (the default): no impact.
+    """
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
     dt = positive_number(dt, "dt", "seconds")
+    state = impact_before_step(model, state, contacts, previous_contacts, restitution)
     if contacts or isinstance(model, CoupledModel):
         nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
     else:
@@ -54,6 +66,18 @@ def step(model: Model, state: State, joint_torques, dt: float, contacts=()) -> S
         return State(joint_positions=s, joint_velocities=r)
     v = state.base_twist + dt * nu_dot[:6]
     return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
+
+
+def impact_before_step(model: Model, state: State, contacts, previous_contacts, restitution):
+    """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
+    state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
+    e = restitution_coefficient(restitution)
+    if previous_contacts is None:
+        return state
+    resolve(model, previous_contacts)  # (a ContactError for a frame the model has not)
+    if not touchdown(previous_contacts, contacts):
+        return state
+    return impact(model, state, contacts, e).state
 
 
 @kernel(inline=True)
@@ -198,14 +222,24 @@ def discretize(model: Model, linearization, dt: float, method: str = "euler"):
 
     method "euler": the exact Jacobians of :func:`step` (semi-implicit Euler on the
     Lie group); "zoh": the zero-order hold of the continuous (A, B), i.e.
-    expm([[A, B], [0, 0]]·dt) = [[A_d, B_d], [0, I]].
+    expm([[A, B], [0, 0]]·dt) = [[A_d, B_d], [0, I]].  At a touchdown knot (linearization.impact)
+    A_d is composed with the impact map's Jacobian, as :func:`linearize` does (docs/impacts.md).
     """
     check_linearization(model, linearization)
     dt, method = positive_number(dt, "dt", "seconds"), choice(method, "method", METHODS)
-    state = linearization.state
-    twists = None if not model.floating_base else (
-        state.base_twist if isinstance(state, State) else np.array([s.base_twist for s in state]))
-    return step_jacobians(linearization.A, linearization.B, twists, linearization.base_acceleration, dt, method)
+    state, jump = linearization.state, getattr(linearization, "impact", None)
+    single = isinstance(state, State)
+    impacts = (jump,) if single else (jump or (None,) * len(state))
+    evaluated = [s if i is None else i.state for s, i in zip((state,) if single else state, impacts)]
+    twists = None if not model.floating_base else np.array([s.base_twist for s in evaluated])
+    A_d, B_d = step_jacobians(linearization.A.reshape((-1,) + linearization.A.shape[-2:]),
+                              linearization.B.reshape((-1,) + linearization.B.shape[-2:]), twists,
+                              None if twists is None else np.reshape(linearization.base_acceleration, (-1, 6)), dt,
+                              method)
+    for k, i in enumerate(impacts):  # a touchdown knot: the step from the post-impact state (docs/impacts.md)
+        if i is not None:
+            A_d[k] = A_d[k] @ i.A
+    return (A_d[0], B_d[0]) if single else (A_d, B_d)
 
 
 def step_jacobians(A, B, base_twists, base_accelerations, dt: float, method: str = "euler"):

@@ -24,10 +24,11 @@ from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, bod
 from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation, kernel
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, as_contacts, contact_labels
+from .contacts import Contact, as_contacts, contact_labels, resolve
 from .coupling import CoupledModel, tree_of
 from .discretization import METHODS, euler_step_jacobians_into, step_jacobians
-from .model import Model, State, first_invalid_state, stack_states, state_problem
+from .impacts import impact, restitution_coefficient, touchdown
+from .model import Model, State, check_state, first_invalid_state, stack_states, state_problem
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,14 @@ class Linearization:
     docs/discretization.md) by ``discretization`` ("euler": the Jacobians of
     :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
     Without dt they are None.
+
+    At a touchdown (``previous_contacts`` given and ``contacts`` closing one of them not
+    held, docs/impacts.md): impact is the :class:`~robot_linearization.impacts.Impact` of
+    ``state`` on ``contacts``; A, B, the accelerations and λ are evaluated at its
+    post-impact state impact.state (where the step integrates from), and
+    A_d = A_d(step at impact.state)·impact.A, B_d = B_d(step at impact.state); ``state``
+    stays the pre-impact state, the one A_d's columns perturb.  Otherwise impact is None.
+    For a horizon: impact and previous_contacts are tuples of K (None where no impact).
     """
 
     A: np.ndarray
@@ -75,6 +84,8 @@ class Linearization:
     B_d: np.ndarray | None = None
     dt: float | None = None
     discretization: str | None = None
+    impact: object = None
+    previous_contacts: tuple | None = None
 
     @classmethod
     def _make(cls, **fields) -> "Linearization":
@@ -281,7 +292,7 @@ def _allocate(model: Model, K: int, step: bool):
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
-              discretization: str | None = None) -> Linearization:
+              discretization: str | None = None, previous_contacts=None, restitution: float = 0.0) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -299,10 +310,19 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     seconds by ``discretization`` ("euler", the default: of
     :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
 
+    previous_contacts: the set held over the step before (with dt).  If ``contacts``
+    closes one it did not hold (a touchdown), the step starts with the rigid impact on
+    ``contacts`` (restitution e ∈ [0, 1]), as :func:`~robot_linearization.step` with the
+    same arguments does: A_d = A_d(at the post-impact state)·A_impact (docs/impacts.md;
+    the Linearization's ``impact`` field).
+
     contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d").
     Every argument is checked first: ValueError names the one that is wrong.
     """
     step = _check_step(model, dt, discretization)
+    if previous_contacts is not None:
+        return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step)
+    restitution_coefficient(restitution)
     if contacts or isinstance(model, CoupledModel):
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)[None]
@@ -317,7 +337,8 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
                          workers: int | None = None, contacts=None, dt: float | None = None,
-                         discretization: str | None = None) -> Linearization:
+                         discretization: str | None = None, previous_contacts=None,
+                         restitution: float = 0.0) -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -331,6 +352,16 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
 
     dt: also A_d (K, 2N, 2N), B_d (K, 2N, n), each state's one-step
     discrete-time linearization, as in :func:`linearize`.
+
+    A gait: contacts[k] is the set held over the step from states[k] (the interval
+    [t_k, t_k+1]).  Where contacts[k] closes a contact that contacts[k−1] did not hold (a
+    touchdown; for k = 0 against ``previous_contacts``, none by default), knot k carries
+    the impact: states[k] is the pre-impact state, its step starts with the rigid impact on
+    contacts[k] (restitution e), and A_d[k] = A_d(step at the post-impact state)·A_impact,
+    B_d[k] = B_d(step at the post-impact state) — the Jacobians of
+    ``rl.step(model, states[k], τ_k, dt, contacts[k], previous_contacts=contacts[k−1])``
+    (docs/impacts.md).  Crocoddyl puts its impulse model as a knot of its own between the
+    two phases; here it is folded into the touchdown knot.  A lift-off is not an impact.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "
@@ -341,8 +372,10 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     step = _check_step(model, dt, discretization)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers: expected a positive number of threads, got {workers!r}")
-    if contacts or isinstance(model, CoupledModel):
-        return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step)
+    restitution = restitution_coefficient(restitution)
+    if contacts or isinstance(model, CoupledModel) or previous_contacts is not None:
+        return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step,
+                                                   previous_contacts, restitution)
     arrays = stack_states(model, states, joint_torques)
     fused = dt is not None and step["discretization"] == "euler"
     out = _allocate(model, K, fused)
@@ -431,8 +464,27 @@ def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts
                    contacts=contacts, state=state, joint_torques=torques, **step)
 
 
-def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step
-                                        ) -> Linearization:
+def _linearize_after_impact(model: Model, state: State, joint_torques, contacts, previous_contacts, restitution,
+                            step) -> Linearization:
+    """linearize with a previous contact set: at a touchdown, at the post-impact state with
+    A_d composed with the impact's Jacobian (docs/impacts.md)."""
+    contacts, previous = as_contacts(contacts), as_contacts(previous_contacts)
+    check_state(model, state)
+    resolve(model, previous)
+    e = restitution_coefficient(restitution)
+    if not touchdown(previous, contacts):
+        lin = linearize(model, state, joint_torques, contacts=contacts, **step)
+        return Linearization._make(**{**lin.__dict__, "previous_contacts": previous})
+    if step["dt"] is None:
+        raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
+    jump = impact(model, state, contacts, e)
+    lin = linearize(model, jump.state, joint_torques, contacts=contacts, **step)
+    return Linearization._make(**{**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
+                                  "previous_contacts": previous})
+
+
+def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step,
+                                        previous_contacts=None, restitution=0.0) -> Linearization:
     K = len(states)
     contacts = contacts or ()
     per_state = isinstance(contacts, (list, tuple)) and len(contacts) > 0 \
@@ -443,7 +495,9 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
     sets = [as_contacts(c) for c in contacts] if per_state else [as_contacts(contacts)] * K
     torques = stack_states(model, states, joint_torques)[-1]
     workers = max(1, min(workers or os.cpu_count() or 1, K))
-    one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k])  # noqa: E731
+    previous = [None if previous_contacts is None else as_contacts(previous_contacts)] + sets[:-1]
+    one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k], previous_contacts=previous[k],  # noqa
+                              restitution=restitution, **step)
     results = list(_pool(workers).map(one, range(K))) if workers > 1 else [one(k) for k in range(K)]
     stack = lambda name: np.stack([getattr(x, name) for x in results])  # noqa: E731
     fields = {}
@@ -453,7 +507,11 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
         fields[name] = None if all(v is None for v in values) else np.stack(values) if same else tuple(values)
     fields["contact_labels"] = results[0].contact_labels if same else tuple(x.contact_labels for x in results)
     fields["contacts"] = results[0].contacts if same else tuple(x.contacts for x in results)
+    if any(x.impact is not None for x in results):
+        fields["impact"] = tuple(x.impact for x in results)
+    fields["previous_contacts"] = tuple(previous)
+    jacobians = None if step["dt"] is None else (stack("A_d"), stack("B_d"))
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
         if model.floating_base else stack("joint_accelerations")
     return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, state=tuple(states), joint_torques=torques,
-                   **fields, **step)
+                   step=jacobians, **fields, **step)

@@ -18,6 +18,7 @@ from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
 from .arguments import check_linearization, joint_vector, positive_number
 from .discretization import step as integrator_step, zero_order_hold
+from .impacts import impact
 from .model import Model, State, check_state
 from .spatial import se3_exp, se3_log
 
@@ -155,17 +156,19 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
 
 
 def finite_difference_step(model: Model, state: State, joint_torques, dt: float, contacts=(),
-                           step: float = DEFAULT_STEP):
+                           step: float = DEFAULT_STEP, *, previous_contacts=None, restitution: float = 0.0):
     """(A_d (2N, 2N), B_d (2N, n)) of :func:`~robot_linearization.step` by extrapolated central
     differences (:func:`_extrapolated`, error model in :func:`finite_difference_linearization`)
     along g·exp(±h e_j) and τ ± δ e_j, the result measured left-trivialised from the
-    nominal step (:func:`state_difference`).  In τ too: ν⁺ is affine in τ but H⁺ = H·exp(dt v⁺^) is not."""
+    nominal step (:func:`state_difference`).  In τ too: ν⁺ is affine in τ but H⁺ = H·exp(dt v⁺^) is not.
+    previous_contacts, restitution: as rl.step's (a touchdown's impact is part of the step)."""
     n, N = model.n_joints, model.n_velocities
     torques = joint_vector(model, joint_torques, "joint_torques")
-    nominal = integrator_step(model, state, torques, dt, contacts)
+    gait = dict(previous_contacts=previous_contacts, restitution=restitution)
+    nominal = integrator_step(model, state, torques, dt, contacts, **gait)
 
     def after(start, tau):
-        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts))
+        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts, **gait))
 
     A_d = np.empty((2 * N, 2 * N))
     for j in range(2 * N):
@@ -183,6 +186,27 @@ def finite_difference_step(model: Model, state: State, joint_torques, dt: float,
             return (after(state, torques + e) - after(state, torques - e)) / (2.0 * h)
         B_d[:, j] = _extrapolated(central, 0.1 * torque_step)[0]
     return A_d, B_d
+
+
+def finite_difference_impact(model: Model, state: State, contacts, restitution: float = 0.0,
+                             step: float = DEFAULT_STEP):
+    """(A_impact (2N, 2N), ∂Λ/∂z (m, 2N)) of :func:`~robot_linearization.impact` by extrapolated
+    central differences (:func:`_extrapolated`) along g·exp(±h e_j), the post-impact state
+    measured left-trivialised from the nominal one (:func:`state_difference`)."""
+    N = model.n_velocities
+    nominal = impact(model, state, contacts, restitution)
+
+    def central(h, j):
+        z = np.zeros(2 * N)
+        z[j] = h
+        plus, minus = impact(model, perturb(model, state, z), contacts, restitution), \
+            impact(model, perturb(model, state, -z), contacts, restitution)
+        return np.concatenate([state_difference(model, nominal.state, plus.state)
+                               - state_difference(model, nominal.state, minus.state),
+                               plus.impulses - minus.impulses]) / (2.0 * h)
+
+    columns = np.column_stack([_extrapolated(lambda h, j=j: central(h, j), step)[0] for j in range(2 * N)])
+    return columns[:2 * N], columns[2 * N:]
 
 
 def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) -> np.ndarray:
@@ -446,6 +470,9 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
     lin, contacts = linearization, linearization.contacts
     torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)
+    before, jump = state, lin.impact
+    if jump is not None:  # a touchdown (docs/impacts.md): A, B, λ are those at the post-impact state
+        state = jump.state
     M_ref = _mass_matrix(model, state)
     M_inv_ref = np.linalg.inv(M_ref)
     forces = forces_ref = lam = lam_ref = steps = steps_ref = None
@@ -458,8 +485,15 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
         A_fd, B_fd = finite_difference_linearization(model, state, torques, step)
     if lin.A_d is not None:
         steps = (lin.A_d, lin.B_d)
-        steps_ref = zero_order_hold(A_fd, B_fd, lin.dt) if lin.discretization == "zoh" \
-            else finite_difference_step(model, state, torques, lin.dt, contacts, step)
+        if lin.discretization == "zoh":
+            steps_ref = zero_order_hold(A_fd, B_fd, lin.dt)
+            if jump is not None:
+                steps_ref = (steps_ref[0] @ finite_difference_impact(model, before, contacts, jump.restitution,
+                                                                     step)[0], steps_ref[1])
+        else:
+            steps_ref = finite_difference_step(model, before, torques, lin.dt, contacts, step,
+                                               previous_contacts=lin.previous_contacts,
+                                               restitution=0.0 if jump is None else jump.restitution)
     magnitudes = term_magnitudes(model, state, A_fd, B_fd, M_inv_ref, M_ref, contacts, lam_ref, forces_ref, torques,
                                  lin.dt if lin.A_d is not None else None)
     return compare(model, lin.A, lin.B, lin.M_inv, A_fd, B_fd, M_inv_ref, forces, forces_ref, steps, steps_ref,

@@ -73,11 +73,7 @@ def test_constrained_linearization_matches_pinocchio(name, rng):
 def test_constrained_linearization_on_random_branched_trees(floating_base, rng):
     checked = 0
     for attempt in range(30):
-        model = _tree_with_contact_frames(rng, floating_base)
-        frames = [f for f in model.frames if f.startswith("tip")]
-        kinds = ["6d", "point", "point"] if floating_base else ["point", "point"]
-        contacts = [rl.Contact(f, kind, ("local", "world_aligned")[k % 2])
-                    for k, (f, kind) in enumerate(zip(frames, kinds))]
+        model, contacts = _tree_in_contact(rng, floating_base)
         state = random_state(model, rng, scale=0.5)
         tau = rng.normal(size=model.n_joints)
         try:
@@ -90,6 +86,16 @@ def test_constrained_linearization_on_random_branched_trees(floating_base, rng):
         if checked == 3:
             break
     assert checked == 3
+
+
+def _tree_in_contact(rng, floating_base):
+    """(model, contacts): a random tree (:func:`_tree_with_contact_frames`) with a 6d and two point
+    contacts (floating base) or two point contacts (fixed), alternately local and world-aligned."""
+    model = _tree_with_contact_frames(rng, floating_base)
+    frames = [f for f in model.frames if f.startswith("tip")]
+    kinds = ["6d", "point", "point"] if floating_base else ["point", "point"]
+    return model, [rl.Contact(f, kind, ("local", "world_aligned")[k % 2])
+                   for k, (f, kind) in enumerate(zip(frames, kinds))]
 
 
 def _tree_with_contact_frames(rng, floating_base):

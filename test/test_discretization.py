@@ -108,14 +108,17 @@ def test_a_horizon_discretizes_each_state_as_a_single_linearization_does(rng):
 
 def test_a_gait_horizon_discretizes_each_phase_with_its_own_contacts(rng):
     """A stance, a flight and a two-foot phase: each A_d is the Jacobian of the step with
-    that phase's contacts (finite differences of rl.step)."""
+    that phase's contacts (finite differences of rl.step), the last one's touchdown with its
+    impact (docs/impacts.md)."""
     model = load_example("solo12")
     phases = [["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"], [], ["FL_FOOT", "HR_FOOT"]]
     states = [random_state(model, rng) for _ in phases]
     torques = rng.normal(size=(3, 12))
     horizon = rl.linearize_trajectory(model, states, torques, contacts=phases, dt=1e-3)
+    assert [x is not None for x in horizon.impact] == [False, False, True]
     for k, feet in enumerate(phases):
-        A_fd, B_fd = finite_difference_step(model, states[k], torques[k], 1e-3, feet)
+        A_fd, B_fd = finite_difference_step(model, states[k], torques[k], 1e-3, feet,
+                                            previous_contacts=phases[k - 1] if k else None)
         assert relative(horizon.A_d[k], A_fd) < 1e-6 and relative(horizon.B_d[k], B_fd) < 1e-6
 
 

@@ -121,6 +121,9 @@ BAD = {
     "axis": {"zero": (0.0, 0.0, 0.0), "2 entries": (1.0, 0.0), "nan": (np.nan, 0.0, 1.0), "string": "x"},
     "pitch": {"nan": float("nan"), "string": "0.1"},
     "derivative_frame": {"unknown": "world"},
+    "restitution": {"negative": -0.1, "above one": 1.5, "nan": float("nan"), "string": "0.5", "array": np.ones(2),
+                    "none": None},
+    "previous_contacts": {"unknown frame": "front_left_fot", "int": 3, "bad kind": FOOT + ":plane"},
 }
 def _builder():
     return rl.ModelBuilder("base", np.eye(6))
@@ -135,16 +138,22 @@ GOOD_JOINT = rl.Joint("j", JointType.REVOLUTE, (0.0, 0.0, 1.0))
 
 # name -> (callable, valid keyword arguments, {argument: kind of its bad inputs})
 CALLS = {
-    "linearize": (rl.linearize, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), contacts=None,
-                                     dt=0.002, discretization="euler"),
+    "linearize": (rl.linearize, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), contacts=[FOOT],
+                                     dt=0.002, discretization="euler", previous_contacts=(), restitution=0.5),
                   {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "contacts": "contacts",
-                   "dt": "optional_seconds", "discretization": "discretization"}),
+                   "dt": "optional_seconds", "discretization": "discretization",
+                   "previous_contacts": "previous_contacts", "restitution": "restitution"}),
     "linearize_trajectory": (rl.linearize_trajectory, dict(model=FLOATING, states=[STATE, STATE],
-                                                           joint_torques=np.zeros((2, N_JOINTS)), dt=0.002),
-                             {"model": "model", "states": "states", "dt": "optional_seconds"}),
-    "step": (rl.step, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), dt=0.002, contacts=()),
+                                                           joint_torques=np.zeros((2, N_JOINTS)), dt=0.002,
+                                                           contacts=[[], [FOOT]], restitution=0.5),
+                             {"model": "model", "states": "states", "dt": "optional_seconds",
+                              "previous_contacts": "previous_contacts", "restitution": "restitution"}),
+    "step": (rl.step, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), dt=0.002, contacts=[FOOT],
+                           previous_contacts=(), restitution=0.5),
              {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "dt": "seconds",
-              "contacts": "contacts"}),
+              "contacts": "contacts", "previous_contacts": "previous_contacts", "restitution": "restitution"}),
+    "impact": (rl.impact, dict(model=FLOATING, state=STATE, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
+               {"model": "model", "state": "state", "contacts": "contacts", "restitution": "restitution"}),
     "forward_dynamics": (rl.forward_dynamics, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS)),
                          {"model": "tree", "state": "state", "joint_torques": "joint_vector_or_none"}),
     "constrained_forward_dynamics": (
@@ -222,6 +231,7 @@ NOT_CALLED = {
     "ContactError": "an exception",
     "ModelError": "an exception",
     "CoupledModel": "built by load_urdf from a URDF's mimic joints",
+    "Impact": "a result (impact returns it)",
     "JointType": "an enumeration",
     "Linearization": "a result (linearize returns it)",
     "Model": "built by ModelBuilder.build or load_urdf",
@@ -231,7 +241,8 @@ NOT_CALLED = {
 }
 
 # how a message may name an argument of that kind besides by the argument's own name
-NAMED_AS = {"tree": ("Model",), "states": ("state",), "contacts": ("contact",), "linearization": ("linearization",),
+NAMED_AS = {"tree": ("Model",), "states": ("state",), "contacts": ("contact",), "previous_contacts": ("contact",),
+            "linearization": ("linearization",),
             "matrix6": ("inertia",), "description": ("URDF", "robot description")}
 
 CASES = [pytest.param(name, argument, bad, id=f"{name}-{argument}-{label}")
@@ -267,8 +278,11 @@ def test_the_valid_call_of_each_entry_succeeds(name):
     lambda: rl.linearize_trajectory(FIXED, [FIXED_STATE] * 3, workers=2),
     lambda: rl.step(COUPLED, _state(COUPLED), None, 0.002, contacts=rl.robots.BUNDLED_FEET),
     lambda: rl.validate(COUPLED, rl.linearize(COUPLED, _state(COUPLED), contacts=FOOT, dt=0.002)),
+    lambda: rl.linearize_trajectory(FLOATING, [STATE] * 3, contacts=[[], rl.robots.BUNDLED_FEET, [FOOT + ":6d"]],
+                                    dt=0.002, workers=2),
+    lambda: rl.impact(FIXED, FIXED_STATE, [FOOT + ":point:local"], restitution=1.0),
 ], ids=["6d local + dt", "4 feet + zoh", "coupled + 6d", "fixed base + dt", "gait horizon", "fixed horizon",
-        "coupled step", "coupled validate"])
+        "coupled step", "coupled validate", "touchdown horizon", "fixed-base impact"])
 def test_every_engine_path_runs_on_valid_input(call):
     """(In the bounds-checked pass, every kernel path indexes inside its arrays.)"""
     call()
