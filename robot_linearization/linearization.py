@@ -362,6 +362,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     ``rl.step(model, states[k], τ_k, dt, contacts[k], previous_contacts=contacts[k−1])``
     (docs/impacts.md).  Crocoddyl puts its impulse model as a knot of its own between the
     two phases; here it is folded into the touchdown knot.  A lift-off is not an impact.
+    Without dt there is no step and no impact: A, B are each state's own.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "
@@ -473,14 +474,19 @@ def _linearize_after_impact(model: Model, state: State, joint_torques, contacts,
     resolve(model, previous)
     e = restitution_coefficient(restitution)
     if not touchdown(previous, contacts):
-        lin = linearize(model, state, joint_torques, contacts=contacts, **step)
+        lin = linearize(model, state, joint_torques, contacts=contacts, **_step_arguments(step))
         return Linearization._make(**{**lin.__dict__, "previous_contacts": previous})
     if step["dt"] is None:
         raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
     jump = impact(model, state, contacts, e)
-    lin = linearize(model, jump.state, joint_torques, contacts=contacts, **step)
+    lin = linearize(model, jump.state, joint_torques, contacts=contacts, **_step_arguments(step))
     return Linearization._make(**{**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
                                   "previous_contacts": previous})
+
+
+def _step_arguments(step: dict) -> dict:
+    """linearize's dt and discretization from a checked _check_step (no method without dt)."""
+    return step if step["dt"] is not None else {"dt": None}
 
 
 def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step,
@@ -496,8 +502,10 @@ def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, con
     torques = stack_states(model, states, joint_torques)[-1]
     workers = max(1, min(workers or os.cpu_count() or 1, K))
     previous = [None if previous_contacts is None else as_contacts(previous_contacts)] + sets[:-1]
+    if step["dt"] is None:  # the continuous A, B of each state: an impact enters only a step's Jacobians
+        previous = [None] * K
     one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k], previous_contacts=previous[k],  # noqa
-                              restitution=restitution, **step)
+                              restitution=restitution, **_step_arguments(step))
     results = list(_pool(workers).map(one, range(K))) if workers > 1 else [one(k) for k in range(K)]
     stack = lambda name: np.stack([getattr(x, name) for x in results])  # noqa: E731
     fields = {}
