@@ -2,7 +2,7 @@
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
-        [--input-path auto|wait_set|executor]
+        [--input-path auto|wait_set|executor] [--with-rqt]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
@@ -12,12 +12,17 @@ arrives (it is published after A, B and M⁻¹, which this script also subscribe
 Prints the share of joint states linearized, the latency from the input stamp to the
 arrival of the outputs (p50, p99), the node process's CPU time per cycle, and the
 seconds from starting the node's process to its first output (the first start).
+--with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
+virtual display (Xvfb), following the node's A (and λ, A_d where published) and drawing
+at its 10 Hz; the measured window starts once it has drawn, and its CPU share is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import select
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -148,7 +153,45 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
                     stamp_pub.publish(_stamp_of_joint_state(taken[0]))
 
 
-def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False) -> dict:
+class RqtView:
+    """rqt with the linearization view of ``namespace``, standalone on its own Xvfb display."""
+
+    def __init__(self, namespace: str):
+        display = f":{60 + os.getpid() % 30}"
+        self.xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        self.rqt = subprocess.Popen(  # rqt's script under this Python, which has the package's dependencies
+            [sys.executable, shutil.which("rqt") or "rqt", "--standalone", "robot_linearization/Linearization",
+             "--args", "--node", f"/{namespace}/robot_linearization", "--matrix", "A"],
+            env=dict(os.environ, DISPLAY=display), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.said = []
+
+    def wait_until_drawn(self, keep_inputs, timeout: float = 60.0) -> None:
+        """Until the view logs its first drawing of A; ``keep_inputs()`` meanwhile (the node needs input)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            keep_inputs()
+            if select.select([self.rqt.stdout], [], [], 0.05)[0]:
+                line = self.rqt.stdout.readline()
+                self.said.append(line)
+                if "drawing " in line and "/A:" in line:
+                    return
+            if self.rqt.poll() is not None:
+                break
+        raise RuntimeError("rqt's view did not draw A: " + "".join(self.said[-20:]))
+
+    def close(self) -> None:
+        for process in (self.rqt, self.xvfb):
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False,
+            with_rqt: bool = False) -> dict:
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
     started = time.monotonic()
@@ -157,6 +200,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
                               "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
     node = subprocess.Popen([sys.executable, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     client = LoadClient(model, namespace)
+    view = None
     try:
         deadline = time.monotonic() + 120.0  # the first start may compile
         while not client.arrivals:
@@ -165,14 +209,21 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             client.publish()
             time.sleep(0.01)
         first_output = time.monotonic() - started
+        if with_rqt:
+            view = RqtView(namespace)
+            view.wait_until_drawn(lambda: client.run(100.0, 0.05))
         client.run(rate, 2.0)  # warm-up: discovery settled, caches hot
         time.sleep(0.5)
         client.arrivals.clear()
         cpu_before = cpu_seconds(node.pid)
+        rqt_cpu_before = cpu_seconds(view.rqt.pid) if view else 0.0
         sent = client.run(rate, seconds)
         cpu = cpu_seconds(node.pid) - cpu_before
+        rqt_cpu = cpu_seconds(view.rqt.pid) - rqt_cpu_before if view else float("nan")
         time.sleep(0.5)  # the last outputs in flight
     finally:
+        if view is not None:
+            view.close()
         client.close()
         node.terminate()
         node.wait(timeout=30)
@@ -182,7 +233,8 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
             "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
-            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds, "first_output": first_output}
+            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds, "first_output": first_output,
+            "rqt_cpu_share": rqt_cpu / seconds}
 
 
 def main() -> None:
@@ -196,6 +248,8 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="instead of the node, a bare rclpy process that takes the inputs and publishes "
                              "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
+    parser.add_argument("--with-rqt", action="store_true",
+                        help="rqt with the linearization view running beside the node, on Xvfb")
     if sys.argv[1:2] == ["--serve-floor"]:
         serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
@@ -205,13 +259,15 @@ def main() -> None:
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if args.floor else
-                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}"))
+                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
+              + ("; rqt's linearization view running beside it" if args.with_rqt else ""))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
-              f"{'node CPU':>10}{'first output s':>16}")
+              f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
         for name in args.robots:
-            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor)
+            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor, args.with_rqt)
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
-                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}")
+                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
+                  + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))
     finally:
         rclpy.try_shutdown()
 

@@ -21,7 +21,8 @@ NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
 # /opt/ros2-humble/setup_env.sh (from-source builds, see README).  Without one they are
 # skipped, and this says so.  Each distribution gets its own venv and overlay
 # (.venv-ros-<distro>, .ros_ws-<distro>).
-ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_bag_rosbag2.py)
+ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_launch_rqt.py
+           test/test_bag_rosbag2.py)
 ros_setup=""
 if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
   ros_setup="(already sourced)"

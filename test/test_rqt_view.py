@@ -154,7 +154,11 @@ def test_the_spectrum_of_known_systems():
     step = spectrum(np.diag([1.0, 0.5, -1.2]), discrete=True)
     assert step.measure == pytest.approx(1.2) and step.unstable == 1 and "|λ| > 1" in step.summary
     re_min, re_max, im_min, im_max = step.bounds()
-    assert re_min < -1.2 and re_max > 1 and im_min < -1 and im_max > 1  # the unit circle is on the plot
+    assert re_min < -1.2 and re_max > 1 and im_min < 0 < im_max  # every eigenvalue and the point 1
+    crowded = spectrum(np.diag([0.999, 1.001]) + np.diag([0.002], 1) - np.diag([0.002], -1), discrete=True)
+    re_min, re_max, im_min, im_max = crowded.bounds()  # a short step: about 1, not the whole circle
+    assert re_min < 1 < re_max and im_min < crowded.eigenvalues.imag.min() < crowded.eigenvalues.imag.max() < im_max
+    assert re_max - re_min < 0.01 and im_max - im_min < 0.01
     with pytest.raises(ValueError, match="square"):
         spectrum(np.zeros((2, 3)))
 

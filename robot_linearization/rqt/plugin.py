@@ -67,6 +67,8 @@ class LinearizationPlugin(Plugin):
 
     def discover(self) -> None:
         """Look for linearization nodes; follow the one asked for (--node) once it appears."""
+        if not self.node.context.ok():  # rqt shutting down: its timers may still fire once
+            return
         self.nodes = linearization_nodes(self.node.get_topic_names_and_types())
         self.view.set_nodes(self.nodes)
         if self.arguments.node in self.nodes and self.view.namespace != self.arguments.node:

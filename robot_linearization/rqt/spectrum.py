@@ -49,11 +49,11 @@ class Spectrum:
         return f"{name}: {self.measure:.4g}; {self.unstable} of {self.eigenvalues.size} with {boundary}"
 
     def bounds(self) -> tuple[float, float, float, float]:
-        """(re_min, re_max, im_min, im_max) of a plot showing every eigenvalue, the origin
-        (and the unit circle, discrete), with a margin of a tenth on each side."""
-        points = np.concatenate([self.eigenvalues, [0.0]])
-        if self.discrete:
-            points = np.concatenate([points, [1.0, -1.0, 1j, -1j]])
+        """(re_min, re_max, im_min, im_max) of a plot showing every eigenvalue and the
+        stability boundary near them — the imaginary axis (the origin), or for A_d the
+        unit circle (the point 1: a short step's eigenvalues crowd about it, which a plot
+        of the whole circle would show as one dot) — with a margin of a tenth."""
+        points = np.concatenate([self.eigenvalues, [1.0 if self.discrete else 0.0]])
         re_min, re_max = points.real.min(), points.real.max()
         im_min, im_max = points.imag.min(), points.imag.max()
         pad = 0.1 * max(re_max - re_min, im_max - im_min, 1e-12)

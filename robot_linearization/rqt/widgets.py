@@ -126,12 +126,12 @@ class HeatmapWidget(QtWidgets.QWidget):
         stride = g.label_stride(metrics.height())
         painter.setPen(QtGui.QColor(0, 0, 0))
         for i in range(w.row0, w.row1):
-            if (i - w.row0) % stride == 0 or (self.hovered and self.hovered[0] == i):
+            if (i - w.row0) % stride == 0:
                 _, y, _, _ = g.cell_rect(i, w.col0)
                 painter.drawText(QtCore.QRectF(0, y + cell / 2 - metrics.height() / 2, x0 - 4, metrics.height()),
                                  int(Qt.AlignRight | Qt.AlignVCenter), self.rows.labels[i])
         for j in range(w.col0, w.col1):
-            if (j - w.col0) % stride == 0 or (self.hovered and self.hovered[1] == j):
+            if (j - w.col0) % stride == 0:
                 x, _, _, _ = g.cell_rect(w.row0, j)
                 painter.save()
                 painter.translate(x + cell / 2 + metrics.ascent() / 2 - 1, y0 - 4)
@@ -295,6 +295,7 @@ class LinearizationView(QtWidgets.QWidget):
         self.followed_node = None
 
         self.node_box = QtWidgets.QComboBox()
+        self.node_box.setSizeAdjustPolicy(QtWidgets.QComboBox.AdjustToContents)
         self.node_box.setToolTip("linearization nodes in the ROS graph (their namespace)")
         self.matrix_box = QtWidgets.QComboBox()
         for kind in MATRICES:
@@ -362,6 +363,9 @@ class LinearizationView(QtWidgets.QWidget):
         self.pause_button.toggled.connect(self._pause)
         self.copy_csv_button.clicked.connect(lambda: self.copy("csv"))
         self.copy_numpy_button.clicked.connect(lambda: self.copy("numpy"))
+
+    def sizeHint(self):  # noqa: N802 - Qt's name; rqt opens a standalone plugin at this size
+        return QtCore.QSize(1280, 800)
 
     # ---- selection -----------------------------------------------------------------
     @property
