@@ -66,9 +66,10 @@ def message_class(type_name: str):
     return getattr(importlib.import_module(f"{package}.msg"), name)
 
 
-class ServedByTheInputLoop(CallbackGroup):
-    """The group of the input subscriptions: the executor never waits on them, the
-    :class:`InputLoop` takes their messages."""
+class TakenByTheirOwner(CallbackGroup):
+    """A group of subscriptions the executor never waits on (rclpy's executor leaves out
+    what cannot execute): their owner takes their messages itself — the node's
+    :class:`InputLoop`, the rqt view's draw timer (rqt/plugin.py)."""
 
     def can_execute(self, entity) -> bool:
         return False
@@ -118,7 +119,7 @@ def wait_set_problem(node: Node) -> str | None:
     probe = publisher = None
     try:
         probe = node.create_subscription(Empty, "~/_input_path_probe", lambda msg: None, 10,
-                                         callback_group=ServedByTheInputLoop(), raw=True)
+                                         callback_group=TakenByTheirOwner(), raw=True)
         publisher = node.create_publisher(Empty, "~/_input_path_probe", 10)
         taker = WaitSetTaker(node, [probe])
         deadline = time.monotonic() + 2.0
@@ -230,7 +231,7 @@ class LinearizationNode(Node):
         on_joint_state = self._input(self.pipeline.on_joint_state, reader.joint_state, JointState, "joint_states")
         on_odometry = self._input(self.pipeline.on_odometry, reader.odometry, Odometry, "odometry")
         fast = self._choose_input_path(settings.input_path) == "wait_set"
-        group = ServedByTheInputLoop() if fast else None  # (None: the node's default group, the executor)
+        group = TakenByTheirOwner() if fast else None  # (None: the node's default group, the executor)
         # taken serialized: read in place by CdrInputs rather than built into Python messages
         unused = lambda msg: None  # noqa: E731 - the input loop takes them
         joint_states = self.create_subscription(JointState, "joint_states", unused if fast else on_joint_state,

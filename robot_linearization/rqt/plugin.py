@@ -1,27 +1,33 @@
 """The rqt plugin (rqt_gui_py): rclpy glue between a linearization node's topics and
 :class:`~robot_linearization.rqt.widgets.LinearizationView`.
 
-It finds the nodes by their topics (matrices.linearization_nodes, every second),
-subscribes to what the view shows — the chosen matrix, A (or A_d) for the
-eigenvalues, λ for the contact forces, and the two latched label lists — taking
-them serialized into :class:`~robot_linearization.rqt.feed.LatestMessages`, and
-decodes and draws the newest at most every DRAW_PERIOD_S (10 Hz): the messages in
-between are dropped unread, so a 1 kHz node costs the view little and the node
-nothing.  Run: ``rqt --standalone robot_linearization.rqt.plugin.LinearizationPlugin``
-or Plugins ▸ Visualization ▸ Linearization (A, B, M⁻¹).  Arguments (``--args``):
-``--node NAMESPACE --matrix TOPIC --scale log|linear``.
+It finds the nodes by their topics (matrices.linearization_nodes, every second) and
+subscribes to what the view shows: the chosen matrix, A (or A_d) for the eigenvalues,
+λ for the contact forces (matrices.topics_to_follow), and the two latched label lists.
+The matrices' subscriptions keep only the newest message (depth 1, best effort) and
+are not served by rqt's executor (ros/node.TakenByTheirOwner): every DRAW_PERIOD_S
+(10 Hz) the draw timer takes the newest of each, serialized, and decodes and draws it.
+A 1 kHz node's messages in between are replaced unread in the middleware and never
+wake Python: the view costs the node nothing and itself little.  Taking a message
+outside the executor uses rclpy's subscription handle (the call the node's input loop
+makes, not a documented API): should it fail, the view says so and falls back to
+executor callbacks, which keep the newest (inputs.LatestMessages).
+Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
+Visualization ▸ Linearization (A, B, M⁻¹).  Arguments (``--args``): ``--node
+NAMESPACE --matrix TOPIC --scale log|linear``.
 """
 
 from __future__ import annotations
 
 import json
 
-from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rqt_gui_py.plugin import Plugin
 from std_msgs.msg import Float64MultiArray, String
 
 from ..ros.messages import InputError, matrix_from_message
+from ..ros.node import TakenByTheirOwner
 from .heatmap import SCALES
 from .inputs import DRAW_PERIOD_S, LatestMessages, plugin_arguments
 from .matrices import BY_TOPIC, linearization_nodes, topics_to_follow
@@ -30,6 +36,7 @@ from .widgets import LinearizationView
 
 LABELS = ("state_labels", "contact_labels")
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)  # as the node publishes the labels
+NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # the matrices: what is drawn
 
 
 class LinearizationPlugin(Plugin):
@@ -49,6 +56,8 @@ class LinearizationPlugin(Plugin):
         context.add_widget(self.view)
         self.feed = LatestMessages()
         self.subscriptions = []
+        self.polled = {}  # matrix topic -> its subscription, taken by the draw timer
+        self.owner = TakenByTheirOwner()  # None after a fallback to executor callbacks
         self.subscribed = None  # (namespace, topics) subscribed to
         self.nodes: dict = {}
         self.announced = None  # (namespace, topic) whose first drawing was logged
@@ -85,18 +94,37 @@ class LinearizationPlugin(Plugin):
             return
         for subscription in self.subscriptions:
             self.node.destroy_subscription(subscription)
-        self.subscriptions, self.subscribed = [], wanted
+        self.subscriptions, self.subscribed, self.polled = [], wanted, {}
         self.feed.clear()
         if wanted is None:
             return
         for topic in wanted[1]:
             latched = topic in LABELS
-            self.subscriptions.append(self.node.create_subscription(
+            subscription = self.node.create_subscription(
                 String if latched else Float64MultiArray, f"{namespace}/{topic}",
-                lambda raw, topic=topic: self.feed.put(topic, raw), LATCHED if latched else 10, raw=True))
+                lambda raw, topic=topic: self.feed.put(topic, raw), LATCHED if latched else NEWEST_ONLY,
+                callback_group=None if latched else self.owner, raw=True)
+            self.subscriptions.append(subscription)
+            if not latched and self.owner is not None:
+                self.polled[topic] = subscription
+
+    def take_newest(self) -> None:
+        """The newest message of each polled subscription into the feed (depth 1: one at most)."""
+        for topic, subscription in self.polled.items():
+            try:
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+            except Exception as e:  # noqa: BLE001 - whatever a changed rclpy raises: fall back, said once
+                self.node.get_logger().warning(f"taking messages outside rqt's executor failed ({e!r}): "
+                                               f"falling back to its callbacks")
+                self.owner, self.subscribed = None, None
+                self.subscribe()
+                return
+            if taken is not None:
+                self.feed.put(topic, taken[0])
 
     def draw(self) -> None:
         """Decode the newest of each topic and draw (the draw timer, ≤ 10 Hz)."""
+        self.take_newest()
         new = self.feed.take()
         if not new:
             return
