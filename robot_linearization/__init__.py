@@ -22,6 +22,7 @@ from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .contacts import Contact, ContactError
 from .coupling import CoupledModel
 from .discretization import discretize, step
+from .contact_margins import ContactMargins, contact_margins
 from .impacts import Impact, impact
 from .joints import Joint, JointType
 from . import robots
@@ -34,6 +35,7 @@ __all__ = [
     "ComparisonReport",
     "Contact",
     "ContactError",
+    "ContactMargins",
     "CoupledModel",
     "Impact",
     "Joint",
@@ -44,6 +46,7 @@ __all__ = [
     "ModelError",
     "State",
     "constrained_forward_dynamics",
+    "contact_margins",
     "discretize",
     "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives",

@@ -44,6 +44,7 @@ def _state(model, seed=0):
 
 STATE, FIXED_STATE = _state(FLOATING), _state(FIXED)
 LIN = rl.linearize(FLOATING, STATE)
+LIN_CONTACTS = rl.linearize(FLOATING, STATE, contacts=[FOOT + ":6d", rl.robots.BUNDLED_FEET[3]])
 
 
 def _with(state, **changes):
@@ -124,7 +125,16 @@ BAD = {
     "restitution": {"negative": -0.1, "above one": 1.5, "nan": float("nan"), "string": "0.5", "array": np.ones(2),
                     "none": None},
     "previous_contacts": {"unknown frame": "front_left_fot", "int": 3, "bad kind": FOOT + ":plane"},
+    "contact_linearization": {"none": None, "of another model": rl.linearize(OTHER, _state(OTHER)),
+                              "a matrix": np.eye(36), "without contacts": LIN},
+    "normal": {"zero": (0.0, 0.0, 0.0), "2 entries": (0.0, 1.0), "nan": (np.nan, 0.0, 1.0), "string": "001",
+               "none": None},
+    "facets": {"odd": 5, "two": 2, "float": 4.0, "string": "4", "bool": True},
+    "sole_size": {"none": None, "zero": (0.2, 0.0), "1 entry": (0.2,), "nan": (np.nan, 0.1), "string": "big",
+                  "missing frame": {"other": (0.2, 0.1)}},
 }
+
+
 def _builder():
     return rl.ModelBuilder("base", np.eye(6))
 
@@ -154,6 +164,10 @@ CALLS = {
               "contacts": "contacts", "previous_contacts": "previous_contacts", "restitution": "restitution"}),
     "impact": (rl.impact, dict(model=FLOATING, state=STATE, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
                {"model": "model", "state": "state", "contacts": "contacts", "restitution": "restitution"}),
+    "contact_margins": (rl.contact_margins, dict(model=FLOATING, linearization=LIN_CONTACTS, friction=0.6,
+                                                 normal=(0.0, 0.0, 1.0), facets=4, inner=True, sole_size=(0.2, 0.1)),
+                        {"model": "model", "linearization": "contact_linearization", "friction": "positive",
+                         "normal": "normal", "facets": "facets", "inner": "bool", "sole_size": "sole_size"}),
     "forward_dynamics": (rl.forward_dynamics, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS)),
                          {"model": "tree", "state": "state", "joint_torques": "joint_vector_or_none"}),
     "constrained_forward_dynamics": (
@@ -232,6 +246,7 @@ NOT_CALLED = {
     "ModelError": "an exception",
     "CoupledModel": "built by load_urdf from a URDF's mimic joints",
     "Impact": "a result (impact returns it)",
+    "ContactMargins": "a result (contact_margins returns it)",
     "JointType": "an enumeration",
     "Linearization": "a result (linearize returns it)",
     "Model": "built by ModelBuilder.build or load_urdf",
