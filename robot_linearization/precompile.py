@@ -6,8 +6,8 @@ numba compiles a kernel on its first call and caches the machine code on disk,
 next to the installed sources (or in $NUMBA_CACHE_DIR): ≈ 30 s on 2 cores for
 all of them, after which a new process loads them in under a second.  This runs
 the calls that a node, the API and the CLI make — a floating and a fixed base,
-the step Jacobians, rigid contacts, a step of the simulated robot, a heatmap,
-the validation against finite differences —
+the step Jacobians, rigid contacts, a touchdown's impact, the contact margins, a
+step of the simulated robot, a heatmap, the validation against finite differences —
 on the bundled quadruped, so the first start after an install is a warm start.
 `colcon build` runs it after installing the package (setup.py); scripts/venv.sh
 after `pip install`.  Running it again costs about a second.
@@ -34,8 +34,14 @@ def precompile() -> float:
         state = rl.State(base_pose=np.eye(4) if floating_base else None, joint_positions=np.tile([0.0, 0.8, -1.5], 4),
                          base_twist=np.zeros(6) if floating_base else None, joint_velocities=np.zeros(n))
         lin = rl.linearize(model, state, dt=1e-3)
-        rl.linearize(model, state, contacts=BUNDLED_FEET, dt=1e-3)
+        on_feet = rl.linearize(model, state, contacts=BUNDLED_FEET, dt=1e-3)
         rl.step(model, state, np.zeros(n), 1e-3, contacts=BUNDLED_FEET)
+        rl.step(model, state, np.zeros(n), 1e-3, contacts=BUNDLED_FEET, previous_contacts=BUNDLED_FEET[:2])
+        rl.contact_margins(model, on_feet, friction=0.7)
+        if floating_base:  # (a 6d foot on a welded quadruped's 3-joint leg is a degenerate set)
+            sole_and_local_foot = [BUNDLED_FEET[0] + ":6d", BUNDLED_FEET[3] + ":point:local"]
+            rl.contact_margins(model, rl.linearize(model, state, contacts=sole_and_local_foot), friction=0.7,
+                               facets=4, sole_size=(0.1, 0.05))
         rl.step(model, state, np.zeros(n), 1e-3)
         heatmap_rgb(lin.A, cell=2)
         rl.validate(model, lin)  # the node's ~/validate service
