@@ -10,8 +10,12 @@ checks that the matrices agree, so speed is never bought with wrong numbers.
 Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
 against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
 discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
-IntegratedActionModelEuler calc + calcDiff; the MPC-horizon API, the first-call cost
-and the memory per model.
+IntegratedActionModelEuler calc + calcDiff; the impact map of a touchdown (rl.impact)
+against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives — the test
+extra's Pinocchio (4.0.0, which Crocoddyl 3.2.1 needs) in this process and, with
+``--newest-pinocchio PYTHON`` (a Python that has the newest pin, e.g. 4.1), that one
+in a subprocess on the same states — and the contact margins' cost against the
+linearization; the MPC-horizon API, the first-call cost and the memory per model.
 
 Every timed path runs on one thread, so numpy's BLAS is held to one thread too:
 its idle pool otherwise spins on the second core after each call (the finite
@@ -26,6 +30,7 @@ import os
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # before numpy is imported (module docstring)
+import json
 import subprocess
 import sys
 import sysconfig
@@ -200,6 +205,144 @@ def contact_rows(details, rng, repeat):
               f"{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
 
 
+class PinocchioImpact(PinocchioPipeline):
+    """impulseDynamics + computeImpulseDynamicsDerivatives, then A_impact and ∂Λ/∂z assembled
+    (ddq_dv is the derivative of the jump ν⁺ − ν⁻): what a Pinocchio user calls instead of rl.impact."""
+
+    def __init__(self, path, model, contacts):
+        super().__init__(path, model)
+        self.contacts = contacts
+        self.settings = self.pin.ProximalSettings(1e-14, 1e-12, 1)
+        self.fresh_data()
+
+    def fresh_data(self) -> None:
+        """A new Data: Pinocchio 4.0.0's configuration derivatives are wrong on a second call on
+        the same Data (docs/impacts.md), so the error column uses a fresh one; timings reuse it."""
+        pin, pm = self.pin, self.pmodel
+        self.data = pm.createData()
+        self.constraint_models, self.constraint_datas = rigid_constraint_models(pin, pm, self.contacts)
+        pin.initConstraintDynamics(pm, self.data, self.constraint_models, self.constraint_datas)
+
+    def impact(self, q, v):
+        pin, N = self.pin, self.pmodel.nv
+        v_plus = pin.impulseDynamics(self.pmodel, self.data, q, v, self.constraint_models, self.constraint_datas,
+                                     0.0, self.settings)
+        pin.computeImpulseDynamicsDerivatives(self.pmodel, self.data, self.constraint_models, self.constraint_datas,
+                                              0.0, self.settings)
+        A = np.eye(2 * N)
+        A[N:, :N], A[N:, N:] = self.data.ddq_dq, self.data.ddq_dv + np.eye(N)
+        return v_plus, A, np.hstack([self.data.dlambda_dq, self.data.dlambda_dv])
+
+
+NEWEST_PINOCCHIO_IMPACT = """
+import json, sys, time
+import numpy as np
+import pinocchio as pin
+job = json.load(sys.stdin)
+pm = pin.buildModelFromUrdf(job["urdf"], pin.JointModelFreeFlyer())
+data = pm.createData()
+models = []
+for frame, kind, reference in job["contacts"]:
+    f = pm.frames[pm.getFrameId(frame)]
+    axes = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if reference == "world_aligned" else pin.ReferenceFrame.LOCAL
+    models.append(pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D, pm, f.parentJoint,
+        f.placement, axes))
+cm, cd = pin.StdVec_RigidConstraintModel(models), pin.StdVec_RigidConstraintData([m.createData() for m in models])
+pin.initConstraintDynamics(pm, data, cm, cd)
+settings = pin.ProximalSettings(1e-14, 1e-12, 1)
+N = pm.nv
+def call(q, v):
+    pin.impulseDynamics(pm, data, q, v, cm, cd, 0.0, settings)
+    pin.computeImpulseDynamicsDerivatives(pm, data, cm, cd, 0.0, settings)
+    A = np.eye(2 * N)
+    A[N:, :N], A[N:, N:] = data.ddq_dq, data.ddq_dv + np.eye(N)
+    return A, np.hstack([data.dlambda_dq, data.dlambda_dv])
+medians = []
+for q, v in job["states"]:
+    q, v = np.array(q), np.array(v)
+    call(q, v)
+    times = []
+    for _ in range(job["repeat"]):
+        start = time.perf_counter()
+        call(q, v)
+        times.append(time.perf_counter() - start)
+    medians.append(float(np.median(times)))
+print(json.dumps({"version": pin.__version__, "median": float(np.median(medians))}))
+"""
+
+
+def newest_pinocchio_impact(python: str, path: str, contacts, states, repeat: int):
+    """(version, median seconds) of NEWEST_PINOCCHIO_IMPACT under another Python, on the same (q, v)."""
+    job = {"urdf": path, "repeat": repeat, "contacts": [(c.frame, c.kind, c.reference) for c in contacts],
+           "states": [(q.tolist(), v.tolist()) for q, v in states]}
+    environment = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([python, "-c", NEWEST_PINOCCHIO_IMPACT], input=json.dumps(job), capture_output=True,
+                          text=True, env=environment, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"{python}: {done.stderr.strip().splitlines()[-1]}")
+    result = json.loads(done.stdout)
+    return result["version"], result["median"]
+
+
+SOLE_SIZE = (0.2, 0.1)  # m, length × width of talos's soles (the margins' CoP rows)
+
+
+def impact_rows(details, rng, repeat, newest_python=None):
+    """The impact map (ours vs Pinocchio's impulse dynamics + derivatives) and the contact margins' cost."""
+    us = 1e6
+    newest = "newest pin" if newest_python else "(--newest-pinocchio)"
+    print(f"\nimpact map of a touchdown (e = 0): median time per ν⁺, A_impact, Λ, ∂Λ/∂z in µs; "
+          f"pin {ours_pin_version()} in this process")
+    print(f"{'robot, contacts':<24}{'ours':>8}{'pin':>8}{newest:>22}{'ours/pin':>10}{'ours/newest':>13}"
+          f"{'err vs pin':>12}")
+    margin_lines = []
+    for name, contacts in CONTACT_CASES.items():
+        if name not in details:
+            continue
+        model, path, *_ = details[name]
+        pin = PinocchioImpact(path, model, contacts)
+        P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
+        ours_t, pin_t, err, inputs = [], [], 0.0, []
+        for state in random_states(model, rng, 5):
+            q, v, _ = pin.inputs(state, np.zeros(model.n_joints))
+            inputs.append((q, v))
+            ours_t.append(median_time(lambda: rl.impact(model, state, contacts), repeat))
+            pin_t.append(median_time(lambda: pin.impact(q, v), repeat))
+            pin.fresh_data()
+            v_plus, A_p, d_impulses = pin.impact(q, v)
+            jump = rl.impact(model, state, contacts)
+            for ours, theirs in [(jump.A, A_p[np.ix_(P, P)]), (jump.impulses_state_jacobian, d_impulses[:, P]),
+                                 (jump.impulses, np.asarray(pin.data.impulse_c))]:
+                err = max(err, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+            lin = rl.linearize(model, state, contacts=contacts)
+            margin_lines.append((name, median_time(lambda: rl.linearize(model, state, contacts=contacts), repeat),
+                                 median_time(lambda: rl.contact_margins(model, lin, friction=0.7, facets=4,
+                                                                        sole_size=SOLE_SIZE), repeat)))
+        ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+        label = f"{name} {len(contacts)}×{contacts[0].kind}"
+        if newest_python:
+            version, newest_med = newest_pinocchio_impact(newest_python, path, contacts, inputs, repeat)
+            newest_text, ratio = f"{newest_med * us:.0f} (pin {version})", f"{ours / newest_med:.2f}"
+        else:
+            newest_text, ratio = "—", "—"
+        print(f"{label:<24}{ours * us:>8.0f}{pin_med * us:>8.0f}{newest_text:>22}{ours / pin_med:>10.2f}"
+              f"{ratio:>13}{err:>12.1e}")
+    print("\ncontact margins (friction pyramid, 4 facets; unilateral; CoP for soles) with their Jacobians, "
+          "median µs, against the constrained linearization they are taken from")
+    for name in dict.fromkeys(line[0] for line in margin_lines):
+        linearize_t = float(np.median([t for n, t, _ in margin_lines if n == name]))
+        margins_t = float(np.median([m for n, _, m in margin_lines if n == name]))
+        print(f"  {name:<10} linearize {linearize_t * us:>6.0f}   margins {margins_t * us:>5.0f}   "
+              f"({margins_t / linearize_t:.2f} of it)")
+
+
+def ours_pin_version() -> str:
+    import pinocchio
+
+    return pinocchio.__version__
+
+
 STEP_DT = 1e-3  # s
 
 
@@ -333,6 +476,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200, help="timing repetitions per state")
     parser.add_argument("--robots", nargs="*", default=list(ROBOTS))
     parser.add_argument("--horizon", type=int, default=32)
+    parser.add_argument("--newest-pinocchio", metavar="PYTHON", default=None,
+                        help="a Python with the newest pin (e.g. a venv with pin 4.1): the impact map's peer column")
     args = parser.parse_args()
     rng = np.random.default_rng(2019)
     us = 1e6
@@ -370,6 +515,7 @@ def main() -> None:
 
     contact_rows(details, rng, args.repeat)
     step_rows(details, rng, args.repeat)
+    impact_rows(details, rng, args.repeat, args.newest_pinocchio)
 
     for name, (model, path, floating, options, states, torques, pin_med) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
