@@ -16,6 +16,9 @@ extra's Pinocchio (4.0.0, which Crocoddyl 3.2.1 needs) in this process and, with
 ``--newest-pinocchio PYTHON`` (a Python that has the newest pin, e.g. 4.1), that one
 in a subprocess on the same states — and the contact margins' cost against the
 linearization; the MPC-horizon API, the first-call cost and the memory per model.
+``--scaling``: how the cost grows — A, B, M⁻¹ of chains and branched random trees of
+25, 50, 100 and 200 revolute joints on a floating base, ours and Pinocchio, same run,
+with the exponent of time ∝ nv^p fitted over them.
 
 Every timed path runs on one thread, so numpy's BLAS is held to one thread too:
 its idle pool otherwise spins on the second core after each call (the finite
@@ -448,6 +451,71 @@ def breakdown(model, state, torques, repeat):
     return parts
 
 
+SCALING_JOINTS = (25, 50, 100, 200)
+
+
+def synthetic_urdf(rng, n_joints: int, branched: bool) -> str:
+    """A URDF of n revolute joints about random axes: a chain (each link on the previous) or a
+    random tree (each link on a random earlier one), random physically valid inertias."""
+    def inertial():
+        mass = rng.uniform(0.5, 3.0)
+        a, b = rng.uniform(0.02, 0.1, 2)
+        principal = (a, b, rng.uniform(abs(a - b) + 1e-3, a + b - 1e-3))  # every triangle inequality holds
+        com = rng.normal(scale=0.05, size=3)
+        return (f'<inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/><mass value="{mass}"/><inertia '
+                f'ixx="{principal[0]}" iyy="{principal[1]}" izz="{principal[2]}" ixy="0" ixz="0" iyz="0"/></inertial>')
+    links = [f'<link name="l0">{inertial()}</link>']
+    joints = []
+    for i in range(1, n_joints + 1):
+        parent = int(rng.integers(0, i)) if branched else i - 1
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        xyz, rpy = rng.normal(scale=0.2, size=3), rng.uniform(-np.pi, np.pi, 3)
+        links.append(f'<link name="l{i}">{inertial()}</link>')
+        joints.append(f'<joint name="j{i}" type="revolute"><parent link="l{parent}"/><child link="l{i}"/>'
+                      f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>'
+                      f'<axis xyz="{axis[0]} {axis[1]} {axis[2]}"/>'
+                      f'<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>')
+    return f'<robot name="{"tree" if branched else "chain"}_{n_joints}">' + "".join(links + joints) + "</robot>"
+
+
+def scaling_rows(rng, repeat: int) -> None:
+    """Time of A, B, M⁻¹ against nv, ours and Pinocchio, and the fitted exponents (talos_full:
+    the first table's row)."""
+    us = 1e6
+    print("\nhow the cost grows: A, B, M^-1 of synthetic floating-base robots (median µs over 5 states)")
+    print(f"{'robot':<14}{'nv':>5}{'ours':>9}{'pinocchio':>11}{'ours/pin':>10}{'err vs pin':>12}")
+    with tempfile.TemporaryDirectory() as directory:
+        for branched in (False, True):
+            nvs, ours_all, pin_all = [], [], []
+            for n_joints in SCALING_JOINTS:
+                path = os.path.join(directory, f"{'tree' if branched else 'chain'}_{n_joints}.urdf")
+                with open(path, "w") as f:
+                    f.write(synthetic_urdf(rng, n_joints, branched))
+                model = rl.load_urdf(path)
+                pin = PinocchioPipeline(path, model)
+                ours_t, pin_t, err = [], [], 0.0
+                for state in random_states(model, rng, 5):
+                    tau = rng.normal(size=model.n_joints)
+                    ours_t.append(median_time(lambda: rl.linearize(model, state, tau), repeat))
+                    q, v, tau_pin = pin.inputs(state, tau)
+                    pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), repeat))
+                    lin = rl.linearize(model, state, tau)
+                    A_p, B_p, M_p = pin.linearize(q, v, tau_pin)
+                    P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
+                    err = max(err, compare(model, lin.A, lin.B, lin.M_inv, A_p[np.ix_(P, P)],
+                                           B_p[P][:, pin._joint_order()], M_p[np.ix_(pin.perm, pin.perm)]).max_rel)
+                ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+                nvs.append(model.n_velocities)
+                ours_all.append(ours)
+                pin_all.append(pin_med)
+                print(f"{model.name:<14}{model.n_velocities:>5}{ours * us:>9.0f}{pin_med * us:>11.0f}"
+                      f"{ours / pin_med:>10.2f}{err:>12.1e}")
+            exponent = lambda times: np.polyfit(np.log(nvs), np.log(times), 1)[0]  # noqa: E731
+            print(f"  {'trees' if branched else 'chains'}: time ∝ nv^p, p = {exponent(ours_all):.2f} (ours), "
+                  f"{exponent(pin_all):.2f} (Pinocchio)")
+
+
 def first_call_cost(path, floating, options, cold: bool = False) -> float:
     """Seconds from a new interpreter to the first A; ``cold`` compiles every
     kernel from scratch (an empty numba cache), as on a fresh installation."""
@@ -476,6 +544,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200, help="timing repetitions per state")
     parser.add_argument("--robots", nargs="*", default=list(ROBOTS))
     parser.add_argument("--horizon", type=int, default=32)
+    parser.add_argument("--scaling", action="store_true",
+                        help="also the cost against nv: chains and random trees of 25-200 joints")
     parser.add_argument("--newest-pinocchio", metavar="PYTHON", default=None,
                         help="a Python with the newest pin (e.g. a venv with pin 4.1): the impact map's peer column")
     args = parser.parse_args()
@@ -516,6 +586,8 @@ def main() -> None:
     contact_rows(details, rng, args.repeat)
     step_rows(details, rng, args.repeat)
     impact_rows(details, rng, args.repeat, args.newest_pinocchio)
+    if args.scaling:
+        scaling_rows(rng, max(args.repeat // 4, 10))
 
     for name, (model, path, floating, options, states, torques, pin_med) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
