@@ -24,7 +24,7 @@ VALIDATION_TOLERANCE = 1e-6
 
 DEMO_MARKER = ".robot_linearization_demo"
 """Written into every demo output directory: what the demo may replace on its next run."""
-DEMO_OUTPUTS = ("input_bag", "output_bag", "heatmap_A_B.png", DEMO_MARKER)
+DEMO_OUTPUTS = ("input_bag", "output_bag", "heatmap_A_B.png", "touchdown.png", DEMO_MARKER)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Handled alike: Ctrl-C, and what `timeout`, systemd, a launch shutdown or a closed terminal send."""
 
@@ -78,14 +78,23 @@ def prepare_demo_directory(path: str) -> str | None:
 
 def demo(args: argparse.Namespace) -> int:
     """Simulate the bundled robot, record a bag, replay it through the node's
-    pipeline (linearizing every step), validate a sample, draw A and B."""
+    pipeline (linearizing every step), validate a sample, draw A and B (and, when it
+    walks, one touchdown)."""
+    from .ros.gait import gait_for
+
     path = args.urdf or bundled_urdf_path()
     try:
         model = load_urdf(path, floating_base=not args.fixed_base)
-        stance = ",".join(BUNDLED_FEET) if args.contacts is None and not args.urdf else (args.contacts or "")
+        default = args.contacts is None and not args.urdf
+        stance = ",".join(BUNDLED_FEET) if default else (args.contacts or "")
         contacts = as_contacts(stance)
         resolve(model, contacts)
-    except (ModelError, ContactError) as e:
+        # the bundled quadruped on its own feet trots by default; its schedule sets the contacts
+        name = args.gait or ("trot" if default and not args.fixed_base else "none")
+        if name != "none" and args.contacts is not None:
+            raise ValueError(f"--gait {name} sets the contacts (its schedule): leave out --contacts")
+        gait = gait_for(name, model)
+    except (ModelError, ContactError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     with open(path) as f:
@@ -100,7 +109,7 @@ def demo(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        return _run_demo(args, model, contacts, path, description, out_dir)
+        return _run_demo(args, model, contacts, gait, path, description, out_dir)
     except BaseException:  # an error, a stop signal, a closed stdout: no half-written outputs stay
         _remove_demo_outputs(out_dir, DEMO_OUTPUTS[:-1])
         if created:  # the directory is this run's: it goes too, unless someone put a file in it meanwhile
@@ -110,28 +119,36 @@ def demo(args: argparse.Namespace) -> int:
         raise
 
 
-def _run_demo(args, model, contacts, path: str, description: str, out_dir: str) -> int:
+def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir: str) -> int:
     """The demo's work, into the prepared ``out_dir``; its exit status."""
     from .ros.bag import replay, write_simulation_bag
-    from .ros.images import write_linearization_figure
+    from .ros.images import write_linearization_figure, write_touchdown_figure
     from .ros.pipeline import PipelineConfig
     from .ros.simulation import Simulation
 
     kind = "floating" if model.floating_base else "fixed"
     print(f"robot: {model.name} ({kind} base, {model.n_joints} joints) from {path}")
-    print(f"contacts: {format_contacts(contacts) or 'none (free-floating)'}")
+    if gait is None:
+        print(f"contacts: {format_contacts(contacts) or 'none (free-floating)'}")
+    else:
+        contacts = gait.contacts_at(0.0)
+        print(f"contacts: the {gait.name}'s schedule, {gait.period:g} s a cycle: "
+              + ", then ".join(f"{' + '.join(p.stance) if len(p.stance) < 4 else 'four feet'} {p.duration:g} s"
+                               for p in gait.phases)
+              + "; a foot is held where it touches down, by a rigid impact (restitution 0)")
 
-    simulation = Simulation(model, dt=args.dt, seed=args.seed, contacts=contacts)
+    simulation = Simulation(model, dt=args.dt, seed=args.seed, contacts=contacts, gait=gait)
     input_bag, output_bag = os.path.join(out_dir, "input_bag"), os.path.join(out_dir, "output_bag")
     start = time.perf_counter()
     steps = write_simulation_bag(input_bag, simulation, description, args.duration)
     print(f"simulated {args.duration:g} s ({steps} steps of {args.dt * 1e3:g} ms) -> {input_bag} "
-          f"in {time.perf_counter() - start:.1f} s")
+          f"in {time.perf_counter() - start:.1f} s"
+          + (f"; {len(simulation.touchdowns)} touchdowns, the schedule on /contacts" if gait else ""))
 
     config = PipelineConfig(floating_base=model.floating_base, use_effort=True, contacts=contacts)
     start = time.perf_counter()
     summary = replay(input_bag, output_bag, config=config, progress=False, heatmap_rate_hz=args.heatmap_rate,
-                     health_rate_hz=args.heatmap_rate)
+                     health_rate_hz=args.heatmap_rate, contacts_topic="/contacts" if gait else None)
     print(f"replayed through the node pipeline -> {output_bag} in {time.perf_counter() - start:.1f} s")
     print(summary.text())
     last = summary.last_output
@@ -149,7 +166,7 @@ def _run_demo(args, model, contacts, path: str, description: str, out_dir: str) 
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        linearize(model, last.state, last.joint_torques, contacts=contacts)
+        linearize(model, last.state, last.joint_torques, contacts=lin.contacts)
         times.append(time.perf_counter() - t0)
     print(f"time per linearization: median {np.median(times) * 1e6:.0f} µs over {args.repeat} runs")
 
@@ -157,19 +174,39 @@ def _run_demo(args, model, contacts, path: str, description: str, out_dir: str) 
     rng = np.random.default_rng(args.seed)
     worst = None
     for _ in range(args.samples):
-        sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)), contacts=contacts)
+        sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)), contacts=contacts, gait=gait)
         for _ in range(int(rng.integers(1, steps))):
             state, torques = sim_state.step()
-        report = validate(model, state, linearize(model, state, torques, contacts=contacts), torques)
+        report = validate(model, state, linearize(model, state, torques, contacts=sim_state.contacts), torques)
         worst = report if worst is None or report.max_rel > worst.max_rel else worst
+    touchdown = simulation.touchdowns[0] if simulation.touchdowns else None
+    if touchdown is not None:  # the step through the first touchdown: A_d = A_d(step at x⁺)·A_impact(x⁻)
+        knot = linearize(model, touchdown.impact.pre_impact_state, touchdown.joint_torques,
+                         contacts=touchdown.impact.contacts, previous_contacts=touchdown.previous_contacts,
+                         dt=args.dt)
+        report = validate(model, knot)
+        worst = report if report.max_rel > worst.max_rel else worst
     print(f"validation of {args.samples} sampled states (worst shown), against geometric finite differences "
-          "(A, B) and inv(CRBA) (M_inv):")
+          "(A, B) and inv(CRBA) (M_inv)" + (", and of the step through the first touchdown (A_d, B_d against "
+                                            "differences of rl.step across the impact)" if touchdown else "") + ":")
     print(worst.summary(VALIDATION_TOLERANCE))
     png = os.path.join(out_dir, "heatmap_A_B.png")
     stance = f", standing on {len(lin.contacts)} contacts" if lin.contacts else ""
     write_linearization_figure(png, lin.A, lin.B, model,
                                f"ż = A z + B w of '{model.name}' at the last recorded state{stance}")
     print(f"A (left) and B (right): {png}  (red > 0, blue < 0, log scale over 8 decades)")
+    if touchdown is not None:
+        png = os.path.join(out_dir, "touchdown.png")
+        again = Simulation(model, dt=args.dt, seed=args.seed, contacts=contacts, gait=gait)  # the same run
+        times, states = [], []
+        while again.time < touchdown.time + 0.1 and again.steps < steps:
+            times.append(again.time)
+            states.append(again.step()[0])
+        times, states = times[-int(0.4 / args.dt):], states[-int(0.4 / args.dt):]  # the swing before it, and after
+        write_touchdown_figure(png, model, touchdown, times, states,
+                               f"'{model.name}' trotting: the first touchdown, as the simulation applies it "
+                               "(rl.impact) and the node linearizes it")
+        print(f"the first touchdown (feet, impulses, A_impact): {png}")
     return 0 if worst.passed(VALIDATION_TOLERANCE) else 1
 
 
@@ -271,6 +308,10 @@ def main(argv=None) -> int:
                    help="timing runs of one linearization, >= 1 (default: 200)")
     p.add_argument("--contacts", help=f"frames held by the ground ({CONTACT_SYNTAX}), or 'none' for a "
                    "free-floating robot (default: the bundled quadruped stands on its four feet; none with --urdf)")
+    p.add_argument("--gait", choices=["trot", "none"],
+                   help="a scheduled gait: 'trot' in place, the bundled quadruped's diagonal pairs in turn, each "
+                        "touchdown a rigid impact; 'none' holds --contacts throughout (default: trot for the bundled "
+                        "quadruped on its feet, none otherwise)")
     p.add_argument("--output-dir", default="demo_output",
                    help="directory for the bags and the PNG: new, empty, or a previous demo's; nothing else in "
                         "it is touched (default: demo_output)")

@@ -20,7 +20,8 @@ ANYMAL_C = os.path.join(ROBOTS_DIR, "anymal_c_simple_description", "urdf", "anym
 
 # name -> (robot: None = the bundled quadruped, an EXAMPLE_ROBOTS name or a path; demo arguments)
 VARIANTS = {
-    "quadruped, 4 feet (default)": (None, []),
+    "quadruped, trotting (default), through a touchdown": (None, ["--duration", "0.4"]),
+    "quadruped, 4 feet standing": (None, ["--gait", "none"]),
     "quadruped, free-floating": (None, ["--contacts", "none"]),
     "quadruped, 1 foot": (None, ["--contacts", FEET[0]]),
     "quadruped, 2 feet": (None, ["--contacts", ", ".join(FEET[:2])]),

@@ -221,7 +221,10 @@ def write_simulation_bag(path, simulation, description: str, duration: float, *,
                          world_frame: str = "odom", storage: str = "mcap") -> int:
     """Record a :class:`~robot_linearization.ros.simulation.Simulation` as a robot
     would publish it: /robot_description once, /joint_states (with effort) and
-    /odom every step.  Returns the number of steps."""
+    /odom every step.  A simulation that walks a gait also records its schedule on
+    /contacts (std_msgs/String, the text of the node's ``contacts`` topic): the set it
+    starts with, and each new one 1 ns before the first joint state linearized with it
+    (at a touchdown: the pre-impact state, docs/impacts.md).  Returns the number of steps."""
     factory = RosbagsFactory()
     typestore = factory.typestore
     model = simulation.model
@@ -231,10 +234,17 @@ def write_simulation_bag(path, simulation, description: str, duration: float, *,
         js = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=typestore)
         odom = writer.add_connection("/odom", "nav_msgs/msg/Odometry", typestore=typestore) \
             if model.floating_base else None
+        schedule = writer.add_connection("/contacts", "std_msgs/msg/String", typestore=typestore) \
+            if simulation.gait is not None else None
         writer.write(desc, start_ns, typestore.serialize_cdr(string_message(factory, description), desc.msgtype))
+        held = None
         for k in range(steps):
             state, torques = simulation.step()
             t = start_ns + int(round(k * simulation.dt * 1e9)) + 1
+            if schedule is not None and simulation.contacts != held:
+                held = simulation.contacts
+                msg = string_message(factory, simulation.contacts_text())
+                writer.write(schedule, t - 1, typestore.serialize_cdr(msg, schedule.msgtype))
             if odom is not None:
                 msg = odometry_message(factory, t, world_frame, model.body_names[0], state.base_pose, state.base_twist)
                 writer.write(odom, t, typestore.serialize_cdr(msg, odom.msgtype))

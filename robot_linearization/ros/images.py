@@ -119,3 +119,86 @@ def write_linearization_figure(path, A: np.ndarray, B: np.ndarray, model, title:
     figure.suptitle(title or f"geometric linearization ż = A z + B w of '{model.name}'", fontsize=12)
     figure.savefig(path)
     return figure
+
+
+def write_touchdown_figure(path, model, touchdown, times, states, title: str = ""):
+    """One touchdown of a simulated gait (matplotlib, PNG): left, the height and the vertical
+    velocity of the feet around it (``states`` at ``times`` [s], the pre-impact state at the
+    touchdown instant; the post-impact one, touchdown.impact.state, is drawn there too, so the
+    jump shows); right, the impulses Λ on the robot at each foot and ∂ν⁺/∂z⁻, the velocity rows
+    of A_impact (docs/impacts.md), on the signed log scale of the other figure.  Returns the Figure.
+
+    touchdown: a simulation.Touchdown (time, impact, previous_contacts)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    from .simulation import frame_motion
+
+    jump = touchdown.impact
+    feet = [c.frame for c in jump.contacts]
+    landing = [f for f in feet if f not in {c.frame for c in touchdown.previous_contacts}]
+    motion = [frame_motion(model, state, feet) for state in states]
+    heights = np.array([p[:, 2] for p, _ in motion])
+    speeds = np.array([v[:, 2] for _, v in motion])
+    after = frame_motion(model, jump.state, feet)[1][:, 2]
+    times = np.asarray(times)
+
+    figure = Figure(figsize=(14, 8), dpi=100, layout="constrained")
+    grid = figure.add_gridspec(2, 2, width_ratios=[1.0, 1.25])
+    ax_height, ax_speed = figure.add_subplot(grid[0, 0]), figure.add_subplot(grid[1, 0])
+    ax_impulse, ax_map = figure.add_subplot(grid[0, 1]), figure.add_subplot(grid[1, 1])
+    for k, foot in enumerate(feet):
+        style = dict(linewidth=2.0) if foot in landing else dict(linewidth=1.0, linestyle="--", alpha=0.7)
+        ax_height.plot(times, heights[:, k] * 100.0, label=foot + (" (touches down)" if foot in landing else ""),
+                       **style)
+        line, = ax_speed.plot(times, speeds[:, k], **style)
+        if foot in landing:  # the jump: ν⁻ → ν⁺ at the touchdown instant
+            before = speeds[np.abs(times - touchdown.time).argmin(), k]
+            ax_speed.plot([touchdown.time, touchdown.time], [before, after[k]], color=line.get_color(),
+                          linewidth=2.0, marker="o", markersize=4)
+    for ax in (ax_height, ax_speed):
+        ax.axvline(touchdown.time, color="0.3", linewidth=0.8, linestyle=":")
+        ax.grid(alpha=0.3)
+    ax_height.set_ylabel("foot height in the world [cm]")
+    ax_height.set_title(f"touchdown at t = {touchdown.time:.3f} s: the swung feet close their contacts "
+                        "where they are", fontsize=10)
+    ax_height.legend(fontsize=8)
+    ax_speed.set_ylabel("vertical foot velocity [m/s]")
+    ax_speed.set_xlabel("time [s]")
+    ax_speed.set_title("the impact stops them at once: J ν⁺ = 0 (restitution "
+                       f"{jump.restitution:g})", fontsize=10)
+
+    impulses = jump.impulses.reshape(len(feet), -1)
+    width = 0.8 / impulses.shape[1]
+    for c in range(impulses.shape[1]):
+        ax_impulse.bar(np.arange(len(feet)) + (c - (impulses.shape[1] - 1) / 2) * width, impulses[:, c], width,
+                       label=("Λx", "Λy", "Λz", "Λmx", "Λmy", "Λmz")[c])
+    ax_impulse.axhline(0.0, color="0.3", linewidth=0.8)
+    ax_impulse.set_xticks(range(len(feet)), [f + (" ▼" if f in landing else "") for f in feet], fontsize=8)
+    ax_impulse.set_ylabel("impulse on the robot [N·s], world axes")
+    ax_impulse.set_title("impulses Λ on the whole new set (▼: the feet touching down)", fontsize=10)
+    ax_impulse.legend(fontsize=8)
+    ax_impulse.grid(alpha=0.3, axis="y")
+
+    N = model.n_velocities
+    labels = list(model.state_labels)
+    scaled, peak = signed_log_scale(jump.A[N:])
+    image = ax_map.imshow(scaled, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto")
+    font = max(3.0, min(7.0, 300.0 / max(N, 1)))
+    ax_map.set_yticks(range(N), labels[N:], fontsize=font)
+    ax_map.set_xticks(range(2 * N), labels, fontsize=font, rotation=90)
+    for b in state_block_boundaries(model):
+        ax_map.axvline(b - 0.5, color="0.35", linewidth=0.8)
+    for b in state_block_boundaries(model)[2:]:
+        ax_map.axhline(b - N - 0.5, color="0.35", linewidth=0.8)
+    ax_map.set_title(f"A_impact's velocity rows ∂ν⁺/∂z⁻ ({N}×{2 * N}; its position rows are [I 0]), largest "
+                     f"|entry| {peak:.3g}", fontsize=10)
+    ax_map.set_xlabel("pre-impact perturbation z⁻ = [z_H | z_s | z_v | z_r]", fontsize=9)
+    bar = figure.colorbar(image, ax=ax_map, shrink=0.8)
+    bar.set_ticks([-1.0, 0.0, 1.0], labels=["−largest", "0", "+largest"])
+    bar.set_label("sign · log10 |entry| over 8 decades", fontsize=8)
+    figure.suptitle(title or f"a touchdown of '{model.name}'", fontsize=12)
+    figure.savefig(path)
+    return figure

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..contacts import CONTACT_SYNTAX, ContactError, as_contacts
 from ..discretization import METHODS
 from ..urdf import MIMIC_MODES
+from .gait import GAITS
 from .pipeline import PipelineConfig
 
 PARAMETERS = {  # name: (default, description)
@@ -58,6 +59,8 @@ SIMULATION_PARAMETERS = {  # the demo's simulated robot: name: (default, descrip
     "world_frame": ("odom", "odometry header.frame_id"),
     "reset_after": (10.0, "restart the simulation after this many seconds, > 0"),
     "contacts": ("", "frames held where they start, " + CONTACT_SYNTAX + "; empty: it floats"),
+    "gait": ("none", "'trot': the bundled quadruped trots in place (its schedule sets the contacts, published on "
+                     "the 'contacts' topic at each switch; a touchdown is a rigid impact); 'none': contacts held"),
 }
 
 
@@ -87,6 +90,7 @@ class SimulationSettings:
     world_frame: str
     reset_after: float
     contacts: tuple
+    gait: str  # one of gait.GAITS
 
 
 def _number(name: str, value) -> float:
@@ -185,4 +189,5 @@ def simulation_settings(values: dict) -> SimulationSettings:
         publish_rate=_positive("publish_rate", v["publish_rate"]),
         world_frame=_typed("world_frame", v["world_frame"], str),
         reset_after=_positive("reset_after", v["reset_after"]),
-        contacts=_contacts(v["contacts"]))
+        contacts=_contacts(v["contacts"]),
+        gait=_one_of("gait", v["gait"], GAITS))

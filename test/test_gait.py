@@ -1,0 +1,168 @@
+"""The demo walks: the bundled quadruped trots in place (ros/gait.py), the simulation applies
+the rigid impact at every touchdown (rl.impact, docs/impacts.md) and holds the new feet where
+they touch down, and the schedule reaches the node's pipeline on /contacts.  The physics is
+checked independently, with Pinocchio's kinematics and mass matrix."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.cli import DEMO_OUTPUTS
+from robot_linearization.ros.gait import TROT, gait_for
+from robot_linearization.ros.parameters import simulation_settings
+from robot_linearization.ros.simulation import Simulation
+
+from conftest import PinocchioOracle
+
+FEET = list(rl.robots.BUNDLED_FEET)
+PAIR_A, PAIR_B = "front_left_foot, hind_right_foot", "front_right_foot, hind_left_foot"
+FOUR = ", ".join(FEET)
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    return rl.load_urdf(rl.robots.bundled_urdf_path())
+
+
+@pytest.fixture(scope="module")
+def trot(quadruped):
+    """1.5 s of the trot at 2 ms: the states it reported, and the simulation (its touchdowns)."""
+    simulation = Simulation(quadruped, dt=0.002, gait=TROT)
+    states = [simulation.step()[0] for _ in range(750)]
+    return simulation, states
+
+
+def _feet_motion(oracle, state):
+    """(positions (4, 3), velocities (4, 3)) of the four feet in the world, and ½νᵀMν, by Pinocchio."""
+    pin = oracle.pin
+    nu = np.concatenate([state.base_twist, state.joint_velocities])
+    v = np.zeros(oracle.pmodel.nv)
+    v[oracle.perm] = nu
+    q = oracle.configuration(state)
+    pin.forwardKinematics(oracle.pmodel, oracle.data, q, v)
+    pin.updateFramePlacements(oracle.pmodel, oracle.data)
+    ids = [oracle.pmodel.getFrameId(f) for f in FEET]
+    positions = np.array([oracle.data.oMf[i].translation for i in ids])
+    velocities = np.array([pin.getFrameVelocity(oracle.pmodel, oracle.data, i, pin.LOCAL_WORLD_ALIGNED).linear
+                           for i in ids])
+    M = pin.crba(oracle.pmodel, oracle.data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    return positions, velocities, 0.5 * v @ M @ v
+
+
+def test_the_trot_follows_its_schedule(trot):
+    simulation, _ = trot
+    assert [round(t.time, 6) for t in simulation.touchdowns] == [0.35, 0.7, 1.05, 1.4]
+    landed = [sorted({c.frame for c in t.impact.contacts} - {c.frame for c in t.previous_contacts})
+              for t in simulation.touchdowns]
+    assert landed == [["front_right_foot", "hind_left_foot"], ["front_left_foot", "hind_right_foot"]] * 2
+    assert all(len(t.impact.contacts) == 4 for t in simulation.touchdowns)  # the impact acts on the whole new set
+
+
+def test_every_touchdown_stops_the_new_feet_at_once_and_loses_kinetic_energy(quadruped, trot):
+    simulation, states = trot
+    oracle = PinocchioOracle(rl.robots.bundled_urdf_path(), quadruped)
+    for touchdown in simulation.touchdowns:
+        k = int(round(touchdown.time / simulation.dt))
+        assert states[k] is touchdown.impact.pre_impact_state  # the state reported at that instant: x⁻
+        landing = [FEET.index(c.frame) for c in touchdown.impact.contacts if c not in touchdown.previous_contacts]
+        before, v_before, energy_before = _feet_motion(oracle, states[k])
+        _, v_after, energy_after = _feet_motion(oracle, touchdown.impact.state)
+        assert np.abs(v_before[landing, 2]).min() > 0.3  # the feet come down fast: a real impact
+        assert np.abs(v_after).max() <= 1e-10  # J ν⁺ = 0 on every foot of the new set
+        assert energy_after <= energy_before
+        assert energy_after < 0.95 * energy_before
+        # and the simulation went on from x⁺: the landing feet stay where they touched down (within
+        # the constrained step's O(dt²)), not carried on by their speed, dt·|v⁻| ≈ 1.5 mm
+        after, _, _ = _feet_motion(oracle, states[k + 1])
+        assert np.abs(after[landing] - before[landing]).max() < 1e-5
+
+
+def test_the_trot_stays_up_and_level_at_the_largest_demo_step(quadruped):
+    simulation = Simulation(quadruped, dt=0.01, gait=TROT)
+    states = [simulation.step()[0] for _ in range(500)]  # 5 s, 14 touchdowns
+    heights = [s.base_pose[2, 3] for s in states]
+    tilts = [np.arccos(min(1.0, s.base_pose[2, 2])) for s in states]
+    assert len(simulation.touchdowns) == 14 and max(np.abs(heights)) < 0.01 and max(tilts) < 0.01
+
+
+def test_the_schedule_is_on_the_bags_contacts_topic_and_the_replay_follows_it(quadruped, tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    from robot_linearization.ros.bag import replay, write_simulation_bag
+    from robot_linearization.ros.pipeline import PipelineConfig
+
+    urdf = open(rl.robots.bundled_urdf_path()).read()
+    write_simulation_bag(tmp_path / "in", Simulation(quadruped, dt=0.01, gait=TROT), urdf, 0.9)
+    with AnyReader([tmp_path / "in"]) as reader:
+        schedule = [(t, reader.deserialize(raw, c.msgtype).data)
+                    for c, t, raw in reader.messages([c for c in reader.connections if c.topic == "/contacts"])]
+        joint_states = [t for c, t, _ in reader.messages([c for c in reader.connections
+                                                         if c.topic == "/joint_states"])]
+    start = 1_000_000_000
+    assert schedule == [(start, FOUR), (start + 100_000_000, PAIR_A), (start + 350_000_000, FOUR),
+                        (start + 450_000_000, PAIR_B), (start + 700_000_000, FOUR), (start + 800_000_000, PAIR_A)]
+    assert all(t + 1 in joint_states for t, _ in schedule)  # each just before the first state held with it
+
+    summary = replay(tmp_path / "in", tmp_path / "out", progress=False, contacts_topic="/contacts",
+                     config=PipelineConfig(use_effort=True, contacts=TROT.contacts_at(0.0)))
+    with AnyReader([tmp_path / "out"]) as reader:
+        labels = [reader.deserialize(raw, c.msgtype).data for c, _, raw in reader.messages(
+            [c for c in reader.connections if c.topic == "/robot_linearization/contact_labels"])]
+    assert len(labels) == 6 and [label.count(":fz") for label in labels] == [4, 2, 4, 2, 4, 2]
+    assert summary.outputs == 90
+
+
+def test_a_standing_simulation_records_no_schedule(quadruped, tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    from robot_linearization.ros.bag import write_simulation_bag
+
+    urdf = open(rl.robots.bundled_urdf_path()).read()
+    write_simulation_bag(tmp_path / "in", Simulation(quadruped, dt=0.01, contacts=FEET), urdf, 0.5)
+    with AnyReader([tmp_path / "in"]) as reader:
+        assert "/contacts" not in reader.topics
+
+
+def test_the_gait_is_the_bundled_quadrupeds_and_a_parameter_of_the_simulated_robot(quadruped):
+    assert gait_for("none", quadruped) is None and gait_for("trot", quadruped) is TROT
+    with pytest.raises(ValueError, match="cannot trot \\(its base is fixed\\)"):
+        gait_for("trot", rl.load_urdf(rl.robots.bundled_urdf_path(), floating_base=False))
+    with pytest.raises(ValueError, match="expected one of none, trot"):
+        gait_for("gallop", quadruped)
+    assert simulation_settings({}).gait == "none" and simulation_settings({"gait": "trot"}).gait == "trot"
+    with pytest.raises(ValueError, match="parameter 'gait'"):
+        simulation_settings({"gait": "gallop"})
+
+
+def test_the_demo_trots_by_default_prints_pass_and_draws_a_touchdown_only_into_its_directory(tmp_path):
+    command = [sys.executable, "-m", "robot_linearization", "demo", "--duration", "0.4", "--samples", "1",
+               "--repeat", "1", "--heatmap-rate", "0", "--output-dir", "out"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(
+        rl.__file__)), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert len(verdicts) == 1 and verdicts[0].startswith("PASS"), run.stdout
+    assert "the trot's schedule" in run.stdout and "1 touchdowns, the schedule on /contacts" in run.stdout
+    assert "and of the step through the first touchdown" in run.stdout
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(DEMO_OUTPUTS)
+    assert (tmp_path / "out" / "touchdown.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--gait", "trot", "--contacts", "front_left_foot"], "error: --gait trot sets the contacts (its schedule)"),
+    (["--gait", "trot", "--fixed-base"], "error: gait 'trot' is the bundled quadruped's"),
+])
+def test_a_gait_the_robot_cannot_walk_is_one_line_and_exit_2(arguments, message, tmp_path, capsys):
+    from robot_linearization.cli import main
+
+    assert main(["demo", "--output-dir", str(tmp_path / "out")] + arguments) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
