@@ -226,7 +226,9 @@ def replay_command(args: argparse.Namespace) -> int:
     config = PipelineConfig(floating_base=not args.fixed_base, base_frame=args.base_frame, use_effort=args.effort,
                             pairing_tolerance=args.pairing_tolerance, max_input_age=args.max_input_age,
                             mimic_joints=args.mimic_joints, contacts=contacts,
-                            discretization_dt=args.discretization_dt, discretization=args.discretization)
+                            discretization_dt=args.discretization_dt, discretization=args.discretization,
+                            restitution=args.restitution, friction_coefficient=args.friction,
+                            friction_facets=args.friction_facets, sole_size=tuple(args.sole_size or ()))
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config,
@@ -259,6 +261,14 @@ def _number(kind, low=None, high=None, low_open=True, unit=""):
             raise argparse.ArgumentTypeError(f"{text} is outside {bounds}{unit}")
         return value
     return parse
+
+
+def _facets(text):
+    """argparse type of --friction-facets: 0 or an even integer >= 4."""
+    value = _number(int, 0, None, low_open=False)(text)
+    if value != 0 and (value < 4 or value % 2):
+        raise argparse.ArgumentTypeError(f"{text} is neither 0 (the exact cone) nor an even integer >= 4")
+    return value
 
 
 class _Version(argparse.Action):
@@ -346,6 +356,17 @@ def main(argv=None) -> int:
                    help=f"frames held by the ground ({CONTACT_SYNTAX}) (default: none, free-floating)")
     r.add_argument("--contacts-topic", help="std_msgs/String topic in the bag that changes the contact set, as the "
                    "node's 'contacts' topic (default: none)")
+    r.add_argument("--restitution", type=_number(float, 0.0, 1.0, low_open=False), default=0.0,
+                   help="restitution coefficient of a touchdown's impact (a set on --contacts-topic that closes a "
+                        "contact: ~/impact_map, ~/impulses), in [0, 1] (default: 0, inelastic)")
+    r.add_argument("--friction", type=_number(float, 0.0, None), default=0.7,
+                   help="friction coefficient of the contact margins (~/contact_margins), > 0 (default: 0.7)")
+    r.add_argument("--friction-facets", type=_facets, default=0,
+                   help="the margins' friction cone: 0 for the exact cone, an even k >= 4 for the k-facet inner "
+                        "pyramid (default: 0)")
+    r.add_argument("--sole-size", type=_number(float, 0.0, None, unit=" m"), nargs=2, metavar=("LENGTH", "WIDTH"),
+                   help="sole of the 6d contacts [m], for their centre-of-pressure margins (default: none; no "
+                        "margins while a 6d contact is active)")
     r.add_argument("--discretization-dt", type=_number(float, 0.0, None, low_open=False, unit=" s"), default=0.0,
                    help="also write ~/A_d, ~/B_d, the exact Jacobians of one integrator step of this length [s], "
                         "0 for none (default: 0)")

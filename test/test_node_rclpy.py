@@ -326,6 +326,73 @@ def test_contacts_parameter_topic_and_contact_forces(ros):
     graph.close()
 
 
+def test_a_gait_schedule_gives_one_impact_map_at_the_touchdown_margins_and_a_pulling_foot_warning(ros):
+    """The contacts topic as a gait schedule (test_gait_topics.py has the behaviour): margins with
+    each cycle, named on the latched ~/contact_margin_labels; stance → swing → stance gives exactly
+    one ~/impact_map and ~/impulses, rl.impact's at the landing state; a knee torque that makes a
+    foot pull is a WARN in /diagnostics naming it, and OK once the torque is gone."""
+    from test_contact_margins import standing
+
+    feet = rl.robots.BUNDLED_FEET
+    graph = Graph(LinearizationNode(parameter_overrides=[
+        Parameter("urdf_path", value=bundled_urdf_path()), Parameter("contacts", value=", ".join(feet)),
+        Parameter("use_effort", value=True), Parameter("publish_heatmaps", value=False),
+        Parameter("restitution", value=0.5), Parameter("diagnostics_period", value=0.2)]))
+    for topic, kind, qos in [("impact_map", Float64MultiArray, 10), ("impulses", Float64MultiArray, 10),
+                             ("contact_margins", Float64MultiArray, 10), ("contact_margin_labels", String, LATCHED)]:
+        graph.client.create_subscription(kind, f"{NS}/{topic}", graph._recorder(f"{NS}/{topic}"), qos)
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
+    contacts_pub = graph.client.create_publisher(String, "/contacts", 10)
+    H, s = se3_exp(np.array([0.3, -0.2, 0.35, 0.0, 0.0, 0.7])), np.tile([0.1, 0.8, -1.5], 4)
+    at_rest = rl.State(base_pose=H, joint_positions=s, base_twist=np.zeros(6), joint_velocities=np.zeros(12))
+    tau = standing(MODEL, [rl.Contact(f) for f in feet], at_rest)
+    kicked = tau.copy()
+    kicked[MODEL.joint_names.index("front_left_knee")] -= 20.0
+    landing = (np.random.default_rng(3).normal(scale=0.3, size=12), np.array([0.1, 0.0, -0.4, 0.05, -0.1, 0.2]))
+
+    def publish(effort=tau, velocities=(np.zeros(12), np.zeros(6))):
+        now = graph.node.get_clock().now().nanoseconds
+        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, velocities[1]))
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, velocities[0], effort))
+
+    def margin_rows():
+        return matrix_from_message(graph.received[f"{NS}/contact_margins"][-1]).shape[0]
+
+    assert graph.spin_until(lambda: f"{NS}/contact_margins" in graph.received, each=publish)
+    assert graph.spin_until(lambda: f"{NS}/contact_margin_labels" in graph.received)
+    labels = json.loads(graph.received[f"{NS}/contact_margin_labels"][-1].data)
+    assert labels[:2] == ["front_left_foot:friction", "front_left_foot:unilateral"] and len(labels) == 8
+    assert margin_rows() == 8 and matrix_from_message(graph.received[f"{NS}/contact_margins"][-1]).min() > 0.0
+
+    def swing():
+        contacts_pub.publish(String(data="front_left_foot, hind_right_foot"))
+        publish()
+    assert graph.spin_until(lambda: margin_rows() == 4, each=swing)
+    graph.spin_until(lambda: False, timeout=0.3)  # (the swing sets still in flight)
+    assert f"{NS}/impact_map" not in graph.received  # a lift-off is no impact
+    contacts_pub.publish(String(data=", ".join(feet)))  # touchdown
+    assert graph.spin_until(lambda: f"{NS}/impulses" in graph.received and margin_rows() == 8,
+                            each=lambda: publish(velocities=landing))
+    graph.spin_until(lambda: False, timeout=0.5, each=lambda: publish(velocities=landing))
+    assert len(graph.received[f"{NS}/impact_map"]) == 1 and len(graph.received[f"{NS}/impulses"]) == 1
+    state = rl.State(base_pose=H, joint_positions=s, base_twist=landing[1], joint_velocities=landing[0])
+    expected = rl.impact(MODEL, state, list(feet), restitution=0.5)
+    np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/impact_map"][0]), expected.A, rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/impulses"][0])[:, 0], expected.impulses,
+                               rtol=1e-9, atol=1e-9)
+
+    def diagnostics(level, text):
+        return [status for array in graph.received.get("/diagnostics", []) for status in array.status
+                if status.level == level and text in status.message]
+    assert graph.spin_until(lambda: diagnostics(DiagnosticStatus.WARN, "front_left_foot pulls (unilateral -"),
+                            each=lambda: publish(effort=kicked))
+    graph.received["/diagnostics"] = []
+    assert graph.spin_until(lambda: diagnostics(DiagnosticStatus.OK, "linearizing"), each=publish)
+    graph.close()
+
+
 @pytest.mark.parametrize("signals, when", [(1, "ready"), (2, "ready"), (1, "model"), (2, "model")])
 def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, when, tmp_path):
     """A terminal's Ctrl-C reaches the process group and ros2 launch forwards another:

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from .health import health
-from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, diagnostic_array_message,
-                       health_labels_message, health_message, heatmap_messages, joint_state_message, odometry_message,
-                       output_messages, state_labels_message, string_message)
+from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, contact_margin_labels_message,
+                       diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
+                       joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
 from .pipeline import LinearizationPipeline, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
@@ -35,6 +35,7 @@ class ReplaySummary:
     last_output: object = None
     pipeline: object = None
     bag_bytes: int = 0  # size of the bag written
+    impacts: int = 0  # touchdowns, each with its impact_map and impulses
 
     def count(self, problem: str) -> None:
         self.problems[problem] = self.problems.get(problem, 0) + 1
@@ -45,6 +46,8 @@ class ReplaySummary:
         if self.compute_times:
             t = np.array(self.compute_times) * 1e6
             lines.append(f"compute time per linearization: median {np.median(t):.0f} µs, max {t.max():.0f} µs")
+        if self.impacts:
+            lines.append(f"{self.impacts} touchdown{'s' * (self.impacts > 1)}: impact_map and impulses written")
         for problem, count in sorted(self.problems.items(), key=lambda kv: -kv[1])[:5]:
             lines.append(f"  {count}× {problem}")
         return "\n".join(lines)
@@ -113,7 +116,10 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     urdf: XML or path; without it the bag's ``description_topic`` is used (a new
     description there rebuilds the model, as in the node).  The contact set is
     config.contacts, changed by std_msgs/String messages on ``contacts_topic``
-    (as the node's 'contacts' topic) when given.  Heatmap images are written at most
+    (as the node's 'contacts' topic) when given: a set that closes a contact is a
+    touchdown, whose impact_map and impulses are written with the next linearization,
+    and the contact margins come with every linearization that has contacts
+    (config's friction_coefficient, friction_facets, sole_size, restitution).  Heatmap images are written at most
     heatmap_rate_hz times per second of log time (0: none): they are for eyes, and at
     every cycle they would make the bag a hundred times the size of the matrices.
     The health vector (``health``, health.py, named by ``health_labels``, written
@@ -159,13 +165,14 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
             labels_conn = connection("state_labels", "std_msgs/msg/String")
             diagnostics_conn = connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
             labels_model, contact_labels, health_labels, next_diagnostics, tick = None, None, None, None, [0.0]
+            margin_labels = None
             heatmap_limit, health_limit = RateLimit(heatmap_rate_hz), RateLimit(health_rate_hz)
 
             def write(conn, t, msg):
                 writer.write(conn, t, typestore.serialize_cdr(msg, conn.msgtype))
 
             def emit(t, now):
-                nonlocal labels_model, contact_labels, health_labels
+                nonlocal labels_model, contact_labels, health_labels, margin_labels
                 for out in pipeline.step(now):
                     if labels_model is not pipeline.model:
                         labels_model = pipeline.model
@@ -174,6 +181,10 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                         contact_labels = out.linearization.contact_labels
                         write(connection("contact_labels", "std_msgs/msg/String"), t,
                               contact_labels_message(factory, out.linearization.contacts))
+                    if out.margins is not None and margin_labels != out.margins.labels:
+                        margin_labels = out.margins.labels
+                        write(connection("contact_margin_labels", "std_msgs/msg/String"), t,
+                              contact_margin_labels_message(factory, margin_labels))
                     messages = output_messages(factory, out, pipeline.base_frame)
                     if heatmap_limit.due(t):
                         messages.update(heatmap_messages(factory, out, pipeline.base_frame, pipeline.model))
@@ -187,6 +198,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                     for name, message in messages.items():
                         write(connection(name, OUTPUT_TYPES[name]), t, message)
                     summary.outputs += 1
+                    summary.impacts += out.impact is not None
                     summary.compute_times.append(out.compute_time)
                     summary.last_output = out
 

@@ -447,6 +447,11 @@ def contact_labels_message(factory: MessageFactory, contacts):
     return string_message(factory, json.dumps(list(contact_labels(contacts))))
 
 
+def contact_margin_labels_message(factory: MessageFactory, labels):
+    """~/contact_margin_labels: std_msgs/String holding the JSON list that names ~/contact_margins' rows."""
+    return string_message(factory, json.dumps(list(labels)))
+
+
 def health_message(factory: MessageFactory, values: np.ndarray):
     """~/health: std_msgs/Float64MultiArray of the health vector (health.py), one dimension:
     layout.dim = [('entries', k, k)], data_offset = 0; entry i is data[i], named by ~/health_labels."""
@@ -472,6 +477,11 @@ OUTPUT_TYPES = {
     "contact_forces": "std_msgs/msg/Float64MultiArray",
     "contact_forces_state_jacobian": "std_msgs/msg/Float64MultiArray",
     "contact_forces_input_jacobian": "std_msgs/msg/Float64MultiArray",
+    "contact_margins": "std_msgs/msg/Float64MultiArray",
+    "contact_margins_state_jacobian": "std_msgs/msg/Float64MultiArray",
+    "contact_margins_input_jacobian": "std_msgs/msg/Float64MultiArray",
+    "impact_map": "std_msgs/msg/Float64MultiArray",
+    "impulses": "std_msgs/msg/Float64MultiArray",
     "A_d": "std_msgs/msg/Float64MultiArray",
     "B_d": "std_msgs/msg/Float64MultiArray",
     "health": "std_msgs/msg/Float64MultiArray",
@@ -480,7 +490,11 @@ OUTPUT_TYPES = {
 of the A, B, M_inv published just before it; ~/state_labels (latched String,
 JSON list) names the rows/columns of A.  The contact topics (λ as an m×1 matrix,
 ∂λ/∂z, ∂λ/∂τ) come with every cycle that has contacts, before ~/stamp;
-~/contact_labels (latched String, JSON list) names λ's rows.  ~/A_d, ~/B_d (the
+~/contact_labels (latched String, JSON list) names λ's rows.  The contact margins
+(p×1, ∂/∂z p×2N, ∂/∂τ p×n: contact_margins.py) come with every cycle that has them,
+named by ~/contact_margin_labels (latched String, JSON list); ~/impact_map (the
+2N×2N A_impact) and ~/impulses (Λ, m×1, rows named by ~/contact_labels) only with
+the cycle of a touchdown (impacts.py), all before ~/stamp.  ~/A_d, ~/B_d (the
 one-step Jacobians, same layout as A and B) come with every cycle when
 discretization_dt > 0, before ~/stamp.  ~/health (a vector, :func:`health_message`)
 comes with the heatmaps, at their rate and never in the cycle; ~/health_labels
@@ -505,6 +519,15 @@ def output_messages(factory: MessageFactory, output, frame_id: str, *, serialize
         messages["contact_forces"] = matrix(lin.contact_forces[:, None])
         messages["contact_forces_state_jacobian"] = matrix(lin.contact_forces_state_jacobian)
         messages["contact_forces_input_jacobian"] = matrix(lin.contact_forces_input_jacobian)
+    margins = output.margins
+    if margins is not None:
+        messages["contact_margins"] = matrix(margins.margins[:, None])
+        messages["contact_margins_state_jacobian"] = matrix(margins.state_jacobian)
+        messages["contact_margins_input_jacobian"] = matrix(margins.input_jacobian)
+    impact = output.impact
+    if impact is not None:
+        messages["impact_map"] = matrix(impact.A)
+        messages["impulses"] = matrix(impact.impulses[:, None])
     if lin.A_d is not None:
         messages["A_d"] = matrix(lin.A_d)
         messages["B_d"] = matrix(lin.B_d)

@@ -27,9 +27,9 @@ from std_srvs.srv import Trigger
 
 from .health import health
 from .images import heatmap_rgb
-from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, diagnostic_array_message,
-                       health_labels_message, health_message, heatmap_messages, output_messages, output_topics,
-                       state_labels_message)
+from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, contact_margin_labels_message,
+                       diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
+                       output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import FREE_FLOATING_UNTIL_FIT, LinearizationPipeline
 
@@ -214,6 +214,8 @@ class LinearizationNode(Node):
         self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
         self.contact_labels_pub = self.create_publisher(String, "~/contact_labels", LATCHED)
         self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+        self.margin_labels_pub = self.create_publisher(String, "~/contact_margin_labels", LATCHED)
+        self._margin_labels = None  # the labels ~/contact_margin_labels holds
         if self.publish_health:
             self.health_labels_pub = self.create_publisher(String, "~/health_labels", LATCHED)
         # the active contact set, from a gait scheduler or the command line (same text as the parameter)
@@ -359,6 +361,9 @@ class LinearizationNode(Node):
     def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
+                if out.margins is not None and out.margins.labels != self._margin_labels:  # a new contact set
+                    self._margin_labels = out.margins.labels
+                    self.margin_labels_pub.publish(contact_margin_labels_message(self.factory, out.margins.labels))
                 # the matrices as CDR bytes: rclpy publishes them as they are (messages.matrix_cdr)
                 for name, message in output_messages(self.factory, out, self.pipeline.base_frame,
                                                      serialized=True).items():

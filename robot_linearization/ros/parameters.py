@@ -48,6 +48,14 @@ PARAMETERS = {  # name: (default, description)
     "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
                  + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "
                  "Changed at run time by a std_msgs/String on the 'contacts' topic"),
+    "restitution": (0.0, "restitution coefficient e of a touchdown's impact (a set on the 'contacts' topic that "
+                         "closes a contact: ~/impact_map, ~/impulses), in [0, 1]; 0: inelastic"),
+    "friction_coefficient": (0.7, "friction coefficient mu of the contact margins on ~/contact_margins, > 0"),
+    "friction_facets": (0, "friction cone of the margins: 0 for the exact cone, an even k >= 4 for the k-facet "
+                           "pyramid inside it (Crocoddyl's FrictionCone)"),
+    "sole_size": ([0.0, 0.0], "[length along x, width along y] of the soles of 6d contacts [m], > 0, for their "
+                              "centre-of-pressure margins; [0, 0]: not given (no margins while a 6d contact is "
+                              "active, and a warning)"),
 }
 
 
@@ -134,13 +142,34 @@ def _contacts(value) -> tuple:
         raise ValueError(f"parameter 'contacts': {e}") from None
 
 
+def _sole_size(value) -> tuple:
+    """() for [0, 0] (not given), else (length, width), both > 0."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"parameter 'sole_size' must be [length, width] in m, got {value!r}")
+    size = tuple(_number("sole_size", x) for x in value)
+    if size == (0.0, 0.0):
+        return ()
+    if min(size) <= 0.0:
+        raise ValueError(f"parameter 'sole_size' must be two lengths > 0 (or [0, 0]: not given), got {list(size)}")
+    return size
+
+
+def _friction_facets(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or (value != 0 and (value < 4 or value % 2)):
+        raise ValueError(f"parameter 'friction_facets' must be 0 (the exact cone) or an even integer >= 4, "
+                         f"got {value!r}")
+    return value
+
+
 def node_settings(values: dict) -> NodeSettings:
     """Check and convert {parameter name: value} (missing names take their default).
 
     Raises ValueError naming the parameter for an unknown name, a wrong type,
     NaN/inf, a non-positive tolerance or period, a negative rate, a gravity that
-    is not three numbers, an unknown mimic_joints mode or discretization, or a
-    negative discretization_dt.
+    is not three numbers, an unknown mimic_joints mode or discretization, a
+    negative discretization_dt, a restitution outside [0, 1], a friction
+    coefficient ≤ 0, a friction_facets other than 0 or an even k ≥ 4, or a
+    sole_size that is not [0, 0] or two positive lengths.
     """
     v = _with_defaults(values, PARAMETERS)
     gravity = v["gravity"]
@@ -152,6 +181,9 @@ def node_settings(values: dict) -> NodeSettings:
     dt = _number("discretization_dt", v["discretization_dt"])
     if dt < 0.0:
         raise ValueError(f"parameter 'discretization_dt' must be >= 0 (0: off), got {dt!r}")
+    restitution = _number("restitution", v["restitution"])
+    if not 0.0 <= restitution <= 1.0:
+        raise ValueError(f"parameter 'restitution' must be in [0, 1], got {restitution!r}")
     rate = _number("rate_hz", v["rate_hz"])
     if rate < 0.0:
         raise ValueError(f"parameter 'rate_hz' must be >= 0 (0: on every joint state), got {rate!r}")
@@ -166,7 +198,11 @@ def node_settings(values: dict) -> NodeSettings:
         mimic_joints=mimic,
         contacts=contacts,
         discretization_dt=dt,
-        discretization=discretization)
+        discretization=discretization,
+        restitution=restitution,
+        friction_coefficient=_positive("friction_coefficient", v["friction_coefficient"]),
+        friction_facets=_friction_facets(v["friction_facets"]),
+        sole_size=_sole_size(v["sole_size"]))
     return NodeSettings(
         pipeline=config,
         description=_typed("robot_description", v["robot_description"], str)

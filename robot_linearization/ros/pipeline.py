@@ -2,6 +2,13 @@
 input checks, time pairing, the linearization, validation, diagnostics and
 the JSON the service returns.  node.py and the bag replay drive it.
 
+The contact set (set_contacts: the node's 'contacts' topic) is a gait schedule:
+a set that closes a contact the last linearized joint state did not hold is a
+touchdown, and the next linearized joint state carries the impact of that
+instant (impacts.py; A, B, λ then at the post-impact state, as rl.linearize with
+previous_contacts has them).  Every output with contacts carries the contact
+margins (contact_margins.py); a negative one is a WARN while it lasts.
+
 Times are integer nanoseconds: message stamps, and ``now`` from the caller's
 clock (the node's clock, or the bag's log time in replay).
 """
@@ -17,10 +24,14 @@ import numpy as np
 
 from ..linearization import Linearization, linearize
 from ..arguments import did_you_mean
+from ..contact_margins import ContactMargins, contact_margins
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
+from ..coupling import CoupledModel
+from ..impacts import Impact, impact, touchdown
 from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
+from .health import ground_normal
 from .messages import (InputError, JointStateFields, OdometryFields, joint_state_arrays, odometry_base_state,
                        stamp_to_ns)
 
@@ -47,6 +58,10 @@ class PipelineConfig:
     contacts: tuple = ()  # Contacts held at start-up (empty: free-floating); changed by set_contacts
     discretization_dt: float = 0.0  # s; > 0: also A_d, B_d of one step of this length (docs/discretization.md)
     discretization: str = "euler"  # the step: "euler" (rl.step's Jacobians) or "zoh" (zero-order hold of A, B)
+    restitution: float = 0.0  # e ∈ [0, 1] of the impact at a touchdown (docs/impacts.md)
+    friction_coefficient: float = 0.7  # μ of the contact margins (docs/contact_margins.md)
+    friction_facets: int = 0  # 0: the exact friction cone; an even k ≥ 4: the k-facet inner pyramid
+    sole_size: tuple = ()  # (length along x, width along y) [m] of 6d contacts' soles; (): not given
 
     def step(self) -> dict:
         """linearize's dt and discretization: none without a step."""
@@ -64,13 +79,17 @@ class Output:
     state: State
     joint_torques: np.ndarray
     linearization: Linearization
-    compute_time: float
+    compute_time: float  # s: the cycle's computation (linearize, and the impact and margins when there are)
+    margins: ContactMargins | None = None  # with contacts: contact_margins of linearization (None if they failed)
+    impact: Impact | None = None  # at a touchdown: the impact of state on the new contact set
 
 
 @dataclass
 class _Counters:
     outputs: int = 0
     rejected: collections.Counter = field(default_factory=collections.Counter)
+    impacts: int = 0  # touchdowns whose impact map was computed
+    negative_margins: int = 0  # outputs with a contact margin < 0
 
 
 class LinearizationPipeline:
@@ -93,6 +112,12 @@ class LinearizationPipeline:
         self.requested_contacts = tuple(self.config.contacts)  # the parameter's set, or the latest accepted one
         self.contacts = self.requested_contacts  # the active set: the requested one, () while the model lacks it
         self.contact_problem: str | None = None  # why the requested set is not active, while it is not
+        # the set held at the last linearized joint state (None before the first, as rl.linearize_trajectory's
+        # knot 0): a set that closes a contact it did not hold is a touchdown, whose impact the next linearized
+        # joint state carries
+        self.held_contacts: tuple | None = None
+        self.impact_problem: str | None = None  # why the last touchdown has no impact map (until the next one)
+        self.margin_problem: str | None = None  # why the last output with contacts has no margins
         self._counters = _Counters()
         self._output_times: collections.deque = collections.deque(maxlen=50)
         self.input_path = "none"  # how the node takes its inputs (node.py says), shown in diagnostics
@@ -124,9 +149,12 @@ class LinearizationPipeline:
         n = model.n_joints
         warm = State(base_pose=np.eye(4) if model.floating_base else None, joint_positions=np.full(n, 0.1),
                      base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
-        for contacts in ((), self.contacts) if self.contacts else ((),):  # the contact kernel too, if in use
+        for contacts in ((), self.contacts) if self.contacts else ((),):  # the contact kernels too, if in use
             try:
-                linearize(model, warm, contacts=contacts, **self.config.step())
+                lin = linearize(model, warm, contacts=contacts, **self.config.step())
+                if contacts:  # (and what a cycle with contacts adds: the margins, a touchdown's impact)
+                    contact_margins(model, lin, friction=1.0, sole_size=(0.1, 0.1))
+                    impact(model, warm, contacts)
             except ValueError:
                 pass  # (singular at this state: compiled all the same; or contacts this model lacks)
         return model
@@ -171,6 +199,8 @@ class LinearizationPipeline:
                                     else f"contact frame {frames} is not a link of model '{model.name}'")
             self._reject(f"{self.contact_problem}: {FREE_FLOATING_UNTIL_FIT}", "contacts")
         self.model, self.model_error = model, ""
+        self.held_contacts = None  # (a new robot is not a touchdown)
+        self.impact_problem = self.margin_problem = None
         self.latest = None
         self._joint_states.clear()
         self._odometry.clear()
@@ -302,17 +332,62 @@ class LinearizationPipeline:
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
-            lin = linearize(self.model, state, torques, contacts=self.contacts, **self.config.step())
+            lin, jump = None, None
+            if self.held_contacts not in (None, self.contacts) and touchdown(self.held_contacts, self.contacts):
+                lin, jump = self._touchdown(state, torques)
+            if lin is None:  # (at a touchdown without a step: A, B, λ at x⁺ all the same, the impact map beside)
+                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=self.contacts,
+                                **self.config.step())
         except ContactError as e:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
             return self._drop(f"cannot linearize: {e}", "invalid_state")
+        margins = self._margins(lin)
         compute_time = time.perf_counter() - start  # (linearize raises rather than return inf/NaN)
-        self.latest = Output(stamp, self.model, state, torques, lin, compute_time)
+        self.held_contacts = self.contacts
+        self.latest = Output(stamp, self.model, state, torques, lin, compute_time, margins, jump)
         self._counters.outputs += 1
+        self._counters.impacts += jump is not None
+        self._counters.negative_margins += margins is not None and bool(margins.margins.min() < 0.0)
         self._output_times.append(now_ns)
         self.last_problem = None
         return self.latest
+
+    def _touchdown(self, state: State, torques) -> tuple[Linearization | None, Impact | None]:
+        """At a touchdown (the active set closes a contact held_contacts did not): with a step,
+        rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
+        and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
+        the impact map does not support yet is linearized at ``state`` (impact_problem says so)."""
+        if isinstance(self.model, CoupledModel):
+            self.impact_problem = (f"no impact map at the touchdown on [{format_contacts(self.contacts)}]: model "
+                                   f"'{self.model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
+            return None, None
+        self.impact_problem = None
+        if self.config.discretization_dt:
+            lin = linearize(self.model, state, torques, contacts=self.contacts, previous_contacts=self.held_contacts,
+                            restitution=self.config.restitution, **self.config.step())
+            return lin, lin.impact
+        return None, impact(self.model, state, self.contacts, self.config.restitution)
+
+    def _margins(self, lin: Linearization) -> ContactMargins | None:
+        """The contact margins of ``lin`` (docs/contact_margins.md) with the node's friction
+        coefficient, cone and soles, about the ground normal −g/|g|; None, and margin_problem
+        saying why, when they cannot be computed (a 6d contact without sole_size): never an error."""
+        config = self.config
+        self.margin_problem = None
+        if not lin.contacts:
+            return None
+        try:
+            margins = contact_margins(self.model, lin, friction=config.friction_coefficient,
+                                      normal=ground_normal(self.model.gravity), facets=config.friction_facets or None,
+                                      sole_size=config.sole_size or None)
+        except Exception as e:  # noqa: BLE001 - the margins never cost the cycle its output
+            soles = [c.frame for c in lin.contacts if c.kind == "6d"]
+            self.margin_problem = (f"no contact margins: the 6d contacts {soles} need the parameter sole_size "
+                                   "([length, width] of their soles, m)" if soles and not config.sole_size
+                                   else f"no contact margins: {e}")
+            return None
+        return margins
 
     def _drop(self, reason: str, kind: str) -> None:
         self._reject(reason, kind)
@@ -383,6 +458,17 @@ class LinearizationPipeline:
             "dt": lin.dt, "discretization": lin.discretization,
             "A_d": None if lin.A_d is None else lin.A_d.tolist(), "B_d": None if lin.B_d is None else lin.B_d.tolist(),
             "compute_time_s": out.compute_time,
+            "contact_margins": None if out.margins is None else {
+                "labels": list(out.margins.labels), "margins": out.margins.margins.tolist(),
+                "state_jacobian": out.margins.state_jacobian.tolist(),
+                "input_jacobian": out.margins.input_jacobian.tolist(), "friction": out.margins.friction,
+                "facets": out.margins.facets, "sole_sizes": out.margins.sole_sizes},
+            "impact": None if out.impact is None else {
+                "A": out.impact.A.tolist(), "impulses": out.impact.impulses.tolist(),
+                "impulse_labels": list(out.impact.impulse_labels), "restitution": out.impact.restitution,
+                "post_impact_state": {"base_twist": None if out.impact.state.base_twist is None
+                                      else out.impact.state.base_twist.tolist(),
+                                      "joint_velocities": out.impact.state.joint_velocities.tolist()}},
         }
         return True, json.dumps(body)
 
@@ -403,6 +489,18 @@ class LinearizationPipeline:
             values["last_validation"] = self.last_validation["summary"]
         if self.assumed:
             values["assumed"] = "; ".join(self.assumed)
+        if self._counters.impacts:
+            values["impacts"] = self._counters.impacts
+        if self._counters.negative_margins:
+            values["outputs_with_negative_margins"] = self._counters.negative_margins
+        margins = self.latest.margins if self.latest is not None else None
+        if margins is not None:
+            lowest = int(np.argmin(margins.margins))
+            values["min_contact_margin"] = f"{margins.margins[lowest]:.4g} ({margins.labels[lowest]})"
+        if self.impact_problem:
+            values["impact_problem"] = self.impact_problem
+        if self.margin_problem:
+            values["margin_problem"] = self.margin_problem
         values["input_path"] = self.input_path
         if self.input_problem:
             values["input_problem"] = self.input_problem  # (the message too, unless a rejection says more)
@@ -421,6 +519,34 @@ class LinearizationPipeline:
             level, message = WARN, self.input_problem
         elif self.latest is not None and now_ns - self.latest.stamp_ns > int(self.config.max_input_age * 1e9):
             level, message = WARN, "no fresh input: last linearization is stale"
+        elif margins is not None and margins.margins.min() < 0.0:  # as long as it lasts: the latest output's
+            level, message = WARN, "contact forces not possible: " + negative_margins_text(margins)
+        elif self.margin_problem or self.impact_problem:
+            level, message = WARN, self.margin_problem or self.impact_problem
         else:
             level, message = OK, "; ".join(("linearizing",) + self.assumed)
         return [(level, name, message, values)]
+
+
+def negative_margins_text(margins: ContactMargins) -> str:
+    """What the negative margins mean, contact by contact, for /diagnostics: 'front_left_foot
+    pulls (unilateral -3.2 N)', '… slips (friction margin -0.4 N)' (the smallest friction row;
+    said only of a contact that does not pull, whose friction margin is then negative too),
+    'left_sole_link tips (cop_x+ margin -1.3 N·m)'."""
+    worst: dict = {}  # frame -> {"unilateral" | "friction" | "cop": (margin, label)}
+    for label, margin in zip(margins.labels, margins.margins):
+        if margin < 0.0:
+            frame, _, row = label.rpartition(":")
+            kind = "friction" if row.startswith("friction") else "cop" if row.startswith("cop") else "unilateral"
+            if kind not in worst.setdefault(frame, {}) or margin < worst[frame][kind][0]:
+                worst[frame][kind] = (margin, row)
+    parts = []
+    for frame, rows in worst.items():
+        if "unilateral" in rows:
+            parts.append(f"{frame} pulls (unilateral {rows['unilateral'][0]:.3g} N)")
+        elif "friction" in rows:
+            parts.append(f"{frame} slips (friction margin {rows['friction'][0]:.3g} N)")
+        if "cop" in rows and "unilateral" not in rows:
+            margin, row = rows["cop"]
+            parts.append(f"{frame} tips ({row} margin {margin:.3g} N·m)")
+    return "; ".join(parts)
