@@ -5,7 +5,8 @@ beside the heatmaps and never in the linearization cycle, and names its entries 
 the latched ``~/health_labels``; the bag replay writes both.  Entries, in this order
 (README, topic table):
 
-  [0] compute_time_ms       ms   wall time of the cycle's linearize call (Output.compute_time)
+  [0] compute_time_ms       ms   wall time of the cycle's computation (Output.compute_time: linearize,
+                                 and the contact margins and a touchdown's impact when there are)
   [1] spectral_abscissa_A   1/s  max Re λ(A): > 0 means a mode of the linearized dynamics
                                  grows (a robot tipping over, a leg giving way)
   [2] cond_M                –    2-norm condition number of the mass matrix M, σ_max/σ_min of
