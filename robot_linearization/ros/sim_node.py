@@ -53,9 +53,10 @@ class SimulatedRobot(Node):
             self.simulation = self._new_simulation()
         for _ in range(self.steps_per_publish):
             state, torques = self.simulation.step()
+            if self.schedule is not None and self.simulation.contacts != self.held:
+                break  # a new set: the state its first step started from is sent (at a touchdown, x⁻)
         if self.schedule is not None and self.simulation.contacts != self.held:
-            # before the joint state: the node linearizes that state with this set (at a touchdown the
-            # published state may be a few steps after the impact: one in steps_per_publish is sent)
+            # before the joint state: the node linearizes that state with this set
             self.held = self.simulation.contacts
             self.schedule.publish(string_message(self.factory, self.simulation.contacts_text()))
         now = self.get_clock().now().nanoseconds
