@@ -45,7 +45,7 @@ case $robot in
     start "$log/robot.log" ros2 run robot_linearization simulated_robot --ros-args -p urdf_path:="$urdf" \
       -p contacts:="$soles"
     start "$log/node.log" ros2 run robot_linearization linearization_node --ros-args -p urdf_path:="$urdf" \
-      -p contacts:="$soles" -p use_effort:=true -p discretization_dt:=0.002 ;;
+      -p contacts:="$soles" -p use_effort:=true -p discretization_dt:=0.002 -p sole_size:="[0.2, 0.1]" ;;
   *) echo "rqt_screenshot.sh: robot must be quadruped or talos, got '$robot'" >&2; exit 2 ;;
 esac
 start "$log/rqt.log" env DISPLAY="$display" python3 "$(command -v rqt)" --clear-config --standalone \

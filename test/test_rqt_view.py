@@ -25,24 +25,45 @@ from robot_linearization.rqt.spectrum import contact_forces, spectrum  # noqa: E
 FEET = "front_left_foot, front_right_foot, hind_left_foot:6d:local, hind_right_foot"
 MATRIX = "std_msgs/msg/Float64MultiArray"
 STRING = "std_msgs/msg/String"
+MODEL_OF = {}  # id(linearization) -> (its model, [its margins, its impact] once computed)
 
 
 @pytest.fixture(scope="module")
 def quadruped():
     model = rl.load_urdf(rl.robots.bundled_urdf_path(), floating_base=True)
+    MODEL_OF.clear()
     rng = np.random.default_rng(3)
     state = rl.State(base_pose=np.eye(4), joint_positions=rng.uniform(-0.5, 0.5, 12), base_twist=rng.normal(size=6),
                      joint_velocities=rng.normal(size=12))
     lin = rl.linearize(model, state, rng.normal(size=12), contacts=FEET, dt=0.002)
+    MODEL_OF[id(lin)] = (model, [])
     return model, lin
 
 
+def _walking(lin):
+    """(contact margins, the impact map of the feet closing) at lin's state, once per linearization."""
+    model, walking = MODEL_OF[id(lin)]
+    if not walking:
+        walking.append(rl.contact_margins(model, lin, friction=0.7, sole_size=(0.1, 0.05)))
+        walking.append(rl.impact(model, lin.state, FEET))
+    return walking
+
+
 def published(lin) -> dict:
-    """{topic: matrix} as the node publishes them (ros/messages.output_messages)."""
+    """{topic: matrix} as the node publishes them (ros/messages.output_messages), the margins
+    and a touchdown's impact map included (their labels: margin_labels(lin))."""
+    margins, jump = _walking(lin)
     return {"A": lin.A, "B": lin.B, "M_inv": lin.M_inv, "A_d": lin.A_d, "B_d": lin.B_d,
             "contact_forces": lin.contact_forces[:, None],
             "contact_forces_state_jacobian": lin.contact_forces_state_jacobian,
-            "contact_forces_input_jacobian": lin.contact_forces_input_jacobian}
+            "contact_forces_input_jacobian": lin.contact_forces_input_jacobian,
+            "contact_margins": margins.margins[:, None], "contact_margins_state_jacobian": margins.state_jacobian,
+            "contact_margins_input_jacobian": margins.input_jacobian, "impact_map": jump.A,
+            "impulses": jump.impulses[:, None]}
+
+
+def margin_labels(lin) -> tuple:
+    return _walking(lin)[0].labels
 
 
 # ---- names and blocks ---------------------------------------------------------------
@@ -51,7 +72,7 @@ def test_every_matrix_gets_names_that_fit_its_shape_and_the_model(quadruped):
     model, lin = quadruped
     for kind in MATRICES:
         matrix = published(lin)[kind.topic]
-        rows, cols = matrix_axes(kind, model.state_labels, lin.contact_labels)
+        rows, cols = matrix_axes(kind, model.state_labels, lin.contact_labels, margin_labels(lin))
         assert axes_problem(matrix.shape, rows, cols) is None, kind.topic
     n = model.n_joints
     state = axis("state", model.state_labels)
@@ -64,6 +85,9 @@ def test_every_matrix_gets_names_that_fit_its_shape_and_the_model(quadruped):
     contact = axis("contact", model.state_labels, lin.contact_labels)
     assert [name for name, _, _ in contact.blocks] == [c.strip().split(":")[0] for c in FEET.split(",")]
     assert contact.boundaries == (3, 6, 12)  # point, point, 6d, point
+    margin = axis("margin", model.state_labels, lin.contact_labels, margin_labels(lin))
+    assert [name for name, _, _ in margin.blocks] == [name for name, _, _ in contact.blocks]
+    assert margin.labels[:2] == ("front_left_foot:friction", "front_left_foot:unilateral")
 
 
 def test_a_fixed_base_has_two_blocks_and_a_wrong_shape_is_named():
@@ -346,7 +370,7 @@ def test_blocks_zoom_pan_and_the_other_matrices(qt, view, quadruped):
     assert view.heatmap.window.shape == lin.A.shape
     for topic, matrix in published(lin).items():
         view.select(topic=topic)
-        view.show_data(published(lin))  # (what the plugin's subscriptions then bring)
+        view.show_data(published(lin), margin_labels=margin_labels(lin))  # (what the subscriptions then bring)
         assert view.heatmap.matrix is not None and np.array_equal(view.heatmap.matrix, matrix), topic
         assert view.status.text().startswith(f"/robot_linearization/{topic}:")
     view.select(topic="M_inv")

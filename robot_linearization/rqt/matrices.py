@@ -1,7 +1,8 @@
 """Which matrices a linearization node publishes, and the names of their rows and columns.
 
 The node (README, topic table) publishes A, B, M⁻¹ (and A_d, B_d with a step, λ,
-∂λ/∂z, ∂λ/∂τ with contacts) under its namespace, with two latched JSON lists:
+∂λ/∂z, ∂λ/∂τ and the contact margins with contacts, A_impact and Λ at a touchdown)
+under its namespace, with three latched JSON lists (``contact_margin_labels`` too):
 ``state_labels`` (A's rows and columns, [z_H, z_s, z_v, z_r]: ``H:x … H:rz,
 s:<joint> …, v:x … v:rz, r:<joint> …``) and ``contact_labels`` (λ's entries,
 ``<frame>:fx … :mz``).  Every other axis follows from those two:
@@ -13,7 +14,8 @@ state     state_labels                           z_H | z_s | z_v | z_r
 velocity  the v: and r: entries (M⁻¹'s N)        v | r
 input     ``τ:<joint>`` (B's columns)            —
 contact   contact_labels                         one block per contact frame
-force     the single column ``λ``                —
+margin    contact_margin_labels                  one block per contact frame
+force     the single column ``λ`` (Λ, the margin) —
 ========  =====================================  ================================
 """
 
@@ -46,6 +48,11 @@ MATRICES = (
     MatrixKind("contact_forces", "λ", "contact", "force", "contact forces on the robot"),
     MatrixKind("contact_forces_state_jacobian", "∂λ/∂z", "contact", "state", "contact forces against the state"),
     MatrixKind("contact_forces_input_jacobian", "∂λ/∂τ", "contact", "input", "contact forces against the torques"),
+    MatrixKind("contact_margins", "margins", "margin", "force", "friction, unilateral, CoP margins (≥ 0: possible)"),
+    MatrixKind("contact_margins_state_jacobian", "∂margin/∂z", "margin", "state", "margins against the state"),
+    MatrixKind("contact_margins_input_jacobian", "∂margin/∂τ", "margin", "input", "margins against the torques"),
+    MatrixKind("impact_map", "A_impact", "state", "state", "the last touchdown: z⁺ = A_impact z⁻"),
+    MatrixKind("impulses", "Λ", "contact", "force", "the last touchdown's impulses"),
 )
 BY_TOPIC = {kind.topic: kind for kind in MATRICES}
 
@@ -80,9 +87,9 @@ def joint_names(state_labels) -> tuple[str, ...]:
     return tuple(label[2:] for label in state_labels if label.startswith("s:"))
 
 
-def axis(kind: str, state_labels, contact_labels=()) -> Axis:
+def axis(kind: str, state_labels, contact_labels=(), margin_labels=()) -> Axis:
     """The labels and blocks of an axis of kind 'state', 'velocity', 'input',
-    'contact' or 'force', from the node's two label lists."""
+    'contact', 'margin' or 'force', from the node's label lists."""
     state_labels, contact_labels = tuple(state_labels), tuple(contact_labels)
     prefix = lambda label: label.split(":", 1)[0]  # noqa: E731 - H, s, v, r
     if kind == "state":
@@ -93,16 +100,18 @@ def axis(kind: str, state_labels, contact_labels=()) -> Axis:
     if kind == "input":
         labels = tuple(f"τ:{joint}" for joint in joint_names(state_labels))
         return Axis(labels, (("τ", 0, len(labels)),) if labels else ())
-    if kind == "contact":
-        return Axis(contact_labels, _blocks(contact_labels, lambda label: label.rsplit(":", 1)[0]))
+    if kind in ("contact", "margin"):
+        labels = contact_labels if kind == "contact" else tuple(margin_labels)
+        return Axis(labels, _blocks(labels, lambda label: label.rsplit(":", 1)[0]))
     if kind == "force":
-        return Axis(("λ",), (("λ", 0, 1),))
-    raise ValueError(f"axis kind must be state, velocity, input, contact or force, got {kind!r}")
+        return Axis(("value",), (("value", 0, 1),))
+    raise ValueError(f"axis kind must be state, velocity, input, contact, margin or force, got {kind!r}")
 
 
-def matrix_axes(kind: MatrixKind, state_labels, contact_labels=()) -> tuple[Axis, Axis]:
+def matrix_axes(kind: MatrixKind, state_labels, contact_labels=(), margin_labels=()) -> tuple[Axis, Axis]:
     """(rows, cols) of one matrix kind."""
-    return axis(kind.rows, state_labels, contact_labels), axis(kind.cols, state_labels, contact_labels)
+    return (axis(kind.rows, state_labels, contact_labels, margin_labels),
+            axis(kind.cols, state_labels, contact_labels, margin_labels))
 
 
 def axes_problem(shape, rows: Axis, cols: Axis) -> str | None:

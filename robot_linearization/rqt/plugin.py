@@ -34,7 +34,7 @@ from .matrices import BY_TOPIC, linearization_nodes, topics_to_follow
 from .qt import QtCore
 from .widgets import LinearizationView
 
-LABELS = ("state_labels", "contact_labels")
+LABELS = ("state_labels", "contact_labels", "contact_margin_labels")
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)  # as the node publishes the labels
 NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # the matrices: what is drawn
 
@@ -138,7 +138,8 @@ class LinearizationPlugin(Plugin):
         except (InputError, ValueError) as e:
             self.view.status.setText(f"cannot read {self.view.namespace}/{topic}: {e}")
             return
-        drawn = self.view.show_data(matrices, labels.get("state_labels"), labels.get("contact_labels"))
+        drawn = self.view.show_data(matrices, labels.get("state_labels"), labels.get("contact_labels"),
+                                    labels.get("contact_margin_labels"))
         shown = (self.view.namespace, self.view.topic)
         if drawn and self.view.heatmap.matrix is not None and self.announced != shown:
             self.announced = shown

@@ -289,6 +289,7 @@ class LinearizationView(QtWidgets.QWidget):
         self.matrices: dict = {}  # topic -> the newest matrix received
         self.state_labels: tuple = ()
         self.contact_labels: tuple = ()
+        self.margin_labels: tuple = ()
         self.frames_drawn = 0
         self.available: tuple = ()  # the matrix topics of the chosen node
         self.followed: tuple = ()  # those the plugin follows for the current choice
@@ -421,7 +422,8 @@ class LinearizationView(QtWidgets.QWidget):
         self.pause_button.setText("Paused" if paused else "Pause")
 
     # ---- data ----------------------------------------------------------------------
-    def show_data(self, matrices: dict | None = None, state_labels=None, contact_labels=None) -> bool:
+    def show_data(self, matrices: dict | None = None, state_labels=None, contact_labels=None,
+                  margin_labels=None) -> bool:
         """Take newly received matrices ({topic: array}) and label lists, and draw;
         False while paused: the matrices are dropped and nothing changes on screen (the
         labels are kept, they are sent once)."""
@@ -429,6 +431,8 @@ class LinearizationView(QtWidgets.QWidget):
             self.state_labels = tuple(state_labels)
         if contact_labels is not None:
             self.contact_labels = tuple(contact_labels)
+        if margin_labels is not None:
+            self.margin_labels = tuple(margin_labels)
         if self.paused:
             return False
         self.matrices.update(matrices or {})
@@ -444,7 +448,7 @@ class LinearizationView(QtWidgets.QWidget):
         elif not self.state_labels:
             self.status.setText(f"waiting for {self.namespace}/state_labels")
         else:
-            rows, cols = matrix_axes(kind, self.state_labels, self.contact_labels)
+            rows, cols = matrix_axes(kind, self.state_labels, self.contact_labels, self.margin_labels)
             problem = axes_problem(matrix.shape, rows, cols)
             if problem:
                 self.status.setText(problem)
