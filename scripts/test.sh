@@ -80,19 +80,26 @@ EOF
   done
   [ ${#missing[@]} -eq 0 ] || echo "ROS 2 packages not installed: ${missing[*]}: the tests that need them skip"
   # launch_testing counts a launch test whose cases all skipped themselves as one passed item (its
-  # LaunchTestItem fails on failures only): without the robot stack's packages that test is not run,
-  # and the last line says it was skipped; the other tests skip through pytest itself (-rs).
+  # LaunchTestItem fails on failures only): a launch test whose packages are missing is not run,
+  # and the last lines say it was skipped; the other tests skip through pytest itself (-rs).
   tests=("${ROS_TESTS[@]}")
-  stack_skipped=""
+  not_run=()
   if ! { ros2 pkg prefix robot_state_publisher && ros2 pkg prefix joint_state_publisher; } > /dev/null 2>&1; then
-    tests=()
-    for test in "${ROS_TESTS[@]}"; do [ "$test" = test/test_launch_robot_stack.py ] || tests+=("$test"); done
-    stack_skipped="SKIPPED test/test_launch_robot_stack.py (not run, not counted above): it needs"
-    stack_skipped+=" robot_state_publisher and joint_state_publisher"
+    not_run+=("test/test_launch_robot_stack.py|robot_state_publisher and joint_state_publisher")
   fi
+  if ! { ros2 pkg prefix rqt_gui_py && command -v Xvfb && command -v import; } > /dev/null 2>&1; then
+    not_run+=("test/test_launch_rqt.py|rqt (rqt_gui_py), Xvfb and ImageMagick's import")
+  fi
+  for entry in "${not_run[@]}"; do
+    kept=()
+    for test in "${tests[@]}"; do [ "$test" = "${entry%%|*}" ] || kept+=("$test"); done
+    tests=("${kept[@]}")
+  done
   # -P: the source tree is not put on sys.path, so the installed package is what runs
   status=0
   $venv/bin/python -P -m pytest -q -p no:cacheprovider -rs "${tests[@]}" || status=$?
-  [ -z "$stack_skipped" ] || echo "$stack_skipped"
+  for entry in "${not_run[@]}"; do
+    echo "SKIPPED ${entry%%|*} (not run, not counted above): it needs ${entry#*|}"
+  done
   exit $status
 )
