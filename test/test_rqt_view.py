@@ -228,7 +228,7 @@ def test_only_the_newest_message_of_each_topic_is_taken():
     for i in range(1000):
         feed.put("A", i)
         feed.put("B", -i)
-    assert feed.take() == {"A": 999, "B": -999} and feed.take() == {} and feed.received == 2000
+    assert feed.take() == {"A": 999, "B": -999} and feed.take() == {}
 
 
 def test_plugin_arguments_and_a_wrong_one_in_one_line():

@@ -24,12 +24,10 @@ class LatestMessages:
     def __init__(self):
         self._lock = threading.Lock()
         self._new: dict = {}
-        self.received = 0  # messages put, drawn or not (the view reports how many it dropped)
 
     def put(self, topic: str, message) -> None:
         with self._lock:
             self._new[topic] = message
-            self.received += 1
 
     def take(self) -> dict:
         with self._lock:

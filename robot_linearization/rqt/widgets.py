@@ -290,7 +290,6 @@ class LinearizationView(QtWidgets.QWidget):
         self.state_labels: tuple = ()
         self.contact_labels: tuple = ()
         self.margin_labels: tuple = ()
-        self.frames_drawn = 0
         self.available: tuple = ()  # the matrix topics of the chosen node
         self.followed: tuple = ()  # those the plugin follows for the current choice
         self.followed_node = None
@@ -458,7 +457,6 @@ class LinearizationView(QtWidgets.QWidget):
                 if blocks_before != (rows.blocks, cols.blocks):
                     self._fill_blocks()
                 self.colour_bar.set_scale(self.heatmap.peak, self.heatmap.scale)
-                self.frames_drawn += 1
                 self.status.setText(f"{self.namespace}/{kind.topic}: {kind.symbol} {matrix.shape[0]}×"
                                     f"{matrix.shape[1]}, largest |entry| {self.heatmap.peak:.4g}")
         self._redraw_spectrum()
