@@ -47,7 +47,8 @@ from robot_linearization.algorithms.base_frame_derivatives import base_frame_der
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from robot_linearization.linearization import Workspace, _minus_product_into, linearize_trajectory
+from robot_linearization.linearization import _minus_product_into, linearize_trajectory
+from robot_linearization.workspace import Workspace
 from robot_linearization.pinocchio_reference import rigid_constraint_models
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp

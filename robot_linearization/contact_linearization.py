@@ -13,10 +13,11 @@ IMMAmb's M⁻¹ and the Cholesky factor of Λ⁻¹ = J M⁻¹ Jᵀ:
     Y = M⁻¹ ∂R,   ∂λ = Λ (J Y − ∂a),   ∂ν̇ = −Y + M⁻¹ Jᵀ ∂λ,
     ∂λ/∂τ = −Λ J M⁻¹ S,   ∂ν̇/∂τ = M⁻¹ S + M⁻¹ Jᵀ ∂λ/∂τ.
 
-∂R comes from the EIDAmb derivative sweep (Tables 4.2–4.5) run with each
+∂R comes from the EIDAmb derivative sweep in the base frame (Tables 4.2–4.5,
+algorithms/base_frame_derivatives.py, the free linearization's) run with each
 contact wrench held fixed in its body's frame, plus, for world-aligned
 contacts, the turn of that wrench with the frame; ∂a from the same sweep's
-body-velocity and body-acceleration columns.  Same state order and
+forward-pass columns, carried to each contact frame.  Same state order and
 left-trivialised z as :func:`robot_linearization.linearize`.
 """
 
@@ -24,39 +25,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
-                                              contact_kinematics_into, degeneracy_reason, matmul_into)
-from .algorithms.derivatives import derivatives_into
+from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into
+from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
+                                              degeneracy_reason, matmul_into)
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
-from .compiled import announce_compilation, kernel
-from .contacts import ContactError, as_contacts
+from .compiled import announce_compilation, finite_sum, kernel
+from .contacts import ContactError
 from .coupling import CoupledModel
 from .model import State, stack_states
-from .spatial import cross_motion_into, skew_entry, transform_force_add
+from .workspace import singular_state_message
+from .spatial import cross_motion_into, mat_mat_into, mat_vec_into, skew_entry
 
 
 @kernel
-def residual_derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration,
-                              twist, base_acceleration, r, joint_accelerations, v, a, f, dv, da, df, derivatives,
-                              bodies, X_cb, dims, world_aligned, starts, rotation, J_local, body_X_base,
-                              forces, wrenches, d_accel):
-    """∂R (N, 2N) into ``derivatives`` and ∂a (m, 2N) into ``d_accel`` (module docstring) at the
-    motion (twist, r) with accelerations (base_acceleration a_0 including the fictitious −gravity,
-    joint_accelerations) and the contact forces λ held (rotation, J_local, body_X_base from
-    contact_kinematics_into; wrenches (k, 6) receives each λ_c in its frame's axes).
+def contact_transforms_into(X_cb, body_X_base, T):
+    """T[k] = c_X_b · b_X_0 (k, 6, 6): the velocity transform from the base frame (the
+    sweep's) to contact k's frame."""
+    for k in range(T.shape[0]):
+        mat_mat_into(X_cb[k], body_X_base[k], T[k])
 
-    R = ID̄ − Jᵀλ by the EIDAmb derivative sweep (Tables 4.2–4.5, algorithms/derivatives.py)
-    with each contact wrench b_X^c λ_c held in its body's frame, plus the turn of world-aligned
-    λ; a = the contact accelerations from the same sweep's columns of each contact body.  The
-    z_H columns of ID̄ (gravity) are left to the caller; ∂a drops (∂R_c) a_c, zero at a solution."""
-    N = derivatives.shape[0]
-    n = N - (6 if floating_base else 0)
-    col_s, col_v, col_r = N - n, 6 + n, 2 * N - n
-    tmp = np.empty(6)
-    newton_euler_forward_into(parent, S, I, X_up, twist, base_acceleration, r, joint_accelerations, v, a, f)
+
+@kernel
+def hold_contact_wrenches(bodies, dims, world_aligned, starts, rotation, T, forces, wrenches, f):
+    """Take each contact force λ_c off its body's wrench f[body] (n+1, 6, base frame), held in
+    the body's frame: wrenches[k] (6) receives λ_c in the contact frame's axes (world-aligned
+    λ turned by rotation[k]ᵀ), f[body] −= T_kᵀ wrenches[k]."""
     for k in range(bodies.shape[0]):
         wrenches[k] = 0.0
         for i in range(dims[k]):  # λ_c = blockdiag(Rᵀ) λ in the frame's axes (world-aligned), else λ
@@ -68,95 +64,131 @@ def residual_derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end,
                 wrenches[k, i] = acc
             else:
                 wrenches[k, i] = forces[starts[k] + i]
-        tmp[:] = -wrenches[k]
-        transform_force_add(X_cb[k], tmp, f[bodies[k]])
-    derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration, r,
-                     v, a, f, dv, da, df, derivatives, False)
-    # ∂a: the constrained accelerations' derivatives, from the sweep's columns of each contact body
+        b = bodies[k]
+        for q in range(6):
+            acc = 0.0
+            for i in range(6):
+                acc += T[k, i, q] * wrenches[k, i]
+            f[b, q] -= acc
+
+
+@kernel
+def contact_acceleration_derivatives_into(ancestors, depth, floating_base, J, g0, v, columns, bodies, T, dims,
+                                          world_aligned, starts, rotation, d_accel):
+    """∂a (m, 2N): the derivatives of the constrained contact accelerations a = J ν̇ + γ, from
+    the base-frame sweep's forward pass (base_frame_motion_into: body twists v, the columns
+    ∂v/∂s, ∂a/∂s, ∂a/∂r, axes J), g_0 and the contact transforms T (contact_transforms_into).
+
+    Body b's own acceleration moves by ⁰X_b⁻¹(∂a/∂s_c − v_b × ∂v/∂s_c + g_0 × J_c) with joint c
+    above it (the sweep's accelerations carry the fictitious −g_0, which turns with the body:
+    ∂(b_X_0 g_0)/∂s_c = b_X_0 (g_0 × J_c)) and by ⁰X_b⁻¹(∂a/∂r_c − v_b × J_c) with its rate;
+    base_frame_motion_into's docstring.  A point contact adds ∂(ω × v); world-aligned rows are
+    turned like J's rows (the turn of the rotation multiplies a = 0).  z_H moves no contact
+    acceleration (gravity is fictitious): its columns stay zero, as do those of joints not
+    above the contact."""
+    N = J.shape[0]
+    off = 6 if floating_base else 0
+    dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2]
     d_accel[:] = 0.0
-    dv_c = np.zeros((6, 2 * N))
-    da_c = np.zeros((6, 2 * N))
-    dv_b = np.zeros(6)
-    da_b = np.zeros(6)
-    g_b = np.empty(6)
-    v_c = np.empty(6)
-    columns = np.empty(2 * depth.max() + 6, dtype=np.int64)
+    n_columns = 2 * depth.max() + 6
+    cols = np.empty(n_columns, dtype=np.int64)
+    dv_c = np.empty((n_columns, 6))
+    da_c = np.empty((n_columns, 6))
+    dv_b, da_b, tmp, v_c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     for k in range(bodies.shape[0]):
         b = bodies[k]
+        Tk = T[k]
         count = 0
-        for d in range(depth[b]):
-            columns[count], columns[count + 1] = col_s + ancestors[b, d], col_r + ancestors[b, d]
-            count += 2
-        if floating_base:
-            for q in range(6):
-                columns[count] = col_v + q
-                count += 1
-        for q in range(6):
-            acc = 0.0
-            for t in range(6):
-                acc += body_X_base[k, q, t] * gravity_acceleration[t]
-            g_b[q] = acc  # gravity in the body's axes, [Rᵀg; 0]
-        dv_c[:] = 0.0
-        da_c[:] = 0.0
-        for ci in range(count):
-            col = columns[ci]
-            dv_b[:] = dv[b, col]
-            da_b[:] = da[b, col]
-            if col_s <= col < col_s + n:
-                # the sweep's accelerations carry the fictitious −gravity, which turns with the body:
-                # ∂(b_X_0 g_0)/∂s_j = (b_X_0 g_0) × (body Jacobian column j) = g_b × ∂v_b/∂r_j
-                cross_motion_into(g_b, dv[b, col - col_s + col_r], tmp)
-                for q in range(6):
-                    da_b[q] += tmp[q]
-            for q in range(6):
-                acc_v = 0.0
-                acc_a = 0.0
-                for t in range(6):
-                    acc_v += X_cb[k, q, t] * dv_b[t]
-                    acc_a += X_cb[k, q, t] * da_b[t]
-                dv_c[q, col], da_c[q, col] = acc_v, acc_a
-        for q in range(6):
-            acc = 0.0
-            for t in range(6):
-                acc += X_cb[k, q, t] * v[b, t]
-            v_c[q] = acc
+        for d in range(depth[b] + (1 if floating_base else 0)):
+            base = floating_base and d == depth[b]
+            for q in range(6 if base else 1):
+                c = q if base else off + ancestors[b, d]
+                if base:  # the base twist's columns z_v only
+                    dv_b[:] = J[c]
+                    cross_motion_into(v[b], J[c], tmp)
+                    for row in range(6):
+                        da_b[row] = da_dr[c, row] - tmp[row]
+                    mat_vec_into(Tk, dv_b, dv_c[count])
+                    mat_vec_into(Tk, da_b, da_c[count])
+                    cols[count] = N + c
+                    count += 1
+                    continue
+                # joint c: its position column, then its velocity column
+                cross_motion_into(v[b], dv_dq[c], tmp)
+                for row in range(6):
+                    da_b[row] = da_dq[c, row] - tmp[row]
+                cross_motion_into(g0, J[c], tmp)
+                for row in range(6):
+                    da_b[row] += tmp[row]
+                mat_vec_into(Tk, dv_dq[c], dv_c[count])
+                mat_vec_into(Tk, da_b, da_c[count])
+                cols[count] = c
+                cross_motion_into(v[b], J[c], tmp)
+                for row in range(6):
+                    da_b[row] = da_dr[c, row] - tmp[row]
+                mat_vec_into(Tk, J[c], dv_c[count + 1])
+                mat_vec_into(Tk, da_b, da_c[count + 1])
+                cols[count + 1] = N + c
+                count += 2
         if dims[k] == 3:  # ∂(a + ω × v) = ∂a − v^ ∂ω + ω^ ∂v
+            mat_vec_into(Tk, v[b], v_c)
             for ci in range(count):
-                col = columns[ci]
-                w0, w1, w2 = dv_c[3, col], dv_c[4, col], dv_c[5, col]
-                u0, u1, u2 = dv_c[0, col], dv_c[1, col], dv_c[2, col]
-                da_c[0, col] += -(v_c[1] * w2 - v_c[2] * w1) + (v_c[4] * u2 - v_c[5] * u1)
-                da_c[1, col] += -(v_c[2] * w0 - v_c[0] * w2) + (v_c[5] * u0 - v_c[3] * u2)
-                da_c[2, col] += -(v_c[0] * w1 - v_c[1] * w0) + (v_c[3] * u1 - v_c[4] * u0)
+                w0, w1, w2 = dv_c[ci, 3], dv_c[ci, 4], dv_c[ci, 5]
+                u0, u1, u2 = dv_c[ci, 0], dv_c[ci, 1], dv_c[ci, 2]
+                da_c[ci, 0] += -(v_c[1] * w2 - v_c[2] * w1) + (v_c[4] * u2 - v_c[5] * u1)
+                da_c[ci, 1] += -(v_c[2] * w0 - v_c[0] * w2) + (v_c[5] * u0 - v_c[3] * u2)
+                da_c[ci, 2] += -(v_c[0] * w1 - v_c[1] * w0) + (v_c[3] * u1 - v_c[4] * u0)
         for i in range(dims[k]):  # rotated like the rows of J (R ∂a: the turn of R multiplies a = 0)
             block, row = i // 3, i % 3
             for ci in range(count):
-                col = columns[ci]
                 if world_aligned[k]:
                     acc = 0.0
                     for q in range(3):
-                        acc += rotation[k, row, q] * da_c[3 * block + q, col]
-                    d_accel[starts[k] + i, col] = acc
+                        acc += rotation[k, row, q] * da_c[ci, 3 * block + q]
+                    d_accel[starts[k] + i, cols[ci]] = acc
                 else:
-                    d_accel[starts[k] + i, col] = da_c[i, col]
-        if world_aligned[k]:
-            # λ fixed in world axes turns in the frame's axes: ∂λ_c = [f_c^; n_c^] J_ω z_q, so ∂R
-            # gains −J_cᵀ [f_c^; n_c^] J_ω in the position columns z_q = [z_H; z_s] (the first N)
-            d = dims[k]
-            turn = np.zeros((d, N))
+                    d_accel[starts[k] + i, cols[ci]] = da_c[ci, i]
+
+
+@kernel
+def world_aligned_turn_into(dims, world_aligned, J_local, wrenches, derivatives):
+    """λ fixed in world axes turns in the frame's axes: ∂λ_c = [f_c^; n_c^] J_ω z_q, so ∂R
+    (N, 2N) gains −J_cᵀ [f_c^; n_c^] J_ω in the position columns z_q = [z_H; z_s] (the first
+    N); J_local (k, 6, N) each frame's body Jacobian in its own axes, wrenches (k, 6) λ_c there."""
+    N = derivatives.shape[0]
+    for k in range(dims.shape[0]):
+        if not world_aligned[k]:
+            continue
+        d = dims[k]
+        turn = np.zeros((d, N))
+        for i in range(d):
+            block, row = i // 3, i % 3
+            for q in range(3):
+                factor = skew_entry(wrenches[k, 3 * block:3 * block + 3], row, q)
+                if factor != 0.0:
+                    for col in range(N):
+                        turn[i, col] += factor * J_local[k, 3 + q, col]
+        for row in range(N):
             for i in range(d):
-                block, row = i // 3, i % 3
-                for q in range(3):
-                    factor = skew_entry(wrenches[k, 3 * block:3 * block + 3], row, q)
-                    if factor != 0.0:
-                        for col in range(N):
-                            turn[i, col] += factor * J_local[k, 3 + q, col]
-            for row in range(N):
-                for i in range(d):
-                    factor = J_local[k, i, row]
-                    if factor != 0.0:
-                        for col in range(N):
-                            derivatives[row, col] -= factor * turn[i, col]
+                factor = J_local[k, i, row]
+                if factor != 0.0:
+                    for col in range(N):
+                        derivatives[row, col] -= factor * turn[i, col]
+
+
+@kernel
+def held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives,
+                                 bodies, dims, world_aligned, starts, rotation, J_local, T, forces, wrenches):
+    """∂R (N, 2N) into ``derivatives``, R = ID̄ − Jᵀλ, after the base-frame sweep's forward pass
+    (base_frame_motion_into, which left f, Y, Y_rate and the columns) and contact_transforms_into
+    (T): each contact force λ taken off its body's wrench (held in the body's frame, it turns with
+    the joints above it as the body's own inertial wrench does), the backward pass
+    (algorithms/base_frame_derivatives.py), then the turn of world-aligned λ.  wrenches (k, 6)
+    receives each λ_c in its frame's axes.  The z_H columns of ID̄ (gravity) are left to the
+    caller (eliminate_into)."""
+    hold_contact_wrenches(bodies, dims, world_aligned, starts, rotation, T, forces, wrenches, f)
+    base_frame_backward_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, False)
+    world_aligned_turn_into(dims, world_aligned, J_local, wrenches, derivatives)
 
 
 @kernel
@@ -190,15 +222,16 @@ def eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, gra
 @kernel
 def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                                pose, s, twist, r, tau,
-                               X_up, I_A, U, D, v, c, p, a, f, dv, da, df, F, P, R_bodies, t_bodies, axes, U_base,
-                               derivatives,
+                               X_up, I_A, U, D, v, c, p, a, f, F, P, R_bodies, t_bodies, axes, U_base, derivatives,
+                               Y, Y_rate, columns,
                                bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
-                               J, drift, J_local, rotation, body_X_base, JM_inv, L, wrenches,
+                               J, drift, J_local, rotation, body_X_base, T, JM_inv, L, wrenches,
                                A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
     """The constrained linearization (module docstring) of one state into A (2N, 2N),
     B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns 0; 1, with J
     and M_inv filled for the error message, when the contact set is degenerate; 2 + j
-    when the mass matrix is singular at this state because of joint j."""
+    when the mass matrix is singular at this state because of joint j; −1 when the result
+    is not finite (an overflow)."""
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
     off = N - n
@@ -221,14 +254,18 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
                             starts, coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
     if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
         return 1
-    # ∂R, ∂a: the EIDAmb sweep at the constrained ν̇ with the contact wrenches held
+    # ∂a, ∂R: the base-frame EIDAmb sweep at the constrained ν̇, then with the contact forces held
     a0 = -g0
     if floating_base:
         a0 += accelerations[:6]
     d_accel = np.empty((m, 2 * N))
-    residual_derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, g0, twist, a0, r,
-                              accelerations[off:], v, a, f, dv, da, df, derivatives, bodies, X_cb, dims, world_aligned,
-                              starts, rotation, J_local, body_X_base, forces, wrenches, d_accel)
+    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, twist, a0, g0, r, accelerations[off:],
+                           v, a, f, Y, Y_rate, columns)
+    contact_transforms_into(X_cb, body_X_base, T)
+    contact_acceleration_derivatives_into(ancestors, depth, floating_base, axes, g0, v, columns, bodies, T, dims,
+                                          world_aligned, starts, rotation, d_accel)
+    held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, bodies,
+                                 dims, world_aligned, starts, rotation, J_local, T, forces, wrenches)
     d_nu = np.empty((N, 2 * N))
     eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, g0, d_nu, d_forces)
     for i in range(m):
@@ -255,20 +292,21 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
             if factor != 0.0:
                 for col in range(n):
                     B[N + row, col] += factor * d_forces_dtau[i, col]
-    return 0
+    total = (finite_sum(A) + finite_sum(B) + finite_sum(M_inv) + finite_sum(accelerations) + finite_sum(forces)
+             + finite_sum(d_forces) + finite_sum(d_forces_dtau))
+    return 0 if np.isfinite(total) else -1
 
 
-def linearize_with_contacts(model, state: State, joint_torques, contacts, workspace):
-    """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with ``contacts`` rigidly held
-    (and, for a CoupledModel, its mimic joints following their sources).
+def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace):
+    """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with the contact set ``arrays``
+    (constrained_dynamics.contact_arrays) rigidly held (and, for a CoupledModel, its mimic
+    joints following their sources).
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
     ∂λ/∂τ (m, n), in the model's (independent) coordinates.  ``workspace``: the
     tree's per-thread scratch arrays.  ContactError for a redundant or degenerate
     contact set.
     """
-    contacts = as_contacts(contacts)
-    arrays = contact_arrays(model, contacts)
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
     poses, s, twists, r, torques = stack_states(model, [state], torques)
     coupled = isinstance(model, CoupledModel)
@@ -276,24 +314,20 @@ def linearize_with_contacts(model, state: State, joint_torques, contacts, worksp
     s, r, tau = s[0], r[0], torques[0]
     if coupled:
         s, r, tau = model.coupling @ s + model.offset, model.coupling @ r, model.tree_torques(tau)
-    k, m, n, N = len(contacts), arrays.m, tree.n_bodies - 1, tree.n_velocities
-    J, JM_inv = np.empty((m, N)), np.empty((m, N))
+    m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
+    scratch = arrays.scratch(N)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n)))
     announce_compilation(constrained_linearize_into)
     status = constrained_linearize_into(*workspace.model_arrays, poses[0], s, twists[0], r, tau,
-                                        *workspace.arrays(), *arrays.arrays(),
-                                        J, np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
-                                        JM_inv, np.empty((m, m)), np.empty((k, 6)), *out)
+                                        *workspace.arrays(), *arrays.arrays(), *scratch, *out)
     if status == 1:
-        raise ContactError(degeneracy_reason(contacts, J, out[2]))
+        raise ContactError(degeneracy_reason(arrays.contacts, scratch[0], out[2]))
     if status >= 2:
-        from .linearization import singular_state_message
-
         raise ValueError(singular_state_message(tree, status - 2))
-    if not all(np.isfinite(x).all() for x in out):
+    if status == -1:
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    return _reduced(model, arrays, J, out) if coupled else out
+    return _reduced(model, arrays, scratch[0], out) if coupled else out
 
 
 def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):

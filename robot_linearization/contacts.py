@@ -12,6 +12,7 @@ LOCAL_WORLD_ALIGNED.  Conventions: docs/contacts.md.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -74,7 +75,16 @@ def as_contacts(contacts) -> tuple[Contact, ...]:
     text entries ``"frame[:point|6d[:world_aligned|local]]"`` (a bare name is a
     world-aligned point contact), one comma-separated string of them, or a list
     mixing both; None, "" or "none" = no contacts.  ContactError names a bad entry or
-    a frame given twice."""
+    a frame given twice.  A set seen before is not read again (it is called every cycle)."""
+    if isinstance(contacts, list):
+        contacts = tuple(contacts)
+    try:
+        return _as_contacts_seen(contacts)
+    except TypeError:  # unhashable (an entry that is a list, an array): read it, to name what is wrong
+        return _as_contacts(contacts)
+
+
+def _as_contacts(contacts) -> tuple[Contact, ...]:
     if contacts is None:
         return ()
     if isinstance(contacts, str):
@@ -104,6 +114,9 @@ def as_contacts(contacts) -> tuple[Contact, ...]:
     if duplicated:
         raise ContactError(f"frames in contact more than once: {duplicated}")
     return tuple(out)
+
+
+_as_contacts_seen = functools.lru_cache(maxsize=1024)(_as_contacts)
 
 
 @dataclass(frozen=True)

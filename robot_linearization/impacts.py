@@ -21,8 +21,10 @@ z_r] (the state order of A), z⁺ = A_impact z⁻:
 these are the residuals of the constrained linearization (contact_linearization.py) at a
 fictitious motion with ν = 0 and no gravity, accelerations ν⁺ − ν⁻ with the impulses held as
 contact wrenches (R), and accelerations ν⁺ + eν⁻ (a: J w is linear in w, and at ν = 0 there is
-no drift).  So the same EIDAmb sweep gives ∂R and ∂a (two passes, one per acceleration) and the
-same KKT elimination gives ∂ν⁺ and ∂Λ; the world-aligned turn of J multiplies J(ν⁺ + eν⁻) = 0.
+no drift).  So the same base-frame EIDAmb sweep gives ∂a (its forward pass with ν⁺ + eν⁻) and
+∂R (forward with ν⁺ − ν⁻, backward with the impulses held), and the same KKT elimination gives
+∂ν⁺ and ∂Λ; the world-aligned turn of J multiplies J(ν⁺ + eν⁻) = 0.  All of it is one compiled
+kernel (impact_into) over the model's cached workspace.
 """
 
 from __future__ import annotations
@@ -31,14 +33,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .algorithms.base_frame_derivatives import base_frame_motion_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
                                               contact_kinematics_into, degeneracy_reason)
-from .algorithms.inverse_mass_matrix import inverse_mass_matrix
-from .algorithms.kinematics import body_transforms
+from .algorithms.forward_dynamics import articulated_inertias_into, singular_pivot
+from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
+from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from .arguments import check_model, real_array
-from .contact_linearization import eliminate_into, residual_derivatives_into
+from .compiled import announce_compilation, kernel
+from .contact_linearization import (contact_acceleration_derivatives_into, contact_transforms_into, eliminate_into,
+                                    held_wrench_derivatives_into)
 from .contacts import ContactError, as_contacts, contact_labels
 from .model import State, check_state
+from .workspace import singular_state_message, workspace
 
 
 @dataclass(frozen=True)
@@ -76,10 +83,86 @@ def touchdown(previous_contacts, contacts) -> bool:
 
 def restitution_coefficient(value) -> float:
     """e ∈ [0, 1], checked (ValueError naming ``restitution``)."""
+    if type(value) is float and 0.0 <= value <= 1.0:  # the common case, every cycle
+        return value
     e = float(real_array(value, "restitution", (), what="a restitution coefficient in [0, 1]"))
     if not 0.0 <= e <= 1.0:
         raise ValueError(f"restitution: expected a restitution coefficient in [0, 1], got {e:g}")
     return e
+
+
+@kernel
+def impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, base_rotation, s, nu_minus, e,
+                X_up, I_A, U, D, v, c, p, a, f, F, P, R_bodies, t_bodies, axes, U_base, derivatives, Y, Y_rate, columns,
+                bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
+                J, J_local, rotation, body_X_base, T, JM_inv, L, wrenches, M_inv,
+                A, impulses, d_impulses, nu_plus):
+    """The impact map (module docstring) at the configuration s (base rotation A_R_0) and the
+    pre-impact velocity nu_minus ν⁻ (N,) with restitution e, into A (2N, 2N), impulses Λ (m),
+    d_impulses ∂Λ/∂z⁻ (m, 2N) and nu_plus ν⁺ (N).  Scratch: the model's workspace
+    (workspace.Workspace) and the contact set's (constrained_linearize_into's).  Returns 0;
+    1 when the contact set is degenerate (J, M_inv filled for the message); 2 + j when the mass
+    matrix is singular because of joint j."""
+    N = M_inv.shape[0]
+    n = N - (6 if floating_base else 0)
+    off = N - n
+    m = J.shape[0]
+    zero6, zero_n = np.zeros(6), np.zeros(n)
+    # M⁻¹ (IMMAmb) and J from the configuration alone: zero motion, so no drift
+    body_transforms_into(S, tree_X, s, X_up)
+    articulated_inertias_into(parent, S, I, X_up, I_A, U, D)
+    joint = singular_pivot(I_A, D)
+    if joint >= 0:
+        return 2 + joint
+    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
+    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
+                             M_inv)
+    v[:] = 0.0
+    a[:] = 0.0
+    drift = np.zeros(m)
+    contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
+                            coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
+    # Λ = −(1+e) Λ_J J ν⁻ and (1+e)ν⁻ + M⁻¹JᵀΛ: contact_forces_into with ν̇_free = (1+e)ν⁻, γ = 0
+    jumped = np.empty(N)
+    if not contact_forces_into(J, M_inv, (1.0 + e) * nu_minus, drift, JM_inv, L, impulses, jumped):
+        return 1
+    for i in range(N):
+        nu_plus[i] = jumped[i] - e * nu_minus[i]
+    # ∂a: the sweep's forward pass at ν = 0, g = 0 with accelerations w = ν⁺ + eν⁻
+    w = nu_plus + e * nu_minus
+    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, zero6, w[:6] if floating_base else zero6,
+                           zero6, zero_n, w[off:], v, a, f, Y, Y_rate, columns)
+    contact_transforms_into(X_cb, body_X_base, T)
+    d_accel = np.empty((m, 2 * N))
+    contact_acceleration_derivatives_into(ancestors, depth, floating_base, axes, zero6, v, columns, bodies, T, dims,
+                                          world_aligned, starts, rotation, d_accel)
+    # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches
+    jump = nu_plus - nu_minus
+    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, zero6,
+                           jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:], v, a, f, Y, Y_rate, columns)
+    held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, bodies,
+                                 dims, world_aligned, starts, rotation, J_local, T, impulses, wrenches)
+    d_nu = np.empty((N, 2 * N))
+    eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, zero6, d_nu, d_impulses)
+    # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
+    d_impulses_dnu = J.copy()
+    cholesky_solve_into(L, d_impulses_dnu)
+    A[:] = 0.0
+    for i in range(N):
+        A[i, i] = 1.0
+        A[N + i, N + i] = 1.0
+        for col in range(N):
+            A[N + i, col] = d_nu[i, col]
+    for i in range(m):
+        for col in range(N):
+            d_impulses_dnu[i, col] *= -(1.0 + e)
+            d_impulses[i, N + col] = d_impulses_dnu[i, col]
+        for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
+            factor = JM_inv[i, row]
+            if factor != 0.0:
+                for col in range(N):
+                    A[N + row, N + col] += factor * d_impulses_dnu[i, col]
+    return 0
 
 
 def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
@@ -99,55 +182,26 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     contacts = as_contacts(contacts)
     e = restitution_coefficient(restitution)
     arrays = contact_arrays(model, contacts)
-    n, N, n_bodies, floating = model.n_joints, model.n_velocities, model.n_bodies, model.floating_base
-    off = N - n
+    n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     k, m = len(contacts), arrays.m
     nu_minus = state.joint_velocities if not floating else np.concatenate([state.base_twist, state.joint_velocities])
-    X_up = body_transforms(model, state.joint_positions)
-    M_inv = inverse_mass_matrix(model, state.joint_positions)
-    if not np.isfinite(M_inv).all():
-        raise ValueError("impact: the mass matrix is singular at this state")
-    # J (and its pieces) from the configuration alone: zero motion, so no drift
-    zeros = np.zeros((n_bodies, 6))
-    J, J_local, rotation, body_X_base = np.empty((m, N)), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6))
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if floating else np.eye(3)
-    contact_kinematics_into(model.parent, model.motion_subspaces, X_up, floating, base_rotation, *arrays.arrays(),
-                            zeros, zeros, J, np.zeros(m), J_local, rotation, body_X_base)
-    # Λ = −(1+e) Λ_J J ν⁻ and (1+e)ν⁻ + M⁻¹JᵀΛ: contact_forces_into with ν̇_free = (1+e)ν⁻, γ = 0
-    JM_inv, L, impulses, jumped = np.empty((m, N)), np.empty((m, m)), np.empty(m), np.empty(N)
-    if not contact_forces_into(J, M_inv, (1.0 + e) * nu_minus, np.zeros(m), JM_inv, L, impulses, jumped):
+    ws = workspace(model)
+    parent, S, tree_X, I, ancestors, depth, subtree_end, _, _ = ws.model_arrays
+    J, M_inv = np.empty((m, N)), np.empty((N, N))
+    A, impulses, d_impulses, nu_plus = np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N)
+    announce_compilation(impact_into)
+    status = impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating, base_rotation,
+                         np.asarray(state.joint_positions, dtype=float), nu_minus.astype(float), e, *ws.arrays(),
+                         *arrays.arrays(), J, np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
+                         np.empty((k, 6, 6)), np.empty((m, N)), np.empty((m, m)), np.empty((k, 6)), M_inv,
+                         A, impulses, d_impulses, nu_plus)
+    if status == 1:
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
-    nu_plus = jumped - e * nu_minus
-    # ∂R and ∂a at the fictitious motion ν = 0, g = 0 (module docstring): ∂a from accelerations
-    # w = ν⁺ + eν⁻, then ∂R from ν⁺ − ν⁻, each with the impulses held as contact wrenches
-    scratch = [np.empty((n_bodies, 6)) for _ in range(3)] + [np.empty((n_bodies, 2 * N, 6)) for _ in range(3)]
-    derivatives, d_accel, wrenches = np.empty((N, 2 * N)), np.empty((m, 2 * N)), np.empty((k, 6))
-    no_gravity = np.zeros(6)
-
-    def sweep(accelerations, d_accel):
-        residual_derivatives_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.ancestors,
-                                  model.depth, model.subtree_end, floating, no_gravity, np.zeros(6),
-                                  accelerations[:6] if floating else np.zeros(6), np.zeros(n), accelerations[off:],
-                                  *scratch, derivatives, arrays.bodies, arrays.X_contact_body, arrays.dims,
-                                  arrays.world_aligned, arrays.starts, rotation, J_local, body_X_base, impulses,
-                                  wrenches, d_accel)
-
-    sweep(nu_plus + e * nu_minus, d_accel)  # keeps ∂a
-    sweep(nu_plus - nu_minus, np.empty((m, 2 * N)))  # keeps ∂R (in derivatives)
-    d_nu, d_impulses = np.empty((N, 2 * N)), np.empty((m, 2 * N))
-    eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating, no_gravity, d_nu, d_impulses)
-    # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
-    d_impulses_dnu = J.copy()
-    cholesky_solve_into(L, d_impulses_dnu)
-    d_impulses_dnu *= -(1.0 + e)
-    A = np.zeros((2 * N, 2 * N))
-    A[:N, :N] = np.eye(N)
-    A[N:, :N] = d_nu[:, :N]
-    A[N:, N:] = np.eye(N) + JM_inv.T @ d_impulses_dnu
-    d_impulses[:, N:] = d_impulses_dnu
-    post = State(joint_positions=state.joint_positions, joint_velocities=nu_plus[off:]) if not floating else State(
+    if status >= 2:
+        raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
+    post = State(joint_positions=state.joint_positions, joint_velocities=nu_plus[N - n:]) if not floating else State(
         base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=nu_plus[:6],
-        joint_velocities=nu_plus[off:])
+        joint_velocities=nu_plus[N - n:])
     return Impact(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
                   impulse_labels=contact_labels(contacts), contacts=contacts, restitution=e, pre_impact_state=state)
-

@@ -22,13 +22,15 @@ from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
 from .arguments import check_model, choice, joint_vector, positive_number
-from .compiled import announce_compilation, kernel
+from .compiled import announce_compilation, finite_sum, kernel
+from .algorithms.constrained_dynamics import contact_arrays
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, as_contacts, contact_labels, resolve
+from .contacts import Contact, as_contacts, resolve
 from .coupling import CoupledModel, tree_of
 from .discretization import METHODS, euler_step_jacobians_into, step_jacobians
 from .impacts import impact, restitution_coefficient, touchdown
 from .model import Model, State, check_state, first_invalid_state, stack_states, state_problem
+from .workspace import singular_state_message, workspace
 
 
 @dataclass(frozen=True)
@@ -109,84 +111,12 @@ class Linearization:
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Linearization) if f.default is not dataclasses.MISSING}
 
 
-class Workspace:
-    """Every scratch array of one linearization, allocated once per model and thread.
-
-    It also holds this thread's own copy of the model's (small) arrays: compiled
-    code reference-counts every array view it takes, and two threads viewing the
-    same array contend for one cache line on every access.
-    """
-
-    def __init__(self, model: Model):
-        n_bodies, N = model.n_bodies, model.n_velocities
-        self.model_arrays = tuple(np.array(a) for a in (
-            model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
-            model.depth, model.subtree_end)) + (model.floating_base, np.array(model.gravity))
-        self.X_up = np.empty((n_bodies, 6, 6))
-        self.I_A = np.empty((n_bodies, 6, 6))
-        self.U = np.zeros((n_bodies, 6))
-        self.D = np.zeros(n_bodies)
-        self.v, self.c, self.p, self.a, self.f = (np.empty((n_bodies, 6)) for _ in range(5))
-        self.dv, self.da, self.df = (np.empty((n_bodies, 2 * N, 6)) for _ in range(3))
-        self.F, self.P = np.empty((n_bodies, N, 6)), np.empty((n_bodies, N, 6))
-        self.R, self.t, self.axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
-        self.U_base = np.empty((n_bodies, 6))
-        self.derivatives = np.empty((N, 2 * N))
-        # the base-frame sweep: composite inertias and their rates, its columns; −M⁻¹ D transposed
-        self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
-        self.columns = np.empty((7, N, 6))
-        self.product = np.empty((2 * N, N))
-        # linearize_into's arguments before the states, and its scratch, in its order (the per-body
-        # columns dv, da, df and the path tables are the contact kernel's only)
-        parent, S, tree_X, I, _, _, subtree_end, floating, gravity = self.model_arrays
-        self.tree_arrays = parent, S, tree_X, I, subtree_end, floating, gravity
-        self.scratch = (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f, self.F, self.P,
-                        self.R, self.t, self.axes, self.U_base, self.derivatives, *self.base_frame_arrays())
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays() + self.base_frame_arrays()) + sum(
-            getattr(a, "nbytes", 0) for a in self.model_arrays)
-
-    def arrays(self):
-        return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f,
-                self.dv, self.da, self.df, self.F, self.P, self.R, self.t, self.axes, self.U_base, self.derivatives)
-
-    def base_frame_arrays(self):
-        return self.Y, self.Y_rate, self.columns, self.product
-
-
-def workspace(model: Model) -> Workspace:
-    """This thread's workspace for ``model`` (created on first use)."""
-    local = model.thread_local
-    if getattr(local, "workspace", None) is None:
-        local.workspace = Workspace(model)
-    return local.workspace
-
-
 @kernel(inline=True)
 def _set_minus_skew(A, row, col, x):
     """A[row:row+3, col:col+3] = −x^."""
     A[row, col + 1], A[row, col + 2] = x[2], -x[1]
     A[row + 1, col], A[row + 1, col + 2] = -x[2], x[0]
     A[row + 2, col], A[row + 2, col + 1] = x[1], -x[0]
-
-
-@kernel(inline=True)
-def _sum(x):
-    """Sum of a contiguous array in four independent partial sums (a single running
-    sum waits on each add's latency); inf/NaN anywhere makes it non-finite."""
-    flat = x.ravel()
-    s0 = s1 = s2 = s3 = 0.0
-    end = flat.shape[0] - flat.shape[0] % 4
-    for j in range(0, end, 4):
-        s0 += flat[j]
-        s1 += flat[j + 1]
-        s2 += flat[j + 2]
-        s3 += flat[j + 3]
-    for j in range(end, flat.shape[0]):
-        s0 += flat[j]
-    return (s0 + s1) + (s2 + s3)
 
 
 @kernel
@@ -210,7 +140,7 @@ def _minus_product_into(M_inv, D, first_column, product, A):
                     row[j] -= factor * M_r[j]
         for j in range(N):
             A[N + j, c] = row[j]
-    return np.isfinite(_sum(product[first_column:]) + _sum(M_inv))
+    return np.isfinite(finite_sum(product[first_column:]) + finite_sum(M_inv))
 
 
 @kernel
@@ -266,7 +196,7 @@ def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
             _set_minus_skew(A[k], N, 3, -g0[:3])
         B[k] = 0.0
         B[k, N:, :] = M_inv[k][:, N - n:]
-        if singular[k] < 0 and not (finite and np.isfinite(_sum(accelerations[k]))):
+        if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     if dt > 0.0:
         euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
@@ -413,12 +343,6 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="linearize")
 
 
-def singular_state_message(model: Model, joint: int, where: str = "") -> str:
-    return (f"the mass matrix is singular at this state{where}: joint '{model.joint_names[joint]}' moves bodies "
-            f"that have no inertia along its motion there (link '{model.body_names[joint + 1]}' and its "
-            "descendants); no linearization exists at it")
-
-
 def _check_finite(model: Model, out, arrays) -> None:
     """ValueError, naming the state, if the mass matrix is singular there or A, B or
     M⁻¹ overflowed (e.g. joint velocities of 1e200): never a matrix of inf/NaN
@@ -454,15 +378,15 @@ def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization
 
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
-    contacts = as_contacts(contacts)
+    arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
     torques = joint_vector(model, joint_torques, "joint_torques")
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
-        model, state, torques, contacts, workspace(tree_of(model)))
-    if not contacts:  # a CoupledModel without contacts: no contact fields
+        model, state, torques, arrays, workspace(tree_of(model)))
+    if not arrays.contacts:  # a CoupledModel without contacts: no contact fields
         return _result(model, A, B, M_inv, nu_dot, state=state, joint_torques=torques, **step)
     return _result(model, A, B, M_inv, nu_dot, contact_forces=forces, contact_forces_state_jacobian=d_forces,
-                   contact_forces_input_jacobian=d_forces_dtau, contact_labels=contact_labels(contacts),
-                   contacts=contacts, state=state, joint_torques=torques, **step)
+                   contact_forces_input_jacobian=d_forces_dtau, contact_labels=arrays.labels,
+                   contacts=arrays.contacts, state=state, joint_torques=torques, **step)
 
 
 def _linearize_after_impact(model: Model, state: State, joint_torques, contacts, previous_contacts, restitution,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import robot_linearization as rl
-from robot_linearization.linearization import Workspace, workspace
+from robot_linearization.workspace import Workspace, workspace
 from robot_linearization.robots import thesis_test_system
 
 from conftest import load_example, random_state, random_tree

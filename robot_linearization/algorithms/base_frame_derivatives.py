@@ -88,27 +88,20 @@ def _add_inertia_rate(Y, v, h, out, column):
 
 
 @kernel
-def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, base_twist, base_acceleration, g0,
-                                r, rdot, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
-    """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into ``derivatives``, every column in the base frame.
+def base_frame_motion_into(parent, I, floating_base, R, t, J, base_twist, base_acceleration, g0, r, rdot, v, a, f, Y,
+                           Y_rate, columns):
+    """The sweep's forward pass: twists v, accelerations a (a_0 = v̇ − g_0) and wrenches f
+    (n+1, 6) of every body, its inertia Y and inertia rate Ẏ (n+1, 6, 6), and each column's
+    ∂v/∂s_c, ∂a/∂s_c, ∂a/∂r_c into columns[0:3] (N, 6), all in the base frame.
 
-    Inputs: the tree (parent, body inertias I (n+1, 6, 6), subtree_end), the body
-    poses R, t and column axes J (N, 6) in the base frame
-    (kinematics.base_frame_poses_into), base_twist v (6,) and base_acceleration
-    a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
-    accelerations ṙ (n,).  Scratch: v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the
-    composite inertias and their rates; columns (7, N, 6).  with_base_pose=False
-    leaves D₁ID̄ zero, which the linearization does not need (see linearize_into).
-    """
+    Inputs as :func:`base_frame_derivatives_into`.  The columns are shared by every body
+    below column c: in body k's own frame, ∂v_k/∂s_c = ⁰X_k⁻¹ ∂v/∂s_c and (the ``−v_k ×``
+    terms the backward pass leaves to Ẏ) ∂a_k/∂s_c = ⁰X_k⁻¹(∂a/∂s_c − v_k × ∂v/∂s_c),
+    ∂a_k/∂r_c = ⁰X_k⁻¹(∂a/∂r_c − v_k × J_c) — what the contact accelerations need."""
     n_bodies = v.shape[0]
-    N = derivatives.shape[0]
     off = 6 if floating_base else 0
-    dv_dq, da_dq, da_dr, Y_J = columns[0], columns[1], columns[2], columns[3]
-    Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6]
+    dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2]
     tmp, tmp2 = np.empty(6), np.empty(6)
-    derivatives[:] = 0.0
-
-    # forward: twists, accelerations, the columns' rates, body inertias and wrenches
     v[0] = base_twist
     a[0] = base_acceleration
     if floating_base:  # the base's parent, the world, is at rest and accelerates by −g_0
@@ -140,7 +133,21 @@ def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, 
         Y_rate[i] = 0.0
         _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
 
-    # backward: composite inertias, their rates and wrenches accumulate; each entry of D is a dot product
+
+@kernel
+def base_frame_backward_into(parent, subtree_end, floating_base, J, f, Y, Y_rate, columns, derivatives,
+                             with_base_pose):
+    """The sweep's backward pass: composite inertias, their rates and the wrenches f (minus
+    any external wrench the caller took off after :func:`base_frame_motion_into`)
+    accumulate, and each entry of [D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) is one dot product.
+    with_base_pose=False leaves D₁ID̄ zero."""
+    n_bodies = f.shape[0]
+    N = derivatives.shape[0]
+    off = 6 if floating_base else 0
+    dv_dq, da_dq, da_dr, Y_J = columns[0], columns[1], columns[2], columns[3]
+    Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6]
+    tmp, tmp2 = np.empty(6), np.empty(6)
+    derivatives[:] = 0.0
     last = 0 if floating_base else 1
     for i in range(n_bodies - 1, last - 1, -1):
         own_start, own_end = (0, 6) if i == 0 else (off + i - 1, off + i)
@@ -178,3 +185,22 @@ def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, 
                     Y[p, row, col] += Y_i[row, col]
                     Y_rate[p, row, col] += Y_dot[row, col]
 
+
+@kernel
+def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, base_twist, base_acceleration, g0,
+                                r, rdot, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
+    """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into ``derivatives``, every column in the base frame.
+
+    Inputs: the tree (parent, body inertias I (n+1, 6, 6), subtree_end), the body
+    poses R, t and column axes J (N, 6) in the base frame
+    (kinematics.base_frame_poses_into), base_twist v (6,) and base_acceleration
+    a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
+    accelerations ṙ (n,).  Scratch: v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the
+    composite inertias and their rates; columns (7, N, 6).  with_base_pose=False
+    leaves D₁ID̄ zero, which the linearization does not need (see linearize_into).
+    The forward pass, then the backward pass.
+    """
+    base_frame_motion_into(parent, I, floating_base, R, t, J, base_twist, base_acceleration, g0, r, rdot, v, a, f,
+                           Y, Y_rate, columns)
+    base_frame_backward_into(parent, subtree_end, floating_base, J, f, Y, Y_rate, columns, derivatives,
+                             with_base_pose)

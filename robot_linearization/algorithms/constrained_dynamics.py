@@ -14,11 +14,12 @@ with M⁻¹ from the IMMA(mb) and ν̇_free from the ABA(mb): no factorisation o
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
 from ..compiled import kernel
-from ..contacts import ContactError, as_contacts, resolve
+from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
 from ..spatial import mat_mat_into
@@ -38,10 +39,13 @@ class ContactArrays:
     bool, starts (k,) first row of each contact in J and λ; m_contacts rows.  After
     them, the joint-space rows of a CoupledModel's mimic joints (coupling.py):
     coupling_rows (c, 2) tree indices (mimic, source) and coupling_multipliers (c,);
-    m rows in all."""
+    m rows in all.  labels (m_contacts,) names λ's entries.  Resolved once per (model,
+    contacts) (:func:`contact_arrays`); :meth:`scratch` is each thread's own."""
 
     def __init__(self, model, contacts):
         self.contacts = as_contacts(contacts)
+        self.labels = contact_labels(self.contacts)
+        self._local = threading.local()
         resolved = resolve(model, self.contacts)
         self.bodies = np.array([rc.body for rc in resolved], dtype=np.int64)
         self.X_contact_body = np.array([rc.X_contact_body for rc in resolved]).reshape(-1, 6, 6)
@@ -56,6 +60,18 @@ class ContactArrays:
     def arrays(self):
         return (self.bodies, self.X_contact_body, self.dims, self.world_aligned, self.starts, self.coupling_rows,
                 self.coupling_multipliers)
+
+    def scratch(self, N: int):
+        """This thread's scratch of the contact kernels for N velocities: J (m, N), γ (m,),
+        J_local (k, 6, N), A_R_c (k, 3, 3), b_X_0 (k, 6, 6), c_X_0 (k, 6, 6), J M⁻¹ (m, N),
+        the Cholesky factor (m, m) and the contact wrenches (k, 6)."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None or scratch[0].shape[1] != N:
+            k, m = len(self.contacts), self.m
+            scratch = self._local.scratch = (
+                np.empty((m, N)), np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
+                np.empty((k, 6, 6)), np.empty((m, N)), np.empty((m, m)), np.empty((k, 6)))
+        return scratch
 
 
 @functools.lru_cache(maxsize=256)
