@@ -96,6 +96,24 @@ class CoupledModel:
         off = 6 if self.floating_base else 0
         return np.concatenate([np.arange(off), off + self.independent])
 
+    @functools.cached_property
+    def reduction(self) -> tuple[np.ndarray, np.ndarray]:
+        """(index, factor) (N_tree,): Ĝ has one entry per row, Ĝ[i, index[i]] = factor[i] (the
+        base's rows and the independent joints' are 1), so Ĝᵀ x sums x[i]·factor[i] into index[i]."""
+        G = self.velocity_map
+        index = np.argmax(G != 0.0, axis=1).astype(np.int64)
+        return index, G[np.arange(G.shape[0]), index].copy()
+
+    def coupling_scratch(self):
+        """This thread's scratch of linearization.coupled_linearize_into: J_c (c, N_tree),
+        J_c M⁻¹ (c, N_tree) and a Cholesky factor (c, c)."""
+        local = self.tree.thread_local
+        scratch = getattr(local, "coupling_scratch", None)
+        if scratch is None:
+            c, N = len(self.coupling_multipliers), self.tree.n_velocities
+            scratch = local.coupling_scratch = (np.empty((c, N)), np.empty((c, N)), np.empty((c, c)))
+        return scratch
+
     def tree_state(self, state: State) -> State:
         """The tree's state for a state of the independent joints."""
         return State(base_pose=state.base_pose, joint_positions=self.coupling @ state.joint_positions + self.offset,

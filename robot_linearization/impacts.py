@@ -43,7 +43,7 @@ from .arguments import check_model, real_array
 from .compiled import announce_compilation, kernel
 from .contact_linearization import (contact_acceleration_derivatives_into, contact_transforms_into, eliminate_into,
                                     held_wrench_derivatives_into)
-from .contacts import ContactError, as_contacts, contact_labels
+from .contacts import ContactError, as_contacts
 from .model import State, check_state
 from .workspace import singular_state_message, workspace
 
@@ -95,7 +95,7 @@ def restitution_coefficient(value) -> float:
 def impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, base_rotation, s, nu_minus, e,
                 X_up, I_A, U, D, v, c, p, a, f, F, P, R_bodies, t_bodies, axes, U_base, derivatives, Y, Y_rate, columns,
                 bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
-                J, J_local, rotation, body_X_base, T, JM_inv, L, wrenches, M_inv,
+                J, drift, J_local, rotation, body_X_base, T, JM_inv, L, wrenches, M_inv,
                 A, impulses, d_impulses, nu_plus):
     """The impact map (module docstring) at the configuration s (base rotation A_R_0) and the
     pre-impact velocity nu_minus ν⁻ (N,) with restitution e, into A (2N, 2N), impulses Λ (m),
@@ -119,7 +119,6 @@ def impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_ba
                              M_inv)
     v[:] = 0.0
     a[:] = 0.0
-    drift = np.zeros(m)
     contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
                             coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
     # Λ = −(1+e) Λ_J J ν⁻ and (1+e)ν⁻ + M⁻¹JᵀΛ: contact_forces_into with ν̇_free = (1+e)ν⁻, γ = 0
@@ -183,19 +182,18 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     e = restitution_coefficient(restitution)
     arrays = contact_arrays(model, contacts)
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
-    k, m = len(contacts), arrays.m
+    m = arrays.m
     nu_minus = state.joint_velocities if not floating else np.concatenate([state.base_twist, state.joint_velocities])
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if floating else np.eye(3)
     ws = workspace(model)
     parent, S, tree_X, I, ancestors, depth, subtree_end, _, _ = ws.model_arrays
-    J, M_inv = np.empty((m, N)), np.empty((N, N))
+    scratch = arrays.scratch(N)
+    J, M_inv = scratch[0], np.empty((N, N))
     A, impulses, d_impulses, nu_plus = np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N)
     announce_compilation(impact_into)
     status = impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating, base_rotation,
                          np.asarray(state.joint_positions, dtype=float), nu_minus.astype(float), e, *ws.arrays(),
-                         *arrays.arrays(), J, np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
-                         np.empty((k, 6, 6)), np.empty((m, N)), np.empty((m, m)), np.empty((k, 6)), M_inv,
-                         A, impulses, d_impulses, nu_plus)
+                         *arrays.arrays(), *scratch, M_inv, A, impulses, d_impulses, nu_plus)
     if status == 1:
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
     if status >= 2:
@@ -204,4 +202,4 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
         base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=nu_plus[:6],
         joint_velocities=nu_plus[N - n:])
     return Impact(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
-                  impulse_labels=contact_labels(contacts), contacts=contacts, restitution=e, pre_impact_state=state)
+                  impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)

@@ -18,12 +18,12 @@ from typing import Sequence
 import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_derivatives_into
+from .algorithms.constrained_dynamics import contact_arrays, contact_forces_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
 from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation, finite_sum, kernel
-from .algorithms.constrained_dynamics import contact_arrays
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, resolve
 from .coupling import CoupledModel, tree_of
@@ -144,6 +144,30 @@ def _minus_product_into(M_inv, D, first_column, product, A):
 
 
 @kernel
+def _assemble_into(M_inv, derivatives, floating_base, twist, g0, product, A, B):
+    """A = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42) and B = [0; M⁻¹S] (3.29)
+    from M⁻¹ (N, N) and [0 | D₂ | D₃ | D₄]ID̄ (N, 2N) (D₁ID̄ left zero: it is gravity's, below),
+    the base twist v and g_0; product (2N, N) scratch.  Returns whether A and M⁻¹ are finite."""
+    N = M_inv.shape[0]
+    n = B.shape[1]
+    A[:] = 0.0
+    for i in range(N):
+        A[i, N + i] = 1.0  # ż_H = … + z_v, ż_s = z_r (3.20)
+    if floating_base:  # −v× = −[[ω^, v^], [0, ω^]] (2.33): the left-trivialised base kinematics
+        _set_minus_skew(A, 0, 0, twist[3:])
+        _set_minus_skew(A, 0, 3, twist[:3])
+        _set_minus_skew(A, 3, 3, twist[3:])
+    finite = _minus_product_into(M_inv, derivatives, 6 if floating_base else 0, product, A)
+    if floating_base:
+        # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
+        # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
+        _set_minus_skew(A, N, 3, -g0[:3])
+    B[:] = 0.0
+    B[N:, :] = M_inv[:, N - n:]
+    return finite
+
+
+@kernel
 def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
                    base_poses, joint_positions, base_twists, joint_velocities, torques,
                    X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives,
@@ -182,25 +206,82 @@ def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
         base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, axes, twist, a0, g0, r,
                                     accelerations[k, N - n:], v, a, f, Y, Y_rate, columns, derivatives, False)
         inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv[k])
-        A[k] = 0.0
-        for i in range(N):
-            A[k, i, N + i] = 1.0  # ż_H = … + z_v, ż_s = z_r (3.20)
-        if floating_base:  # −v× = −[[ω^, v^], [0, ω^]] (2.33): the left-trivialised base kinematics
-            _set_minus_skew(A[k], 0, 0, twist[3:])
-            _set_minus_skew(A[k], 0, 3, twist[:3])
-            _set_minus_skew(A[k], 3, 3, twist[3:])
-        finite = _minus_product_into(M_inv[k], derivatives, 6 if floating_base else 0, product, A[k])
-        if floating_base:
-            # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
-            # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
-            _set_minus_skew(A[k], N, 3, -g0[:3])
-        B[k] = 0.0
-        B[k, N:, :] = M_inv[k][:, N - n:]
+        finite = _assemble_into(M_inv[k], derivatives, floating_base, twist, g0, product, A[k], B[k])
         if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     if dt > 0.0:
         euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
     return invalid
+
+
+@kernel
+def coupled_linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r, tau,
+                           X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns,
+                           coupling_rows, coupling_multipliers, index, factor, rows, M_tree, J_c, JM_inv, L,
+                           A, B, M_inv, accelerations):
+    """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
+    the independent coordinates: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N) of the reduced
+    model, from the tree's state (s, r) and torques E τ (tree coordinates).
+
+    A mimic joint is a reduced-coordinate map ν_tree = Ĝ ν with Ĝ fixed (Ĝ[i, index[i]] =
+    factor[i]), not a contact: its constraint J_c ν̇ = 0 (J_c = e_m − a e_j, c rows) has no
+    drift and no derivative, and the torque J_cᵀλ that keeps it is a constant joint torque.
+    So the tree's ABAmb and IMMAmb give ν̇ = ν̇_free + M⁻¹J_cᵀλ, the free sweep at that ν̇ gives
+    ∂ID̄ (as linearize_into), and the reduced dynamics rows are −M_red⁻¹ Ĝᵀ ∂ID̄ Ĝ_z with
+    M_red⁻¹ = (ĜᵀMĜ)⁻¹ = [M⁻¹ − M⁻¹J_cᵀ(J_cM⁻¹J_cᵀ)⁻¹J_cM⁻¹] on the independent ``rows``.
+    Returns −1, a joint j ≥ 0 whose pivot vanishes, or −2 when the result is not finite."""
+    N_tree = M_tree.shape[0]
+    N = M_inv.shape[0]
+    n_tree = N_tree - (6 if floating_base else 0)
+    off = N_tree - n_tree
+    g0 = np.zeros(6)
+    free = np.empty(N_tree)
+    tree_accelerations = np.empty(N_tree)
+    body_transforms_into(S, tree_X, s, X_up)
+    base_gravity_into(pose, gravity, g0)
+    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
+    joint = singular_pivot(I_A, D)
+    if joint >= 0:
+        return joint
+    base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
+    inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_tree)
+    m = J_c.shape[0]
+    J_c[:] = 0.0
+    for i in range(m):
+        J_c[i, off + coupling_rows[i, 0]] = 1.0
+        J_c[i, off + coupling_rows[i, 1]] -= coupling_multipliers[i]
+    forces = np.empty(m)
+    if not contact_forces_into(J_c, M_tree, free, np.zeros(m), JM_inv, L, forces, tree_accelerations):
+        return -2
+    a0 = -g0
+    if floating_base:
+        a0 += tree_accelerations[:6]
+    base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, axes, twist, a0, g0, r,
+                                tree_accelerations[off:], v, a, f, Y, Y_rate, columns, derivatives, False)
+    # M_red⁻¹: W = L⁻¹ J_c M⁻¹, so M⁻¹J_cᵀ Λ J_c M⁻¹ = WᵀW
+    for i in range(m):
+        for col in range(N_tree):
+            acc = JM_inv[i, col]
+            for k in range(i):
+                acc -= L[i, k] * JM_inv[k, col]
+            JM_inv[i, col] = acc / L[i, i]
+    for i in range(N):
+        for j in range(N):
+            acc = M_tree[rows[i], rows[j]]
+            for k in range(m):
+                acc -= JM_inv[k, rows[i]] * JM_inv[k, rows[j]]
+            M_inv[i, j] = acc
+    # Ĝᵀ ∂ID̄ Ĝ_z (N, 2N), into the tree's derivative rows' first N rows
+    reduced = np.zeros((N, 2 * N))
+    for i in range(N_tree):
+        for j in range(N_tree):
+            scale = factor[i] * factor[j]
+            reduced[index[i], index[j]] += scale * derivatives[i, j]
+            reduced[index[i], N + index[j]] += scale * derivatives[i, N_tree + j]
+    for i in range(N):
+        accelerations[i] = tree_accelerations[rows[i]]
+    finite = _assemble_into(M_inv, reduced, floating_base, twist, g0, np.empty((2 * N, N)), A, B)
+    return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 
 def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
@@ -253,7 +334,9 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     if previous_contacts is not None:
         return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step)
     restitution_coefficient(restitution)
-    if contacts or isinstance(model, CoupledModel):
+    if not contacts and isinstance(model, CoupledModel):
+        return _linearize_coupled(model, state, joint_torques, step)
+    if contacts:
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)[None]
     arrays = stack_states(model, [state], torques, check_values=False)  # (the kernel checks the values)
@@ -375,6 +458,27 @@ def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization
         fields.update(A_d=step[0], B_d=step[1], dt=float(dt), discretization=discretization)
     return Linearization._make(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
                                state_labels=model.state_labels, state=state, **fields)
+
+
+def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -> Linearization:
+    """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
+    torques = joint_vector(model, joint_torques, "joint_torques")
+    poses, s, twists, r, _ = stack_states(model, [state], torques[None])
+    tree, N = model.tree, model.n_velocities
+    ws = workspace(tree)
+    J_c, JM_inv, L = model.coupling_scratch()
+    index, factor = model.reduction
+    out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
+    announce_compilation(coupled_linearize_into)
+    status = coupled_linearize_into(
+        *ws.tree_arrays, poses[0], model.coupling @ s[0] + model.offset, twists[0], model.coupling @ r[0],
+        model.tree_torques(torques), *ws.arrays(), model.coupling_rows, model.coupling_multipliers, index, factor,
+        model.velocity_rows, np.empty((tree.n_velocities, tree.n_velocities)), J_c, JM_inv, L, *out)
+    if status >= 0:
+        raise ValueError(singular_state_message(tree, status))
+    if status == -2:
+        raise ValueError("the linearization overflows at this state: inf/NaN in the result")
+    return _result(model, *out, state=state, joint_torques=torques, **step)
 
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:

@@ -35,37 +35,57 @@ from ..spatial import cross_force_into, cross_motion_into, dot6, mat_transpose_v
 
 
 @kernel(inline=True)
+def _skew_times(t, M, r, c):
+    """(t^ M)[r, c] for a 3×3 block M (a view), without forming t^."""
+    if r == 0:
+        return t[1] * M[2, c] - t[2] * M[1, c]
+    if r == 1:
+        return t[2] * M[0, c] - t[0] * M[2, c]
+    return t[0] * M[1, c] - t[1] * M[0, c]
+
+
+@kernel(inline=True)
+def _times_skew(M, t, r, c):
+    """(M t^)[r, c] for a 3×3 block M (a view), without forming t^."""
+    if c == 0:
+        return M[r, 1] * t[2] - M[r, 2] * t[1]
+    if c == 1:
+        return M[r, 2] * t[0] - M[r, 0] * t[2]
+    return M[r, 0] * t[1] - M[r, 1] * t[0]
+
+
+@kernel(inline=True)
 def _place_inertia(I, R, t, Y, rotated):
     """Y = ⁰X_i^{-T} I ⁰X_i^{-1} (6×6): the body inertia I (any symmetric 6×6, about the
     body origin) in the base frame, where the body has rotation R and origin t.
     With the blocks of I rotated, [[A, B], [Bᵀ, D]] = diag(R, R) I diag(R, R)ᵀ:
-    Y = [[A, B − A t^], [·ᵀ, D + t^ B − Bᵀ t^ − t^ A t^]]; rotated: (6, 6) scratch."""
+    Y = [[A, B − A t^], [·ᵀ, D + t^ B − Bᵀ t^ − t^ A t^]]; rotated: (6, 6) scratch.
+    Each block is two 3×3 products (R (I_blk Rᵀ)), and A t^ is formed once."""
     for br in range(2):
         for bc in range(2):
+            for r in range(3):  # Y's block holds I_blk Rᵀ for a moment
+                for c in range(3):
+                    Y[3 * br + r, 3 * bc + c] = (I[3 * br + r, 3 * bc] * R[c, 0] + I[3 * br + r, 3 * bc + 1] * R[c, 1]
+                                                 + I[3 * br + r, 3 * bc + 2] * R[c, 2])
             for r in range(3):
                 for c in range(3):
-                    acc = 0.0
-                    for k in range(3):
-                        acc += R[r, k] * (I[3 * br + k, 3 * bc] * R[c, 0] + I[3 * br + k, 3 * bc + 1] * R[c, 1]
-                                          + I[3 * br + k, 3 * bc + 2] * R[c, 2])
-                    rotated[3 * br + r, 3 * bc + c] = acc
+                    rotated[3 * br + r, 3 * bc + c] = (R[r, 0] * Y[3 * br, 3 * bc + c]
+                                                       + R[r, 1] * Y[3 * br + 1, 3 * bc + c]
+                                                       + R[r, 2] * Y[3 * br + 2, 3 * bc + c])
+    A, B, D = rotated[:3, :3], rotated[:3, 3:], rotated[3:, 3:]
+    A_t = Y[3:, :3]  # A t^, until Y's lower-left block is written last
     for r in range(3):
         for c in range(3):
-            A_t = 0.0  # (A t^)[r, c]
-            tB = 0.0  # (t^ B)[r, c]
-            Bt = 0.0  # (Bᵀ t^)[r, c]
-            for k in range(3):
-                A_t += rotated[r, k] * skew_entry(t, k, c)
-                tB += skew_entry(t, r, k) * rotated[k, 3 + c]
-                Bt += rotated[k, 3 + r] * skew_entry(t, k, c)
-            Y[r, c] = rotated[r, c]
-            Y[r, 3 + c] = rotated[r, 3 + c] - A_t
+            A_t[r, c] = _times_skew(A, t, r, c)
+    for r in range(3):
+        for c in range(3):
+            Y[r, c] = A[r, c]
+            Y[r, 3 + c] = B[r, c] - A_t[r, c]
+            # Bᵀ t^ = (−t^ B)ᵀ: (Bᵀ t^)[r, c] = −(t^ B)[c, r]
+            Y[3 + r, 3 + c] = D[r, c] + _skew_times(t, B, r, c) + _skew_times(t, B, c, r) - _skew_times(t, A_t, r, c)
+    for r in range(3):
+        for c in range(3):
             Y[3 + c, r] = Y[r, 3 + c]
-            tAt = 0.0
-            for k in range(3):
-                for q in range(3):
-                    tAt += skew_entry(t, r, k) * rotated[k, q] * skew_entry(t, q, c)
-            Y[3 + r, 3 + c] = rotated[3 + r, 3 + c] + tB - Bt - tAt
 
 
 @kernel(inline=True)
