@@ -6,8 +6,8 @@ numba compiles a kernel on its first call and caches the machine code on disk,
 next to the installed sources (or in $NUMBA_CACHE_DIR): ≈ 30 s on 2 cores for
 all of them, after which a new process loads them in under a second.  This runs
 the calls that a node, the API and the CLI make — a floating and a fixed base,
-the step Jacobians, rigid contacts, a touchdown's impact, the contact margins, a
-step of the simulated robot, a heatmap, the validation against finite differences —
+the step Jacobians, rigid contacts, a touchdown's impact, the contact margins, coupled
+mimic joints, a step of the simulated robot, a heatmap, the validation against finite differences —
 on the bundled quadruped, so the first start after an install is a warm start.
 `colcon build` runs it after installing the package (setup.py); scripts/venv.sh
 after `pip install`.  Running it again costs about a second.
@@ -45,6 +45,12 @@ def precompile() -> float:
         rl.step(model, state, np.zeros(n), 1e-3)
         heatmap_rgb(lin.A, cell=2)
         rl.validate(model, lin)  # the node's ~/validate service
+    # a mimic-coupled robot (the quadruped with one knee following another): the reduced-map kernel
+    text = open(bundled_urdf_path()).read()
+    end = text.index("</joint>", text.index('<joint name="front_right_knee"'))
+    coupled = rl.load_urdf(text[:end] + '<mimic joint="front_left_knee"/>' + text[end:], floating_base=True)
+    rl.linearize(coupled, rl.State(base_pose=np.eye(4), joint_positions=np.zeros(coupled.n_joints),
+                                   base_twist=np.zeros(6), joint_velocities=np.zeros(coupled.n_joints)))
     return time.perf_counter() - start
 
 
