@@ -108,9 +108,9 @@ class CoupledModel:
         """This thread's scratch of linearization.coupled_linearize_into: J_c (c, N_tree),
         J_c M⁻¹ (c, N_tree) and a Cholesky factor (c, c)."""
         local = self.tree.thread_local
+        c, N = len(self.coupling_multipliers), self.tree.n_velocities
         scratch = getattr(local, "coupling_scratch", None)
-        if scratch is None:
-            c, N = len(self.coupling_multipliers), self.tree.n_velocities
+        if scratch is None or scratch[0].shape != (c, N):  # (another coupling of the same tree)
             scratch = local.coupling_scratch = (np.empty((c, N)), np.empty((c, N)), np.empty((c, c)))
         return scratch
 
