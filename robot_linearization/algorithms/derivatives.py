@@ -18,9 +18,9 @@ gravity, a_0 = v̇ − [R^T g; 0]; with R → R exp(ω^), ∂(R^T g)/∂ω = (R^
 the H-derivative is the propagation of ∂a_0/∂z_H = [[0, −(R^T g)^], [0, 0]]
 (only the three rotation columns are non-zero).
 
-The per-body columns ∂v_i, ∂a_i are what the contact linearization needs (the
-contact accelerations' derivatives); without contacts, base_frame_derivatives.py
-gives the same D with one column per joint instead of one per body and joint.
+This is the tables' literal form, kept as a reference (frame="body"): the engine,
+contacts and impacts included, runs base_frame_derivatives.py, which gives the same D
+with one column per joint instead of one per body and joint.
 """
 
 from __future__ import annotations
@@ -187,8 +187,7 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, base_accel
     frame="base": the sweep of base_frame_derivatives.py, every column one 6-vector in
     the base frame (the fast one, used by :func:`~robot_linearization.linearize`);
     frame="body": this module's sweep of Tables 4.2–4.5, per-body columns in body
-    frames (used with contacts, whose accelerations need those columns).  Equal to
-    rounding.
+    frames (the tables' literal form, a reference).  Equal to rounding.
     """
     choice(frame, "frame", ("base", "body"))
     check_state(check_tree(model, "extended_inverse_dynamics_derivatives"), state)
