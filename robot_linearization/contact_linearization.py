@@ -27,11 +27,8 @@ import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
-                                              degeneracy_reason, matmul_into)
-from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
+                                              degeneracy_reason, matmul_into, unconstrained_dynamics_into)
 from .algorithms.inverse_dynamics import newton_euler_forward_into
-from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
 from .coupling import CoupledModel
@@ -238,16 +235,11 @@ def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_e
     m = J.shape[0]
     g0 = np.zeros(6)
     free = np.empty(N)
-    # unconstrained pieces: ν̇_free (ABAmb), M⁻¹ (IMMAmb, from the same articulated inertias)
-    body_transforms_into(S, tree_X, s, X_up)
-    base_gravity_into(pose, gravity, g0)
-    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
-    joint = singular_pivot(I_A, D)
+    joint = unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r,
+                                        tau, X_up, I_A, U, D, v, c, p, a, F, P, R_bodies, t_bodies, axes, U_base, g0,
+                                        free, M_inv)
     if joint >= 0:
         return 2 + joint
-    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
-    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
-                             M_inv)
     # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
     newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
     contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,

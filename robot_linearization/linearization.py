@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_derivatives_into
-from .algorithms.constrained_dynamics import contact_arrays, contact_forces_into
+from .algorithms.constrained_dynamics import contact_arrays, contact_forces_into, unconstrained_dynamics_into
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
@@ -237,14 +237,10 @@ def coupled_linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gra
     g0 = np.zeros(6)
     free = np.empty(N_tree)
     tree_accelerations = np.empty(N_tree)
-    body_transforms_into(S, tree_X, s, X_up)
-    base_gravity_into(pose, gravity, g0)
-    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
-    joint = singular_pivot(I_A, D)
+    joint = unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r,
+                                        tau, X_up, I_A, U, D, v, c, p, a, F, P, R, t, axes, U_base, g0, free, M_tree)
     if joint >= 0:
         return joint
-    base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
-    inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_tree)
     m = J_c.shape[0]
     J_c[:] = 0.0
     for i in range(m):

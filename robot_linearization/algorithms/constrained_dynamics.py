@@ -23,10 +23,10 @@ from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
 from ..spatial import mat_mat_into
-from .forward_dynamics import forward_dynamics
+from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
-from .inverse_mass_matrix import inverse_mass_matrix
-from .kinematics import base_twist, body_transforms
+from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into
+from .kinematics import base_frame_poses_into, base_gravity_into, base_twist, body_transforms, body_transforms_into
 
 DEGENERACY_TOLERANCE = 1e-10
 """Λ⁻¹ = J M⁻¹ Jᵀ is refused as singular when a Cholesky pivot² falls below this
@@ -170,6 +170,24 @@ def contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodie
                     local[r] = a_c[3 * block + r]
             for r in range(3):
                 drift[row0 + 3 * block + r] = local[r]
+
+
+@kernel
+def unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r, tau,
+                                X_up, I_A, U, D, v, c, p, a, F, P, R, t, axes, U_base, g0, free, M_inv):
+    """The unconstrained pieces of the constrained dynamics at (pose, s, twist, r, τ): the body
+    transforms, g_0 (6) into g0, ν̇_free (N) by the ABAmb into free, the body poses and axes in
+    the base frame, and M⁻¹ (N, N) by the IMMAmb from the same articulated inertias.  Returns a
+    joint whose pivot vanishes (M singular; nothing after the ABAmb computed), else −1."""
+    body_transforms_into(S, tree_X, s, X_up)
+    base_gravity_into(pose, gravity, g0)
+    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
+    joint = singular_pivot(I_A, D)
+    if joint >= 0:
+        return joint
+    base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
+    inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv)
+    return -1
 
 
 @kernel
