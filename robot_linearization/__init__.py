@@ -27,7 +27,8 @@ from .impacts import Impact, impact
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
-from .model import Model, ModelBuilder, ModelError, State
+from .builder import ModelBuilder
+from .model import Model, ModelError, State
 from .urdf import load_urdf
 from .validation import ComparisonReport, finite_difference_linearization, state_difference, validate
 

@@ -1,15 +1,19 @@
 """Compilation of the hot loops.
 
-Every recursive pass is one function over plain arrays, compiled by numba with
-an on-disk cache (so a node pays the compile once per installation, not at its
-first control cycle) and without the GIL (so several states can be linearized
-on several cores).  Set NUMBA_DISABLE_JIT=1 to step through them in Python.
+Every recursive pass is one function, compiled by numba with an on-disk cache
+(so a node pays the compile once per installation, not at its first control
+cycle) and without the GIL (so several states can be linearized on several
+cores).  A pass takes the model's arrays as one structure and its scratch as
+another (workspace.py, as Pinocchio's algorithms take a Model and a Data), the
+small ones plain arrays.  Set NUMBA_DISABLE_JIT=1 to step through them in Python.
 """
 
 import logging
 import os
+from types import SimpleNamespace
 
-from numba import njit
+from numba import config, njit, types
+from numba.experimental import structref
 
 FIRST_COMPILE_SECONDS = (40, 60)
 """How long the first calls compile with an empty cache (numba compiles on one core): to the
@@ -29,6 +33,28 @@ def kernel(function=None, *, inline: bool = False):
     def compile_(f):
         return njit(cache=True, nogil=True, error_model="numpy", inline="always" if inline else "never")(f)
     return compile_ if function is None else compile_(function)
+
+
+VECTOR, MATRIX, MATRICES = (types.Array(types.float64, ndim, "C") for ndim in (1, 2, 3))
+INDICES, INDEX_TABLE = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
+FLAGS = types.Array(types.boolean, 1, "C")
+"""The field types of the compiled structures: C-contiguous float64 arrays of 1–3 axes, int64
+index arrays of 1–2 axes, a boolean array."""
+
+
+class Structure(structref.StructRefProxy):
+    """Python's handle on a compiled structure (numba structref): a fixed set of named arrays
+    that a kernel takes as one argument and reads as ``model.parent``, ``data.X_up`` — the
+    way Pinocchio's algorithms take a Model and a Data.  Build with :func:`structure`."""
+
+
+def structure(struct_type, constructor, *values):
+    """The ``struct_type`` (a registered StructRef type with fields in the order of
+    ``values``) holding ``values``, made by its compiled ``constructor``.  With
+    NUMBA_DISABLE_JIT the kernels run as Python, where a namespace of the same names does."""
+    if config.DISABLE_JIT:
+        return SimpleNamespace(**dict(zip(struct_type.field_dict, values)))
+    return constructor(*values)
 
 
 def announce_compilation(entry_point) -> None:

@@ -38,18 +38,20 @@ from .spatial import cross_motion_into, mat_mat_into, mat_vec_into, skew_entry
 
 
 @kernel
-def contact_transforms_into(X_cb, body_X_base, T):
-    """T[k] = c_X_b · b_X_0 (k, 6, 6): the velocity transform from the base frame (the
-    sweep's) to contact k's frame."""
-    for k in range(T.shape[0]):
-        mat_mat_into(X_cb[k], body_X_base[k], T[k])
+def contact_transforms_into(contacts):
+    """contacts.T[k] = c_X_b · b_X_0 (k, 6, 6): the velocity transform from the base frame
+    (the sweep's) to contact k's frame, after contact_kinematics_into (b_X_0)."""
+    for k in range(contacts.T.shape[0]):
+        mat_mat_into(contacts.X_cb[k], contacts.body_X_base[k], contacts.T[k])
 
 
 @kernel
-def hold_contact_wrenches(bodies, dims, world_aligned, starts, rotation, T, forces, wrenches, f):
-    """Take each contact force λ_c off its body's wrench f[body] (n+1, 6, base frame), held in
-    the body's frame: wrenches[k] (6) receives λ_c in the contact frame's axes (world-aligned
-    λ turned by rotation[k]ᵀ), f[body] −= T_kᵀ wrenches[k]."""
+def hold_contact_wrenches(contacts, forces, f):
+    """Take each contact force λ_c (``forces`` (m,)) off its body's wrench f[body] (n+1, 6,
+    base frame), held in the body's frame: contacts.wrenches[k] (6) receives λ_c in the
+    contact frame's axes (world-aligned λ turned by rotation[k]ᵀ), f[body] −= T_kᵀ wrenches[k]."""
+    bodies, dims, world_aligned, starts = contacts.bodies, contacts.dims, contacts.world_aligned, contacts.starts
+    rotation, T, wrenches = contacts.rotation, contacts.T, contacts.wrenches
     for k in range(bodies.shape[0]):
         wrenches[k] = 0.0
         for i in range(dims[k]):  # λ_c = blockdiag(Rᵀ) λ in the frame's axes (world-aligned), else λ
@@ -70,11 +72,11 @@ def hold_contact_wrenches(bodies, dims, world_aligned, starts, rotation, T, forc
 
 
 @kernel
-def contact_acceleration_derivatives_into(ancestors, depth, floating_base, J, g0, v, columns, bodies, T, dims,
-                                          world_aligned, starts, rotation, d_accel):
-    """∂a (m, 2N): the derivatives of the constrained contact accelerations a = J ν̇ + γ, from
-    the base-frame sweep's forward pass (base_frame_motion_into: body twists v, the columns
-    ∂v/∂s, ∂a/∂s, ∂a/∂r, axes J), g_0 and the contact transforms T (contact_transforms_into).
+def contact_acceleration_derivatives_into(model, data, contacts, g0):
+    """∂a (m, 2N) into contacts.d_accel: the derivatives of the constrained contact
+    accelerations a = J ν̇ + γ, from the base-frame sweep's forward pass
+    (base_frame_motion_into: body twists data.v, the columns ∂v/∂s, ∂a/∂s, ∂a/∂r, the axes
+    J), g_0 (6,) and the contact transforms T (contact_transforms_into).
 
     Body b's own acceleration moves by ⁰X_b⁻¹(∂a/∂s_c − v_b × ∂v/∂s_c + g_0 × J_c) with joint c
     above it (the sweep's accelerations carry the fictitious −g_0, which turns with the body:
@@ -83,6 +85,10 @@ def contact_acceleration_derivatives_into(ancestors, depth, floating_base, J, g0
     turned like J's rows (the turn of the rotation multiplies a = 0).  z_H moves no contact
     acceleration (gravity is fictitious): its columns stay zero, as do those of joints not
     above the contact."""
+    ancestors, depth, floating_base = model.ancestors, model.depth, model.floating_base
+    J, v, columns = data.axes, data.v, data.columns
+    bodies, T, dims, world_aligned = contacts.bodies, contacts.T, contacts.dims, contacts.world_aligned
+    starts, rotation, d_accel = contacts.starts, contacts.rotation, contacts.d_accel
     N = J.shape[0]
     off = 6 if floating_base else 0
     dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2]
@@ -148,10 +154,12 @@ def contact_acceleration_derivatives_into(ancestors, depth, floating_base, J, g0
 
 
 @kernel
-def world_aligned_turn_into(dims, world_aligned, J_local, wrenches, derivatives):
+def world_aligned_turn_into(contacts, derivatives):
     """λ fixed in world axes turns in the frame's axes: ∂λ_c = [f_c^; n_c^] J_ω z_q, so ∂R
     (N, 2N) gains −J_cᵀ [f_c^; n_c^] J_ω in the position columns z_q = [z_H; z_s] (the first
-    N); J_local (k, 6, N) each frame's body Jacobian in its own axes, wrenches (k, 6) λ_c there."""
+    N); contacts.J_local (k, 6, N) each frame's body Jacobian in its own axes, contacts.wrenches
+    (k, 6) λ_c there."""
+    dims, world_aligned, J_local, wrenches = contacts.dims, contacts.world_aligned, contacts.J_local, contacts.wrenches
     N = derivatives.shape[0]
     for k in range(dims.shape[0]):
         if not world_aligned[k]:
@@ -174,27 +182,29 @@ def world_aligned_turn_into(dims, world_aligned, J_local, wrenches, derivatives)
 
 
 @kernel
-def held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives,
-                                 bodies, dims, world_aligned, starts, rotation, J_local, T, forces, wrenches):
-    """∂R (N, 2N) into ``derivatives``, R = ID̄ − Jᵀλ, after the base-frame sweep's forward pass
-    (base_frame_motion_into, which left f, Y, Y_rate and the columns) and contact_transforms_into
-    (T): each contact force λ taken off its body's wrench (held in the body's frame, it turns with
-    the joints above it as the body's own inertial wrench does), the backward pass
-    (algorithms/base_frame_derivatives.py), then the turn of world-aligned λ.  wrenches (k, 6)
-    receives each λ_c in its frame's axes.  The z_H columns of ID̄ (gravity) are left to the
-    caller (eliminate_into)."""
-    hold_contact_wrenches(bodies, dims, world_aligned, starts, rotation, T, forces, wrenches, f)
-    base_frame_backward_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, False)
-    world_aligned_turn_into(dims, world_aligned, J_local, wrenches, derivatives)
+def held_wrench_derivatives_into(model, data, contacts, forces):
+    """∂R (N, 2N) into data.derivatives, R = ID̄ − Jᵀλ (``forces`` λ (m,)), after the
+    base-frame sweep's forward pass (base_frame_motion_into, which left f, Y, Y_rate and the
+    columns) and contact_transforms_into (T): each contact force λ taken off its body's wrench
+    (held in the body's frame, it turns with the joints above it as the body's own inertial
+    wrench does), the backward pass (algorithms/base_frame_derivatives.py), then the turn of
+    world-aligned λ.  contacts.wrenches (k, 6) receives each λ_c in its frame's axes.  The z_H
+    columns of ID̄ (gravity) are left to the caller (eliminate_into)."""
+    hold_contact_wrenches(contacts, forces, data.f)
+    base_frame_backward_into(model, data, False)
+    world_aligned_turn_into(contacts, data.derivatives)
 
 
 @kernel
-def eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, gravity_acceleration, Y, d_forces):
-    """The KKT elimination [M Jᵀ; J 0][∂ν̇; −∂λ] = [−∂R; −∂a] with the IMMAmb's M⁻¹ and the
-    Cholesky factor L of Λ⁻¹ = J M⁻¹ Jᵀ: Y = M⁻¹ ∂R (N, 2N), ∂λ = Λ (J Y − ∂a) into d_forces
-    (m, 2N), and Y ← ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ in place.  ∂R's z_H columns (gravity, left out by
-    residual_derivatives_into) enter directly: H enters ID̄ only through gravity, so
+def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, Y, d_forces):
+    """The KKT elimination [M Jᵀ; J 0][∂ν̇; −∂λ] = [−∂R; −∂a] with the IMMAmb's M⁻¹ (N, N)
+    and the Cholesky factor contacts.L of Λ⁻¹ = J M⁻¹ Jᵀ: Y = M⁻¹ ∂R (N, 2N) (∂R in
+    data.derivatives, ∂a in contacts.d_accel), ∂λ = Λ (J Y − ∂a) into d_forces (m, 2N), and
+    Y ← ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ in place.  ∂R's z_H columns (gravity, left out by
+    held_wrench_derivatives_into) enter directly: H enters ID̄ only through gravity, so
     M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0] with ∂a_0/∂z_H = [[0, −(Rᵀg)^], [0, 0]] (gravity_acceleration g_0 = [Rᵀg; 0])."""
+    J, JM_inv, L, d_accel, derivatives = contacts.J, contacts.JM_inv, contacts.L, contacts.d_accel, data.derivatives
+    floating_base = model.floating_base
     m, N = J.shape
     matmul_into(M_inv, derivatives, Y)
     if floating_base:
@@ -217,53 +227,44 @@ def eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, gra
 
 
 @kernel
-def constrained_linearize_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
-                               pose, s, twist, r, tau,
-                               X_up, I_A, U, D, v, c, p, a, f, F, P, R_bodies, t_bodies, axes, U_base, derivatives,
-                               Y, Y_rate, columns,
-                               bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
-                               J, drift, J_local, rotation, body_X_base, T, JM_inv, L, wrenches,
-                               A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau):
-    """The constrained linearization (module docstring) of one state into A (2N, 2N),
-    B (2N, n), M_inv, ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n).  Returns 0; 1, with J
-    and M_inv filled for the error message, when the contact set is degenerate; 2 + j
-    when the mass matrix is singular at this state because of joint j; −1 when the result
-    is not finite (an overflow)."""
+def constrained_linearize_into(model, data, contacts, state, out):
+    """The constrained linearization (module docstring) of one state = (pose (4, 4), s (n),
+    twist (6), r (n), τ (n)) into out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N),
+    λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)).  Returns 0; 1, with J and M_inv filled for the error
+    message, when the contact set is degenerate; 2 + j when the mass matrix is singular at
+    this state because of joint j; −1 when the result is not finite (an overflow)."""
+    pose, s, twist, r, tau = state
+    A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau = out
+    floating_base = model.floating_base
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
     off = N - n
-    m = J.shape[0]
-    g0 = np.zeros(6)
-    free = np.empty(N)
-    joint = unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r,
-                                        tau, X_up, I_A, U, D, v, c, p, a, F, P, R_bodies, t_bodies, axes, U_base, g0,
-                                        free, M_inv)
+    m = forces.shape[0]
+    joint = unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv)
     if joint >= 0:
         return 2 + joint
+    g0 = data.g0
     # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
-    newton_euler_forward_into(parent, S, I, X_up, twist, np.zeros(6), r, np.zeros(n), v, a, f)
-    contact_kinematics_into(parent, S, X_up, floating_base, pose[:3, :3].copy(), bodies, X_cb, dims, world_aligned,
-                            starts, coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
-    if not contact_forces_into(J, M_inv, free, drift, JM_inv, L, forces, accelerations):
+    newton_euler_forward_into(model, data, twist, np.zeros(6), r, np.zeros(n))
+    contact_kinematics_into(model, data, contacts, pose[:3, :3].copy())
+    if not contact_forces_into(contacts.J, M_inv, data.free, contacts.drift, contacts.JM_inv, contacts.L, forces,
+                               accelerations):
         return 1
     # ∂a, ∂R: the base-frame EIDAmb sweep at the constrained ν̇, then with the contact forces held
     a0 = -g0
     if floating_base:
         a0 += accelerations[:6]
-    d_accel = np.empty((m, 2 * N))
-    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, twist, a0, g0, r, accelerations[off:],
-                           v, a, f, Y, Y_rate, columns)
-    contact_transforms_into(X_cb, body_X_base, T)
-    contact_acceleration_derivatives_into(ancestors, depth, floating_base, axes, g0, v, columns, bodies, T, dims,
-                                          world_aligned, starts, rotation, d_accel)
-    held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, bodies,
-                                 dims, world_aligned, starts, rotation, J_local, T, forces, wrenches)
+    base_frame_motion_into(model, data, twist, a0, g0, r, accelerations[off:])
+    contact_transforms_into(contacts)
+    contact_acceleration_derivatives_into(model, data, contacts, g0)
+    held_wrench_derivatives_into(model, data, contacts, forces)
     d_nu = np.empty((N, 2 * N))
-    eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, g0, d_nu, d_forces)
+    eliminate_into(model, data, contacts, M_inv, g0, d_nu, d_forces)
+    JM_inv = contacts.JM_inv
     for i in range(m):
         for col in range(n):
             d_forces_dtau[i, col] = -JM_inv[i, off + col]
-    cholesky_solve_into(L, d_forces_dtau)
+    cholesky_solve_into(contacts.L, d_forces_dtau)
     A[:] = 0.0
     B[:] = 0.0
     for i in range(N):
@@ -296,7 +297,7 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
     ∂λ/∂τ (m, n), in the model's (independent) coordinates.  ``workspace``: the
-    tree's per-thread scratch arrays.  ContactError for a redundant or degenerate
+    tree's per-thread workspace.  ContactError for a redundant or degenerate
     contact set.
     """
     torques = None if joint_torques is None else np.asarray(joint_torques, dtype=float)[None]
@@ -307,19 +308,19 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     if coupled:
         s, r, tau = model.coupling @ s + model.offset, model.coupling @ r, model.tree_torques(tau)
     m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
-    scratch = arrays.scratch(N)
+    contacts, scratch = arrays.data(N)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n)))
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(*workspace.model_arrays, poses[0], s, twists[0], r, tau,
-                                        *workspace.arrays(), *arrays.arrays(), *scratch, *out)
+    status = constrained_linearize_into(workspace.model, workspace.data, contacts, (poses[0], s, twists[0], r, tau),
+                                        out)
     if status == 1:
-        raise ContactError(degeneracy_reason(arrays.contacts, scratch[0], out[2]))
+        raise ContactError(degeneracy_reason(arrays.contacts, scratch.J, out[2]))
     if status >= 2:
         raise ValueError(singular_state_message(tree, status - 2))
     if status == -1:
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    return _reduced(model, arrays, scratch[0], out) if coupled else out
+    return _reduced(model, arrays, scratch.J, out) if coupled else out
 
 
 def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .algorithms.constrained_dynamics import contact_arrays, contact_kinematics_into
-from .algorithms.kinematics import body_transforms
+from .algorithms.kinematics import body_transforms_into
 from .compiled import announce_compilation, kernel
 from .arguments import _given, check_linearization, positive_number, real_array
 from .contacts import as_contacts
+from .workspace import workspace
 
 SMOOTH_TANGENT = 1e-12
 """The exact cone's ‖f_t‖ is taken as not differentiable when ‖f_t‖ ≤ this times ‖f‖
@@ -119,10 +120,8 @@ def contact_margins(model, linearization, *, friction, normal=(0.0, 0.0, 1.0), f
     p = len(layout.labels)
     margins, state_jacobian, input_jacobian = np.empty(p), np.empty((p, 2 * N)), np.empty((p, model.n_joints))
     announce_compilation(margins_into)
-    margins_into(lin.contact_forces, lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian,
-                 layout.starts, layout.dims, layout.turning, layout.row_starts, layout.row_counts, layout.gradient,
-                 layout.cone_axes, layout.exact, rotations, rotation_jacobians, margins, state_jacobian,
-                 input_jacobian)
+    margins_into((lin.contact_forces, lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian),
+                 layout.arrays, (rotations, rotation_jacobians), (margins, state_jacobian, input_jacobian))
     return ContactMargins(margins, state_jacobian, input_jacobian, layout.labels, mu, n, k, bool(inner), soles)
 
 
@@ -130,14 +129,20 @@ _NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
 
 
 @kernel
-def margins_into(forces, d_forces, d_forces_dtau, starts, dims, turning, row_starts, row_counts, gradient, cone_axes,
-                 exact, rotations, rotation_jacobians, margins, state_jacobian, input_jacobian):
-    """margins = G c, ∂margin = G ∂c contact by contact, c = B λ in its cone axes (module docstring).
+def margins_into(contact_forces, layout, frames, out):
+    """margins = G c, ∂margin = G ∂c contact by contact, c = B λ in its cone axes (module docstring),
+    from contact_forces = (λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)), layout = _Layout.arrays and
+    frames = (rotations (k, 3, 3), rotation_jacobians (k, 3, N)), into out = (margins (p,),
+    ∂margins/∂z (p, 2N), ∂margins/∂τ (p, n)).
 
     Per contact j (rows starts[j] … of λ, dims[j] = 3 or 6, rows row_starts[j] … of the margins):
     B = R_nᵀ (point), R_nᵀ A_R_c (turning point), I (sole), blockdiag(A_R_cᵀ) (turning sole), with
     A_R_c = rotations[j] and J_ω = rotation_jacobians[j] (3, N) for turning contacts; gradient G (p, m)
     in c; with ``exact`` the first row of each contact holds μ f_n and gets − ‖f_t‖ here."""
+    forces, d_forces, d_forces_dtau = contact_forces
+    starts, dims, turning, row_starts, row_counts, gradient, cone_axes, exact = layout
+    rotations, rotation_jacobians = frames
+    margins, state_jacobian, input_jacobian = out
     N = rotation_jacobians.shape[2]
     B = np.empty((6, 6))
     S = np.empty((3, 3))
@@ -226,6 +231,12 @@ class _Layout:
     row_counts: np.ndarray
     gradient: np.ndarray
     exact: bool
+
+    @property
+    def arrays(self) -> tuple:
+        """What :func:`margins_into` takes as its ``layout``."""
+        return (self.starts, self.dims, self.turning, self.row_starts, self.row_counts, self.gradient,
+                self.cone_axes, self.exact)
 
 
 @functools.lru_cache(maxsize=256)
@@ -338,14 +349,13 @@ def _frame_rotations(model, state, contacts):
     tree = getattr(model, "tree", model)
     tree_state = model.tree_state(state) if tree is not model else state
     arrays = contact_arrays(tree, tuple(contacts))
-    k, N = len(contacts), tree.n_velocities
-    X_up = body_transforms(tree, tree_state.joint_positions)
-    zeros = np.zeros((tree.n_bodies, 6))
-    J_local, rotation = np.empty((k, 6, N)), np.empty((k, 3, 3))
+    ws = workspace(tree)
+    body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
+    ws.v[:], ws.a[:] = 0.0, 0.0
+    data, scratch = arrays.data(tree.n_velocities)
     base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
-    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
-                            *arrays.arrays(), zeros, zeros, np.empty((arrays.m, N)), np.empty(arrays.m), J_local,
-                            rotation, np.empty((k, 6, 6)))
+    contact_kinematics_into(ws.model, ws.data, data, base_rotation)
+    rotation, J_local = scratch.rotation.copy(), scratch.J_local.copy()
     J_omega = J_local[:, 3:]
     if tree is not model:
         J_omega = J_omega @ model.velocity_map

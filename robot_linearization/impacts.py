@@ -92,57 +92,49 @@ def restitution_coefficient(value) -> float:
 
 
 @kernel
-def impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, base_rotation, s, nu_minus, e,
-                X_up, I_A, U, D, v, c, p, a, f, F, P, R_bodies, t_bodies, axes, U_base, derivatives, Y, Y_rate, columns,
-                bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers,
-                J, drift, J_local, rotation, body_X_base, T, JM_inv, L, wrenches, M_inv,
-                A, impulses, d_impulses, nu_plus):
-    """The impact map (module docstring) at the configuration s (base rotation A_R_0) and the
-    pre-impact velocity nu_minus ν⁻ (N,) with restitution e, into A (2N, 2N), impulses Λ (m),
-    d_impulses ∂Λ/∂z⁻ (m, 2N) and nu_plus ν⁺ (N).  Scratch: the model's workspace
-    (workspace.Workspace) and the contact set's (constrained_linearize_into's).  Returns 0;
+def impact_into(model, data, contacts, base_rotation, s, nu_minus, e, out):
+    """The impact map (module docstring) at the configuration s (n) with base rotation A_R_0
+    (3, 3) and the pre-impact velocity nu_minus ν⁻ (N,) with restitution e, into out = (M_inv
+    (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus ν⁺ (N)).  Scratch:
+    the model's workspace (workspace.DATA) and the contact set's (CONTACT_DATA).  Returns 0;
     1 when the contact set is degenerate (J, M_inv filled for the message); 2 + j when the mass
     matrix is singular because of joint j."""
+    M_inv, A, impulses, d_impulses, nu_plus = out
+    floating_base = model.floating_base
+    J, JM_inv, L = contacts.J, contacts.JM_inv, contacts.L
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
     off = N - n
     m = J.shape[0]
     zero6, zero_n = np.zeros(6), np.zeros(n)
     # M⁻¹ (IMMAmb) and J from the configuration alone: zero motion, so no drift
-    body_transforms_into(S, tree_X, s, X_up)
-    articulated_inertias_into(parent, S, I, X_up, I_A, U, D)
-    joint = singular_pivot(I_A, D)
+    body_transforms_into(model.S, model.tree_X, s, data.X_up)
+    articulated_inertias_into(model.parent, model.S, model.I, data.X_up, data.I_A, data.U, data.D)
+    joint = singular_pivot(data.I_A, data.D)
     if joint >= 0:
         return 2 + joint
-    base_frame_poses_into(parent, S, X_up, floating_base, R_bodies, t_bodies, axes)
-    inverse_mass_matrix_into(parent, subtree_end, floating_base, R_bodies, t_bodies, axes, I_A, U, D, U_base, F, P,
-                             M_inv)
-    v[:] = 0.0
-    a[:] = 0.0
-    contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
-                            coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base)
+    base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
+    inverse_mass_matrix_into(model, data, M_inv)
+    data.v[:] = 0.0
+    data.a[:] = 0.0
+    contact_kinematics_into(model, data, contacts, base_rotation)
     # Λ = −(1+e) Λ_J J ν⁻ and (1+e)ν⁻ + M⁻¹JᵀΛ: contact_forces_into with ν̇_free = (1+e)ν⁻, γ = 0
     jumped = np.empty(N)
-    if not contact_forces_into(J, M_inv, (1.0 + e) * nu_minus, drift, JM_inv, L, impulses, jumped):
+    if not contact_forces_into(J, M_inv, (1.0 + e) * nu_minus, contacts.drift, JM_inv, L, impulses, jumped):
         return 1
     for i in range(N):
         nu_plus[i] = jumped[i] - e * nu_minus[i]
     # ∂a: the sweep's forward pass at ν = 0, g = 0 with accelerations w = ν⁺ + eν⁻
     w = nu_plus + e * nu_minus
-    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, zero6, w[:6] if floating_base else zero6,
-                           zero6, zero_n, w[off:], v, a, f, Y, Y_rate, columns)
-    contact_transforms_into(X_cb, body_X_base, T)
-    d_accel = np.empty((m, 2 * N))
-    contact_acceleration_derivatives_into(ancestors, depth, floating_base, axes, zero6, v, columns, bodies, T, dims,
-                                          world_aligned, starts, rotation, d_accel)
+    base_frame_motion_into(model, data, zero6, w[:6] if floating_base else zero6, zero6, zero_n, w[off:])
+    contact_transforms_into(contacts)
+    contact_acceleration_derivatives_into(model, data, contacts, zero6)
     # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches
     jump = nu_plus - nu_minus
-    base_frame_motion_into(parent, I, floating_base, R_bodies, t_bodies, axes, zero6,
-                           jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:], v, a, f, Y, Y_rate, columns)
-    held_wrench_derivatives_into(parent, subtree_end, floating_base, axes, f, Y, Y_rate, columns, derivatives, bodies,
-                                 dims, world_aligned, starts, rotation, J_local, T, impulses, wrenches)
+    base_frame_motion_into(model, data, zero6, jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:])
+    held_wrench_derivatives_into(model, data, contacts, impulses)
     d_nu = np.empty((N, 2 * N))
-    eliminate_into(M_inv, J, JM_inv, L, derivatives, d_accel, floating_base, zero6, d_nu, d_impulses)
+    eliminate_into(model, data, contacts, M_inv, zero6, d_nu, d_impulses)
     # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
     d_impulses_dnu = J.copy()
     cholesky_solve_into(L, d_impulses_dnu)
@@ -186,16 +178,14 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     nu_minus = state.joint_velocities if not floating else np.concatenate([state.base_twist, state.joint_velocities])
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if floating else np.eye(3)
     ws = workspace(model)
-    parent, S, tree_X, I, ancestors, depth, subtree_end, _, _ = ws.model_arrays
-    scratch = arrays.scratch(N)
-    J, M_inv = scratch[0], np.empty((N, N))
-    A, impulses, d_impulses, nu_plus = np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N)
+    data, scratch = arrays.data(N)
+    M_inv, A, impulses, d_impulses, nu_plus = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
+                                               np.empty((m, 2 * N)), np.empty(N))
     announce_compilation(impact_into)
-    status = impact_into(parent, S, tree_X, I, ancestors, depth, subtree_end, floating, base_rotation,
-                         np.asarray(state.joint_positions, dtype=float), nu_minus.astype(float), e, *ws.arrays(),
-                         *arrays.arrays(), *scratch, M_inv, A, impulses, d_impulses, nu_plus)
+    status = impact_into(ws.model, ws.data, data, base_rotation, np.asarray(state.joint_positions, dtype=float),
+                         nu_minus.astype(float), e, (M_inv, A, impulses, d_impulses, nu_plus))
     if status == 1:
-        raise ContactError(degeneracy_reason(contacts, J, M_inv))
+        raise ContactError(degeneracy_reason(contacts, scratch.J, M_inv))
     if status >= 2:
         raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
     post = State(joint_positions=state.joint_positions, joint_velocities=nu_plus[N - n:]) if not floating else State(

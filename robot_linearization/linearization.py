@@ -168,12 +168,10 @@ def _assemble_into(M_inv, derivatives, floating_base, twist, g0, product, A, B):
 
 
 @kernel
-def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
-                   base_poses, joint_positions, base_twists, joint_velocities, torques,
-                   X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives,
-                   Y, Y_rate, columns, product,
-                   A, B, M_inv, accelerations, singular, dt, A_d, B_d):
-    """Linearize K states (leading axis of every state and output array).
+def linearize_into(model, data, states, out, dt):
+    """Linearize K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6),
+    joint velocities (K, n), torques (K, n)) into out = (A, B, M_inv, accelerations, singular,
+    A_d, B_d), each with a leading axis K.
 
     A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
     (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
@@ -185,28 +183,29 @@ def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
     Returns model.first_invalid_state of the inputs, (0, 0) when they are valid
     (nothing computed otherwise).
     """
+    base_poses, joint_positions, base_twists, joint_velocities, torques = states
+    A, B, M_inv, accelerations, singular, A_d, B_d = out
     invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
     if invalid[1] != 0:
         return invalid
+    floating_base = model.floating_base
     N = M_inv.shape[1]
     n = N - (6 if floating_base else 0)
-    g0 = np.zeros(6)
+    g0 = data.g0
     for k in range(joint_positions.shape[0]):
-        body_transforms_into(S, tree_X, joint_positions[k], X_up)
-        base_gravity_into(base_poses[k], gravity, g0)
+        body_transforms_into(model.S, model.tree_X, joint_positions[k], data.X_up)
+        base_gravity_into(base_poses[k], model.gravity, g0)
         twist = base_twists[k]
         r = joint_velocities[k]
-        forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, torques[k],
-                              I_A, U, D, v, c, p, a, accelerations[k])
-        singular[k] = singular_pivot(I_A, D)
+        forward_dynamics_into(model, data, twist, r, torques[k], accelerations[k])
+        singular[k] = singular_pivot(data.I_A, data.D)
         a0 = -g0
         if floating_base:
             a0 += accelerations[k, :6]
-        base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
-        base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, axes, twist, a0, g0, r,
-                                    accelerations[k, N - n:], v, a, f, Y, Y_rate, columns, derivatives, False)
-        inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv[k])
-        finite = _assemble_into(M_inv[k], derivatives, floating_base, twist, g0, product, A[k], B[k])
+        base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
+        base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[k, N - n:], False)
+        inverse_mass_matrix_into(model, data, M_inv[k])
+        finite = _assemble_into(M_inv[k], data.derivatives, floating_base, twist, g0, data.product, A[k], B[k])
         if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     if dt > 0.0:
@@ -215,13 +214,13 @@ def linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity,
 
 
 @kernel
-def coupled_linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r, tau,
-                           X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns,
-                           coupling_rows, coupling_multipliers, index, factor, rows, M_tree, J_c, JM_inv, L,
-                           A, B, M_inv, accelerations):
+def coupled_linearize_into(model, data, coupling, state, out):
     """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
-    the independent coordinates: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N) of the reduced
-    model, from the tree's state (s, r) and torques E τ (tree coordinates).
+    the independent coordinates: out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N)) of the
+    reduced model, from the tree's state = (pose, s, twist, r, E τ) (tree coordinates), with
+    coupling = (coupling_rows (c, 2), coupling_multipliers (c,), the reduction's index and
+    factor (N_tree,), the independent rows (N,), and scratch M_tree (N_tree, N_tree),
+    J_c, J_c M⁻¹ (c, N_tree), L (c, c)).
 
     A mimic joint is a reduced-coordinate map ν_tree = Ĝ ν with Ĝ fixed (Ĝ[i, index[i]] =
     factor[i]), not a contact: its constraint J_c ν̇ = 0 (J_c = e_m − a e_j, c rows) has no
@@ -230,30 +229,32 @@ def coupled_linearize_into(parent, S, tree_X, I, subtree_end, floating_base, gra
     ∂ID̄ (as linearize_into), and the reduced dynamics rows are −M_red⁻¹ Ĝᵀ ∂ID̄ Ĝ_z with
     M_red⁻¹ = (ĜᵀMĜ)⁻¹ = [M⁻¹ − M⁻¹J_cᵀ(J_cM⁻¹J_cᵀ)⁻¹J_cM⁻¹] on the independent ``rows``.
     Returns −1, a joint j ≥ 0 whose pivot vanishes, or −2 when the result is not finite."""
+    coupling_rows, coupling_multipliers, index, factor, rows, M_tree, J_c, JM_inv, L = coupling
+    pose, s, twist, r, tau = state
+    A, B, M_inv, accelerations = out
+    floating_base = model.floating_base
     N_tree = M_tree.shape[0]
     N = M_inv.shape[0]
     n_tree = N_tree - (6 if floating_base else 0)
     off = N_tree - n_tree
-    g0 = np.zeros(6)
-    free = np.empty(N_tree)
     tree_accelerations = np.empty(N_tree)
-    joint = unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r,
-                                        tau, X_up, I_A, U, D, v, c, p, a, F, P, R, t, axes, U_base, g0, free, M_tree)
+    joint = unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_tree)
     if joint >= 0:
         return joint
+    g0 = data.g0
     m = J_c.shape[0]
     J_c[:] = 0.0
     for i in range(m):
         J_c[i, off + coupling_rows[i, 0]] = 1.0
         J_c[i, off + coupling_rows[i, 1]] -= coupling_multipliers[i]
     forces = np.empty(m)
-    if not contact_forces_into(J_c, M_tree, free, np.zeros(m), JM_inv, L, forces, tree_accelerations):
+    if not contact_forces_into(J_c, M_tree, data.free, np.zeros(m), JM_inv, L, forces, tree_accelerations):
         return -2
     a0 = -g0
     if floating_base:
         a0 += tree_accelerations[:6]
-    base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, axes, twist, a0, g0, r,
-                                tree_accelerations[off:], v, a, f, Y, Y_rate, columns, derivatives, False)
+    base_frame_derivatives_into(model, data, twist, a0, g0, r, tree_accelerations[off:], False)
+    derivatives = data.derivatives
     # M_red⁻¹: W = L⁻¹ J_c M⁻¹, so M⁻¹J_cᵀ Λ J_c M⁻¹ = WᵀW
     for i in range(m):
         for col in range(N_tree):
@@ -285,7 +286,7 @@ def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
     ValueError for a NaN/inf or non-rigid input."""
     announce_compilation(linearize_into)
     ws = workspace(model)
-    k, problem = linearize_into(*ws.tree_arrays, *arrays, *ws.scratch, *out[:5], dt, *out[5:])
+    k, problem = linearize_into(ws.model, ws.data, tuple(arrays), tuple(out), dt)
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 
@@ -467,9 +468,10 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     announce_compilation(coupled_linearize_into)
     status = coupled_linearize_into(
-        *ws.tree_arrays, poses[0], model.coupling @ s[0] + model.offset, twists[0], model.coupling @ r[0],
-        model.tree_torques(torques), *ws.arrays(), model.coupling_rows, model.coupling_multipliers, index, factor,
-        model.velocity_rows, np.empty((tree.n_velocities, tree.n_velocities)), J_c, JM_inv, L, *out)
+        ws.model, ws.data, (model.coupling_rows, model.coupling_multipliers, index, factor, model.velocity_rows,
+                            np.empty((tree.n_velocities, tree.n_velocities)), J_c, JM_inv, L),
+        (poses[0], model.coupling @ s[0] + model.offset, twists[0], model.coupling @ r[0], model.tree_torques(torques)),
+        out)
     if status >= 0:
         raise ValueError(singular_state_message(tree, status))
     if status == -2:

@@ -19,7 +19,8 @@ import numpy as np
 from .arguments import choice
 from .joints import Joint, JointType
 from .coupling import CoupledModel, couple
-from .model import STANDARD_GRAVITY, Model, ModelBuilder, ModelError
+from .builder import ModelBuilder
+from .model import STANDARD_GRAVITY, Model, ModelError
 from .spatial import inverse_transform, spatial_inertia, velocity_transform
 
 log = logging.getLogger(__name__)

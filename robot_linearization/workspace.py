@@ -1,26 +1,92 @@
-"""The per-model, per-thread workspace of the compiled kernels: every scratch array of one
-linearization, allocated once (Pinocchio's Data beside its Model)."""
+"""The compiled model and its workspace: what every kernel takes, Pinocchio's Model and Data.
+
+A kernel reads the robot's arrays from one structure (``model.parent``, ``model.I``) and its
+scratch from another (``data.X_up``, ``data.columns``), instead of some forty positional
+arrays.  Both are per model and per thread (:func:`workspace`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+from numba.experimental import structref
 
+from .compiled import INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
 from .model import Model
 
 
-class Workspace:
-    """Every scratch array of one linearization, allocated once per model and thread.
+@structref.register
+class ModelArraysType(types.StructRef):
+    """The numba type of the compiled model (:data:`MODEL_ARRAYS`)."""
 
-    It also holds this thread's own copy of the model's (small) arrays: compiled
-    code reference-counts every array view it takes, and two threads viewing the
-    same array contend for one cache line on every access.
+
+MODEL_ARRAYS = ModelArraysType([
+    ("parent", INDICES), ("S", MATRIX), ("tree_X", MATRICES), ("I", MATRICES), ("ancestors", INDEX_TABLE),
+    ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR)])
+"""The model's arrays as the kernels read them (Model's attributes of the same meaning):
+parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 6),
+I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
+floating_base, gravity (3,) in the world frame."""
+structref.define_boxing(ModelArraysType, Structure)
+
+
+@kernel
+def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity):
+    model = structref.new(MODEL_ARRAYS)
+    model.parent, model.S, model.tree_X, model.I = parent, S, tree_X, I
+    model.ancestors, model.depth, model.subtree_end = ancestors, depth, subtree_end
+    model.floating_base, model.gravity = floating_base, gravity
+    return model
+
+
+@structref.register
+class DataType(types.StructRef):
+    """The numba type of a workspace (:data:`DATA`)."""
+
+
+DATA = DataType([
+    ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX), ("c", MATRIX),
+    ("p", MATRIX), ("a", MATRIX), ("f", MATRIX), ("F", MATRICES), ("P", MATRICES), ("R", MATRICES), ("t", MATRIX),
+    ("axes", MATRIX), ("U_base", MATRIX), ("derivatives", MATRIX), ("Y", MATRICES), ("Y_rate", MATRICES),
+    ("columns", MATRICES), ("product", MATRIX), ("g0", VECTOR), ("free", VECTOR)])
+"""One linearization's scratch, n+1 bodies and N velocities: the body transforms i_X_λ(i)
+X_up (n+1, 6, 6); the ABAmb's articulated inertias I_A (n+1, 6, 6), U (n+1, 6), pivots D
+(n+1,), body twists v, velocity-product accelerations c, bias wrenches p, accelerations a and
+wrenches f (n+1, 6); the IMMAmb's F, P (n+1, N, 6) and U_base (n+1, 6); the body poses in the
+base frame R (n+1, 3, 3), t (n+1, 3) and the column axes (N, 6); [D₁ … D₄]ID̄ derivatives
+(N, 2N); the base-frame sweep's composite inertias Y and their rates Y_rate (n+1, 6, 6) and
+its columns (7, N, 6); product (2N, N), −(M⁻¹D)ᵀ; g0 (6,), gravity as a base acceleration;
+free (N,), the unconstrained ν̇."""
+structref.define_boxing(DataType, Structure)
+
+
+@kernel
+def _new_data(X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns, product, g0,
+              free):
+    data = structref.new(DATA)
+    data.X_up, data.I_A, data.U, data.D = X_up, I_A, U, D
+    data.v, data.c, data.p, data.a, data.f = v, c, p, a, f
+    data.F, data.P, data.R, data.t, data.axes, data.U_base = F, P, R, t, axes, U_base
+    data.derivatives, data.Y, data.Y_rate, data.columns = derivatives, Y, Y_rate, columns
+    data.product, data.g0, data.free = product, g0, free
+    return data
+
+
+class Workspace:
+    """The compiled model (``model``, :data:`MODEL_ARRAYS`) and every scratch array of one
+    linearization (``data``, :data:`DATA`, whose arrays are also this object's attributes),
+    allocated once per model and thread.
+
+    ``model`` holds this thread's own copy of the model's (small) arrays: compiled code
+    reference-counts every array view it takes, and two threads viewing the same array
+    contend for one cache line on every access.
     """
 
     def __init__(self, model: Model):
         n_bodies, N = model.n_bodies, model.n_velocities
-        self.model_arrays = tuple(np.array(a) for a in (
+        self.model = structure(MODEL_ARRAYS, _new_model_arrays, *(np.array(a) for a in (
             model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
-            model.depth, model.subtree_end)) + (model.floating_base, np.array(model.gravity))
+            model.depth, model.subtree_end)), model.floating_base, np.array(model.gravity, dtype=float))
         self.X_up = np.empty((n_bodies, 6, 6))
         self.I_A = np.empty((n_bodies, 6, 6))
         self.U = np.zeros((n_bodies, 6))
@@ -30,24 +96,19 @@ class Workspace:
         self.R, self.t, self.axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
         self.U_base = np.empty((n_bodies, 6))
         self.derivatives = np.empty((N, 2 * N))
-        # the base-frame sweep: composite inertias and their rates, its columns; −M⁻¹ D transposed
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
         self.columns = np.empty((7, N, 6))
         self.product = np.empty((2 * N, N))
-        # linearize_into's arguments before the states, and its scratch, in its order (the path
-        # tables ancestors and depth are the contact kernel's only)
-        parent, S, tree_X, I, _, _, subtree_end, floating, gravity = self.model_arrays
-        self.tree_arrays = parent, S, tree_X, I, subtree_end, floating, gravity
-        self.scratch = self.arrays() + (self.product,)
+        self.g0, self.free = np.zeros(6), np.empty(N)
+        self.data = structure(DATA, _new_data, *self.arrays())
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.scratch) + sum(getattr(a, "nbytes", 0) for a in self.model_arrays)
+        return sum(a.nbytes for a in self.arrays())
 
-    def arrays(self):
-        """The scratch of both kernels (linearize_into's, then its ``product``)."""
-        return (self.X_up, self.I_A, self.U, self.D, self.v, self.c, self.p, self.a, self.f, self.F, self.P,
-                self.R, self.t, self.axes, self.U_base, self.derivatives, self.Y, self.Y_rate, self.columns)
+    def arrays(self) -> tuple:
+        """The arrays of ``data``, in :data:`DATA`'s order."""
+        return tuple(getattr(self, name) for name in DATA.field_dict)
 
 
 def workspace(model: Model) -> Workspace:

@@ -108,16 +108,19 @@ def _add_inertia_rate(Y, v, h, out, column):
 
 
 @kernel
-def base_frame_motion_into(parent, I, floating_base, R, t, J, base_twist, base_acceleration, g0, r, rdot, v, a, f, Y,
-                           Y_rate, columns):
-    """The sweep's forward pass: twists v, accelerations a (a_0 = v̇ − g_0) and wrenches f
-    (n+1, 6) of every body, its inertia Y and inertia rate Ẏ (n+1, 6, 6), and each column's
-    ∂v/∂s_c, ∂a/∂s_c, ∂a/∂r_c into columns[0:3] (N, 6), all in the base frame.
+def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rdot):
+    """The sweep's forward pass: twists data.v, accelerations data.a (a_0 = v̇ − g_0) and
+    wrenches data.f (n+1, 6) of every body, its inertia data.Y and inertia rate data.Y_rate
+    (n+1, 6, 6), and each column's ∂v/∂s_c, ∂a/∂s_c, ∂a/∂r_c into data.columns[0:3] (N, 6),
+    all in the base frame.
 
     Inputs as :func:`base_frame_derivatives_into`.  The columns are shared by every body
     below column c: in body k's own frame, ∂v_k/∂s_c = ⁰X_k⁻¹ ∂v/∂s_c and (the ``−v_k ×``
     terms the backward pass leaves to Ẏ) ∂a_k/∂s_c = ⁰X_k⁻¹(∂a/∂s_c − v_k × ∂v/∂s_c),
     ∂a_k/∂r_c = ⁰X_k⁻¹(∂a/∂r_c − v_k × J_c) — what the contact accelerations need."""
+    parent, I, floating_base = model.parent, model.I, model.floating_base
+    R, t, J, v, a, f, Y, Y_rate, columns = data.R, data.t, data.axes, data.v, data.a, data.f, data.Y, data.Y_rate, \
+        data.columns
     n_bodies = v.shape[0]
     off = 6 if floating_base else 0
     dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2]
@@ -155,12 +158,13 @@ def base_frame_motion_into(parent, I, floating_base, R, t, J, base_twist, base_a
 
 
 @kernel
-def base_frame_backward_into(parent, subtree_end, floating_base, J, f, Y, Y_rate, columns, derivatives,
-                             with_base_pose):
-    """The sweep's backward pass: composite inertias, their rates and the wrenches f (minus
-    any external wrench the caller took off after :func:`base_frame_motion_into`)
-    accumulate, and each entry of [D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) is one dot product.
-    with_base_pose=False leaves D₁ID̄ zero."""
+def base_frame_backward_into(model, data, with_base_pose):
+    """The sweep's backward pass: composite inertias, their rates and the wrenches data.f
+    (minus any external wrench the caller took off after :func:`base_frame_motion_into`)
+    accumulate, and each entry of [D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into data.derivatives is
+    one dot product.  with_base_pose=False leaves D₁ID̄ zero."""
+    parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
+    J, f, Y, Y_rate, columns, derivatives = data.axes, data.f, data.Y, data.Y_rate, data.columns, data.derivatives
     n_bodies = f.shape[0]
     N = derivatives.shape[0]
     off = 6 if floating_base else 0
@@ -207,20 +211,15 @@ def base_frame_backward_into(parent, subtree_end, floating_base, J, f, Y, Y_rate
 
 
 @kernel
-def base_frame_derivatives_into(parent, I, subtree_end, floating_base, R, t, J, base_twist, base_acceleration, g0,
-                                r, rdot, v, a, f, Y, Y_rate, columns, derivatives, with_base_pose):
-    """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into ``derivatives``, every column in the base frame.
+def base_frame_derivatives_into(model, data, base_twist, base_acceleration, g0, r, rdot, with_base_pose):
+    """[D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into data.derivatives, every column in the base frame.
 
-    Inputs: the tree (parent, body inertias I (n+1, 6, 6), subtree_end), the body
-    poses R, t and column axes J (N, 6) in the base frame
+    Inputs: the body poses data.R, t and column axes data.axes (N, 6) in the base frame
     (kinematics.base_frame_poses_into), base_twist v (6,) and base_acceleration
     a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
-    accelerations ṙ (n,).  Scratch: v, a, f (n+1, 6); Y, Y_rate (n+1, 6, 6) the
-    composite inertias and their rates; columns (7, N, 6).  with_base_pose=False
-    leaves D₁ID̄ zero, which the linearization does not need (see linearize_into).
-    The forward pass, then the backward pass.
+    accelerations ṙ (n,).  Scratch: data.v, a, f, the composite inertias and their rates
+    data.Y, Y_rate, data.columns.  with_base_pose=False leaves D₁ID̄ zero, which the
+    linearization does not need (see linearize_into).  The forward pass, then the backward pass.
     """
-    base_frame_motion_into(parent, I, floating_base, R, t, J, base_twist, base_acceleration, g0, r, rdot, v, a, f,
-                           Y, Y_rate, columns)
-    base_frame_backward_into(parent, subtree_end, floating_base, J, f, Y, Y_rate, columns, derivatives,
-                             with_base_pose)
+    base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rdot)
+    base_frame_backward_into(model, data, with_base_pose)

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import functools
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 
-from ..compiled import kernel
+from numba import types
+from numba.experimental import structref
+
+from ..compiled import FLAGS, INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
 from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
 from ..spatial import mat_mat_into
+from ..workspace import workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
 from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into
@@ -33,6 +38,37 @@ DEGENERACY_TOLERANCE = 1e-10
 fraction of its largest diagonal entry (redundant or unreachable constraints)."""
 
 
+@structref.register
+class ContactDataType(types.StructRef):
+    """The numba type of a contact set's arrays and scratch (:data:`CONTACT_DATA`)."""
+
+
+CONTACT_DATA = ContactDataType([
+    ("bodies", INDICES), ("X_cb", MATRICES), ("dims", INDICES), ("world_aligned", FLAGS), ("starts", INDICES),
+    ("coupling_rows", INDEX_TABLE), ("coupling_multipliers", VECTOR), ("J", MATRIX), ("drift", VECTOR),
+    ("J_local", MATRICES), ("rotation", MATRICES), ("body_X_base", MATRICES), ("T", MATRICES), ("JM_inv", MATRIX),
+    ("L", MATRIX), ("wrenches", MATRIX), ("d_accel", MATRIX)])
+"""A contact set bound to a model (k contacts, m rows, N velocities), as the kernels take it:
+the set, :class:`ContactArrays`'s bodies … coupling_multipliers; then the scratch of one
+thread: J (m, N), γ = drift (m,), J_local (k, 6, N) each frame's body Jacobian in its own
+axes, rotation (k, 3, 3) = A_R_c, body_X_base (k, 6, 6) = b_X_0, T (k, 6, 6) = c_X_0,
+JM_inv (m, N) = J M⁻¹, L (m, m) the Cholesky factor of J M⁻¹ Jᵀ, wrenches (k, 6) each λ_c
+in its frame's axes, d_accel (m, 2N) ∂a of the contact accelerations."""
+structref.define_boxing(ContactDataType, Structure)
+
+
+@kernel
+def _new_contact_data(bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers, J, drift,
+                      J_local, rotation, body_X_base, T, JM_inv, L, wrenches, d_accel):
+    contacts = structref.new(CONTACT_DATA)
+    contacts.bodies, contacts.X_cb, contacts.dims, contacts.world_aligned = bodies, X_cb, dims, world_aligned
+    contacts.starts, contacts.coupling_rows, contacts.coupling_multipliers = starts, coupling_rows, coupling_multipliers
+    contacts.J, contacts.drift, contacts.J_local, contacts.rotation = J, drift, J_local, rotation
+    contacts.body_X_base, contacts.T, contacts.JM_inv, contacts.L = body_X_base, T, JM_inv, L
+    contacts.wrenches, contacts.d_accel = wrenches, d_accel
+    return contacts
+
+
 class ContactArrays:
     """A contact set bound to a model, as the compiled passes take it (k contacts):
     bodies (k,), X_contact_body (k, 6, 6) = c_X_b, dims (k,) 3 or 6, world_aligned (k,)
@@ -40,7 +76,7 @@ class ContactArrays:
     them, the joint-space rows of a CoupledModel's mimic joints (coupling.py):
     coupling_rows (c, 2) tree indices (mimic, source) and coupling_multipliers (c,);
     m rows in all.  labels (m_contacts,) names λ's entries.  Resolved once per (model,
-    contacts) (:func:`contact_arrays`); :meth:`scratch` is each thread's own."""
+    contacts) (:func:`contact_arrays`); :meth:`data` is each thread's own."""
 
     def __init__(self, model, contacts):
         self.contacts = as_contacts(contacts)
@@ -48,30 +84,30 @@ class ContactArrays:
         self._local = threading.local()
         resolved = resolve(model, self.contacts)
         self.bodies = np.array([rc.body for rc in resolved], dtype=np.int64)
-        self.X_contact_body = np.array([rc.X_contact_body for rc in resolved]).reshape(-1, 6, 6)
+        self.X_contact_body = np.array([rc.X_contact_body for rc in resolved], dtype=float).reshape(-1, 6, 6)
         self.dims = np.array([c.dimension for c in self.contacts], dtype=np.int64)
         self.world_aligned = np.array([c.reference == "world_aligned" for c in self.contacts], dtype=np.bool_)
         self.starts = np.concatenate([[0], np.cumsum(self.dims)[:-1]]).astype(np.int64)
         self.m_contacts = int(self.dims.sum())
-        self.coupling_rows = getattr(model, "coupling_rows", np.zeros((0, 2), dtype=np.int64))
-        self.coupling_multipliers = getattr(model, "coupling_multipliers", np.zeros(0))
+        self.coupling_rows = np.ascontiguousarray(getattr(model, "coupling_rows", np.zeros((0, 2))), dtype=np.int64)
+        self.coupling_multipliers = np.ascontiguousarray(getattr(model, "coupling_multipliers", np.zeros(0)),
+                                                         dtype=float)
         self.m = self.m_contacts + len(self.coupling_multipliers)
 
-    def arrays(self):
-        return (self.bodies, self.X_contact_body, self.dims, self.world_aligned, self.starts, self.coupling_rows,
-                self.coupling_multipliers)
-
-    def scratch(self, N: int):
-        """This thread's scratch of the contact kernels for N velocities: J (m, N), γ (m,),
-        J_local (k, 6, N), A_R_c (k, 3, 3), b_X_0 (k, 6, 6), c_X_0 (k, 6, 6), J M⁻¹ (m, N),
-        the Cholesky factor (m, m) and the contact wrenches (k, 6)."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None or scratch[0].shape[1] != N:
+    def data(self, N: int):
+        """(compiled, scratch): this thread's :data:`CONTACT_DATA` for N velocities, and its
+        scratch arrays by name (J, drift, …) for Python to read."""
+        data = getattr(self._local, "data", None)
+        if data is None or data[1].J.shape[1] != N:
             k, m = len(self.contacts), self.m
-            scratch = self._local.scratch = (
-                np.empty((m, N)), np.empty(m), np.empty((k, 6, N)), np.empty((k, 3, 3)), np.empty((k, 6, 6)),
-                np.empty((k, 6, 6)), np.empty((m, N)), np.empty((m, m)), np.empty((k, 6)))
-        return scratch
+            scratch = SimpleNamespace(
+                J=np.empty((m, N)), drift=np.empty(m), J_local=np.empty((k, 6, N)), rotation=np.empty((k, 3, 3)),
+                body_X_base=np.empty((k, 6, 6)), T=np.empty((k, 6, 6)), JM_inv=np.empty((m, N)), L=np.empty((m, m)),
+                wrenches=np.empty((k, 6)), d_accel=np.empty((m, 2 * N)))
+            data = self._local.data = (structure(
+                CONTACT_DATA, _new_contact_data, self.bodies, self.X_contact_body, self.dims, self.world_aligned,
+                self.starts, self.coupling_rows, self.coupling_multipliers, *vars(scratch).values()), scratch)
+        return data
 
 
 @functools.lru_cache(maxsize=256)
@@ -94,13 +130,19 @@ def matmul_into(A, B, out):
 
 
 @kernel
-def contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodies, X_cb, dims, world_aligned, starts,
-                            coupling_rows, coupling_multipliers, v, a, J, drift, J_local, rotation, body_X_base):
-    """J (m, N) in each contact's reference axes and γ (m) from the body twists v and
-    body accelerations a (n+1, 6) at ν̇ = 0 without gravity.  Also per contact k:
+def contact_kinematics_into(model, data, contacts, base_rotation):
+    """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
+    body transforms data.X_up, body twists data.v and body accelerations data.a (n+1, 6) at
+    ν̇ = 0 without gravity, and the base's rotation A_R_0 (3, 3).  Also per contact k:
     J_local[k] (6, N) the frame's body Jacobian in its own axes, rotation[k] = A_R_c,
     body_X_base[k] = b_X_0 (base, or world for a fixed base, to its body).  The last
     rows are the mimic couplings e_m − a e_j (no drift)."""
+    parent, S, floating_base, X_up, v, a = model.parent, model.S, model.floating_base, data.X_up, data.v, data.a
+    bodies, X_cb, dims, world_aligned, starts = (contacts.bodies, contacts.X_cb, contacts.dims, contacts.world_aligned,
+                                                 contacts.starts)
+    coupling_rows, coupling_multipliers, J, drift = (contacts.coupling_rows, contacts.coupling_multipliers, contacts.J,
+                                                     contacts.drift)
+    J_local, rotation, body_X_base = contacts.J_local, contacts.rotation, contacts.body_X_base
     N = J.shape[1]
     off = 6 if floating_base else 0
     first = J.shape[0] - coupling_multipliers.shape[0]  # (the contact rows come first)
@@ -173,20 +215,20 @@ def contact_kinematics_into(parent, S, X_up, floating_base, base_rotation, bodie
 
 
 @kernel
-def unconstrained_dynamics_into(parent, S, tree_X, I, subtree_end, floating_base, gravity, pose, s, twist, r, tau,
-                                X_up, I_A, U, D, v, c, p, a, F, P, R, t, axes, U_base, g0, free, M_inv):
-    """The unconstrained pieces of the constrained dynamics at (pose, s, twist, r, τ): the body
-    transforms, g_0 (6) into g0, ν̇_free (N) by the ABAmb into free, the body poses and axes in
-    the base frame, and M⁻¹ (N, N) by the IMMAmb from the same articulated inertias.  Returns a
-    joint whose pivot vanishes (M singular; nothing after the ABAmb computed), else −1."""
-    body_transforms_into(S, tree_X, s, X_up)
-    base_gravity_into(pose, gravity, g0)
-    forward_dynamics_into(parent, S, I, X_up, floating_base, twist, g0, r, tau, I_A, U, D, v, c, p, a, free)
-    joint = singular_pivot(I_A, D)
+def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
+    """The unconstrained pieces of the constrained dynamics at (pose (4, 4), s, twist, r, τ):
+    the body transforms, g_0 (6) into data.g0, ν̇_free (N) by the ABAmb into data.free, the
+    body poses and axes in the base frame, and M⁻¹ (N, N) by the IMMAmb from the same
+    articulated inertias.  Returns a joint whose pivot vanishes (M singular; nothing after
+    the ABAmb computed), else −1."""
+    body_transforms_into(model.S, model.tree_X, s, data.X_up)
+    base_gravity_into(pose, model.gravity, data.g0)
+    forward_dynamics_into(model, data, twist, r, tau, data.free)
+    joint = singular_pivot(data.I_A, data.D)
     if joint >= 0:
         return joint
-    base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes)
-    inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv)
+    base_frame_poses_into(model.parent, model.S, data.X_up, model.floating_base, data.R, data.t, data.axes)
+    inverse_mass_matrix_into(model, data, M_inv)
     return -1
 
 
@@ -274,22 +316,21 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
     tree = getattr(model, "tree", model)
     arrays = contact_arrays(model, as_contacts(contacts))
-    k, N = len(arrays.contacts), tree.n_velocities
-    J, drift = np.empty((arrays.m, N)), np.empty(arrays.m)
+    ws = workspace(tree)
+    ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
+    data, scratch = arrays.data(tree.n_velocities)
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
-    contact_kinematics_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, base_rotation,
-                            *arrays.arrays(), v, a_bias, J, drift, np.empty((k, 6, N)), np.empty((k, 3, 3)),
-                            np.empty((k, 6, 6)))
-    return J, drift
+    contact_kinematics_into(ws.model, ws.data, data, base_rotation)
+    return scratch.J.copy(), scratch.drift.copy()
 
 
 def bias_motion(model: Model, state: State, X_up: np.ndarray):
     """(v, a) (n+1, 6): body twists and body accelerations at ν̇ = 0 without gravity."""
-    n_bodies = model.n_bodies
-    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
-    newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up, base_twist(model, state),
-                              np.zeros(6), state.joint_velocities, np.zeros(model.n_bodies - 1), v, a, f)
-    return v, a
+    ws = workspace(model)
+    ws.X_up[:] = X_up
+    newton_euler_forward_into(ws.model, ws.data, base_twist(model, state), np.zeros(6), state.joint_velocities,
+                              np.zeros(model.n_bodies - 1))
+    return ws.v.copy(), ws.a.copy()
 
 
 def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()):

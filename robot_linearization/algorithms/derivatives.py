@@ -36,7 +36,8 @@ from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, mat_vec_
                        transform_motion_into)
 from .base_frame_derivatives import base_frame_derivatives_into
 from .inverse_dynamics import newton_euler_forward_into
-from .kinematics import base_frame_poses_into, base_gravity, base_twist, body_transforms
+from ..workspace import workspace
+from .kinematics import base_frame_poses_into, base_gravity, base_twist, body_transforms_into
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,19 @@ def _path_columns(path, depth, col_s, col_r, columns, count):
 
 
 @kernel
-def derivatives_into(parent, S, I, X_up, ancestors, depth, subtree_end, floating_base, gravity_acceleration,
-                     r, v, a, f, dv, da, df, derivatives, with_base_pose):
-    """Tables 4.2–4.5 in one sweep, into ``derivatives`` (N, 2N) = [D₁|D₂|D₃|D₄]ID̄.
+def derivatives_into(model, data, r, columns, with_base_pose):
+    """Tables 4.2–4.5 in one sweep, into data.derivatives (N, 2N) = [D₁|D₂|D₃|D₄]ID̄.
 
-    v, a, f (n+1, 6): the EIDAmb forward pass (f not yet accumulated; this
-    accumulates it).  dv, da, df (n+1, 2N, 6): scratch for the columns.
+    data.v, a, f (n+1, 6): the EIDAmb forward pass at the body transforms data.X_up and
+    g_0 = data.g0 (f not yet accumulated; this accumulates it); r (n,) the joint velocities.
+    columns (3, n+1, 2N, 6): scratch for the body-frame columns ∂v, ∂a, ∂f.
     with_base_pose=False skips D₁ID̄ (left zero), which the linearization
     does not need: see linearize_into.
     """
+    parent, S, I, ancestors, depth = model.parent, model.S, model.I, model.ancestors, model.depth
+    subtree_end, floating_base = model.subtree_end, model.floating_base
+    X_up, gravity_acceleration, v, a, f, derivatives = data.X_up, data.g0, data.v, data.a, data.f, data.derivatives
+    dv, da, df = columns[0], columns[1], columns[2]
     n_bodies = v.shape[0]
     n = n_bodies - 1
     m = derivatives.shape[1]
@@ -193,26 +198,19 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, base_accel
     check_state(check_tree(model, "extended_inverse_dynamics_derivatives"), state)
     rdot = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
     n, N, n_bodies = model.n_joints, model.n_velocities, model.n_bodies
-    X_up = body_transforms(model, state.joint_positions)
-    g0 = base_gravity(model, state)
+    ws = workspace(model)
+    body_transforms_into(model.motion_subspaces, model.tree_transforms, state.joint_positions, ws.X_up)
+    ws.g0[:] = base_gravity(model, state)
     a0 = (six_vector(base_acceleration, "base_acceleration", "v̇ [linear; angular] in the base frame")
-          if model.floating_base else 0.0) - g0
-    D = np.empty((N, 2 * N))
-    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
+          if model.floating_base else 0.0) - ws.g0
     if frame == "base":
-        R, t, axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
-        base_frame_poses_into(model.parent, model.motion_subspaces, X_up, model.floating_base, R, t, axes)
-        base_frame_derivatives_into(
-            model.parent, model.inertias, model.subtree_end, model.floating_base, R, t, axes,
-            base_twist(model, state), a0, g0, state.joint_velocities, rdot, v, a, f, np.empty((n_bodies, 6, 6)),
-            np.empty((n_bodies, 6, 6)), np.empty((7, N, 6)), D, True)
+        base_frame_poses_into(model.parent, model.motion_subspaces, ws.X_up, model.floating_base, ws.R, ws.t, ws.axes)
+        base_frame_derivatives_into(ws.model, ws.data, base_twist(model, state), a0, ws.g0, state.joint_velocities,
+                                    rdot, True)
     else:
-        newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
-                                  base_twist(model, state), a0, state.joint_velocities, rdot, v, a, f)
-        columns = np.empty((3, n_bodies, 2 * N, 6))
-        derivatives_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.ancestors, model.depth,
-                         model.subtree_end, model.floating_base, g0, state.joint_velocities, v, a, f,
-                         columns[0], columns[1], columns[2], D, True)
+        newton_euler_forward_into(ws.model, ws.data, base_twist(model, state), a0, state.joint_velocities, rdot)
+        derivatives_into(ws.model, ws.data, state.joint_velocities, np.empty((3, n_bodies, 2 * N, 6)), True)
+    D = ws.derivatives.copy()
     if not model.floating_base:
         return ExtendedInverseDynamicsDerivatives(None, D[:, :n], None, D[:, n:])
     return ExtendedInverseDynamicsDerivatives(D[:, :6], D[:, 6:6 + n], D[:, 6 + n:12 + n], D[:, 12 + n:])

@@ -9,7 +9,8 @@ from ..arguments import check_tree, joint_vector
 from ..model import PIVOT_TOLERANCE, Model, State, check_state
 from ..spatial import (axpy, congruence_add, cross_force_into, cross_motion_into, dot6, lu_factor6, lu_solve6,
                        mat_vec_into, transform_force_add, transform_motion_into)
-from .kinematics import base_gravity, base_twist, body_transforms
+from ..workspace import workspace
+from .kinematics import base_gravity, base_twist, body_transforms_into
 
 
 @kernel
@@ -33,13 +34,14 @@ def articulated_inertias_into(parent, S, I, X_up, I_A, U, D):
 
 
 @kernel
-def forward_dynamics_into(parent, S, I, X_up, floating_base, base_twist, gravity_acceleration, r, torques,
-                          I_A, U, D, v, c, p, a, accelerations):
-    """ABA(mb) into ``accelerations`` = ν̇ = [v̇ (6, floating only); ṙ (n)].
-
-    gravity_acceleration: g_0 (6,) as in base_gravity.  v, c, p, a (n+1, 6) and
-    I_A, U, D are scratch (the articulated quantities are left for reuse).
-    """
+def forward_dynamics_into(model, data, base_twist, r, torques, accelerations):
+    """ABA(mb) into ``accelerations`` = ν̇ = [v̇ (6, floating only); ṙ (n)], at the body
+    transforms data.X_up and the gravity g_0 data.g0 (6,) (kinematics.base_gravity), base
+    twist (6,), joint velocities r and torques (n,).  Leaves the articulated quantities
+    (data.I_A, U, D) for reuse; data.v, c, p, a scratch."""
+    parent, S, I, floating_base = model.parent, model.S, model.I, model.floating_base
+    X_up, I_A, U, D = data.X_up, data.I_A, data.U, data.D
+    v, c, p, a, gravity_acceleration = data.v, data.c, data.p, data.a, data.g0
     n_bodies = v.shape[0]
     off = 6 if floating_base else 0
     tmp = np.empty(6)
@@ -118,15 +120,11 @@ def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray | Non
     """
     check_state(check_tree(model, "forward_dynamics"), state)
     torques = joint_vector(model, joint_torques, "joint_torques")
-    X_up = body_transforms(model, state.joint_positions)
-    n_bodies = model.n_bodies
-    I_A = np.empty_like(model.inertias)
-    U, D = np.zeros((n_bodies, 6)), np.zeros(n_bodies)
-    v, c, p, a = (np.empty((n_bodies, 6)) for _ in range(4))
+    ws = workspace(model)
+    body_transforms_into(model.motion_subspaces, model.tree_transforms, state.joint_positions, ws.X_up)
+    ws.g0[:] = base_gravity(model, state)
     accelerations = np.empty(model.n_velocities)
-    forward_dynamics_into(model.parent, model.motion_subspaces, model.inertias, X_up, model.floating_base,
-                          base_twist(model, state), base_gravity(model, state), state.joint_velocities,
-                          torques, I_A, U, D, v, c, p, a, accelerations)
+    forward_dynamics_into(ws.model, ws.data, base_twist(model, state), state.joint_velocities, torques, accelerations)
     if model.floating_base:
         return accelerations[:6], accelerations[6:]
     return None, accelerations

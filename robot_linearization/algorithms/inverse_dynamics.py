@@ -13,18 +13,21 @@ from ..arguments import check_tree, joint_vector, six_vector
 from ..model import Model, State, check_state
 from ..spatial import (axpy, cross_force_into, cross_motion_into, mat_vec_into, transform_force_add,
                        transform_motion_into)
-from .kinematics import base_gravity, base_twist, body_transforms
+from ..workspace import workspace
+from .kinematics import base_gravity, base_twist, body_transforms_into
 from .mass_matrix import composite_inertias
 
 
 @kernel
-def newton_euler_forward_into(parent, S, I, X_up, base_twist, base_acceleration, r, rdot, v, a, f):
-    """Forward pass of Table 4.1 (lines 6–23) into v, a, f (n+1, 6): body twists,
-    accelerations and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, in body frames.
+def newton_euler_forward_into(model, data, base_twist, base_acceleration, r, rdot):
+    """Forward pass of Table 4.1 (lines 6–23) into data.v, a, f (n+1, 6): body twists,
+    accelerations and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, in body frames, at the
+    body transforms data.X_up.
 
     ``base_acceleration`` is a_0, the base's 6D acceleration *including* the
     fictitious −gravity; r, rdot (n,) are the joint velocities and accelerations.
     """
+    parent, S, I, X_up, v, a, f = model.parent, model.S, model.I, data.X_up, data.v, data.a, data.f
     tmp = np.empty(6)
     momentum = np.empty(6)
     v[0] = base_twist
@@ -55,14 +58,14 @@ def accumulate_wrenches(parent, X_up, f):
         transform_force_add(X_up[i], f[i], f[parent[i]])
 
 
-def _newton_euler(model: Model, X_up, state: State, base_acceleration, joint_accelerations):
-    n_bodies = model.n_bodies
-    v, a, f = np.empty((n_bodies, 6)), np.empty((n_bodies, 6)), np.empty((n_bodies, 6))
-    newton_euler_forward_into(model.parent, model.motion_subspaces, model.inertias, X_up,
-                              base_twist(model, state), base_acceleration, state.joint_velocities,
-                              joint_accelerations, v, a, f)
-    accumulate_wrenches(model.parent, X_up, f)
-    return f
+def _newton_euler(model: Model, state: State, base_acceleration, joint_accelerations):
+    """(X_up, f): the body transforms and the accumulated wrenches (Table 4.1), new arrays."""
+    ws = workspace(model)
+    body_transforms_into(model.motion_subspaces, model.tree_transforms, state.joint_positions, ws.X_up)
+    newton_euler_forward_into(ws.model, ws.data, base_twist(model, state), base_acceleration, state.joint_velocities,
+                              joint_accelerations)
+    accumulate_wrenches(model.parent, ws.X_up, ws.f)
+    return ws.X_up.copy(), ws.f.copy()
 
 
 def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.ndarray,
@@ -84,8 +87,7 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
     a0 = six_vector(base_acceleration, "base_acceleration", "v̇ [linear; angular] in the base frame") \
         - base_gravity(model, state)
     joint_accelerations = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
-    X_up = body_transforms(model, state.joint_positions)
-    f = _newton_euler(model, X_up, state, a0, joint_accelerations)
+    _, f = _newton_euler(model, state, a0, joint_accelerations)
     return f[0].copy(), np.einsum("bi,bi->b", model.motion_subspaces[1:], f[1:])
 
 
@@ -98,9 +100,7 @@ def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray
     """
     check_state(check_tree(model, "inverse_dynamics"), state)
     joint_accelerations = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)
-    X_up = body_transforms(model, state.joint_positions)
-    g0 = base_gravity(model, state)
-    f = _newton_euler(model, X_up, state, -g0, joint_accelerations)
+    X_up, f = _newton_euler(model, state, -base_gravity(model, state), joint_accelerations)
     S = model.motion_subspaces
     if not model.floating_base:
         return np.einsum("bi,bi->b", S[1:], f[1:]), None

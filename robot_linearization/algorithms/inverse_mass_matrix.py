@@ -27,16 +27,19 @@ from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
 from ..model import Model
 from ..spatial import dot6, lu_factor6, lu_solve6
-from .forward_dynamics import articulated_inertias
-from .kinematics import base_frame_poses_into, body_transforms
+from ..workspace import workspace
+from .forward_dynamics import articulated_inertias_into
+from .kinematics import base_frame_poses_into, body_transforms_into
 
 
 @kernel
-def inverse_mass_matrix_into(parent, subtree_end, floating_base, R, t, axes, I_A, U, D, U_base, F, P, M_inv):
-    """IMMA(mb) into M_inv (N, N), given the articulated inertias (I_A, U, D, in body
-    frames) of the same configuration and the body poses R, t and column axes
-    (N, 6) in the base frame (kinematics.base_frame_poses_into).  U_base (n+1, 6),
-    F, P (n+1, N, 6): scratch."""
+def inverse_mass_matrix_into(model, data, M_inv):
+    """IMMA(mb) into M_inv (N, N), given the articulated inertias of the same configuration
+    (data.I_A, U, D, in body frames) and the body poses data.R, t and column axes (N, 6) in
+    the base frame (kinematics.base_frame_poses_into).  data.U_base, F, P: scratch."""
+    parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
+    R, t, axes, I_A, U, D = data.R, data.t, data.axes, data.I_A, data.U, data.D
+    U_base, F, P = data.U_base, data.F, data.P
     n_bodies = U.shape[0]
     N = M_inv.shape[0]
     off = 6 if floating_base else 0
@@ -91,13 +94,10 @@ def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray
     """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed)."""
     positions = joint_vector(check_tree(model, "inverse_mass_matrix"), joint_positions, "joint_positions",
                              default_zero=False)
-    X_up = body_transforms(model, positions)
-    I_A, U, D = articulated_inertias(model, X_up)
-    N, n_bodies = model.n_velocities, model.n_bodies
-    R, t, axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
-    base_frame_poses_into(model.parent, model.motion_subspaces, X_up, model.floating_base, R, t, axes)
-    M_inv = np.empty((N, N))
-    scratch = np.empty((2, n_bodies, N, 6))
-    inverse_mass_matrix_into(model.parent, model.subtree_end, model.floating_base, R, t, axes, I_A, U, D,
-                             np.empty((n_bodies, 6)), scratch[0], scratch[1], M_inv)
+    ws = workspace(model)
+    body_transforms_into(model.motion_subspaces, model.tree_transforms, positions, ws.X_up)
+    articulated_inertias_into(model.parent, model.motion_subspaces, model.inertias, ws.X_up, ws.I_A, ws.U, ws.D)
+    base_frame_poses_into(model.parent, model.motion_subspaces, ws.X_up, model.floating_base, ws.R, ws.t, ws.axes)
+    M_inv = np.empty((model.n_velocities, model.n_velocities))
+    inverse_mass_matrix_into(ws.model, ws.data, M_inv)
     return M_inv

@@ -8,7 +8,8 @@ from importlib import resources
 import numpy as np
 
 from ..joints import Joint, JointType
-from ..model import Model, ModelBuilder
+from ..builder import ModelBuilder
+from ..model import Model
 from ..spatial import inverse_transform, so3_exp
 
 BUNDLED_ROBOT = "rl_quadruped"
