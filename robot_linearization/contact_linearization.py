@@ -27,7 +27,7 @@ import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
-                                              degeneracy_reason, matmul_into, unconstrained_dynamics_into)
+                                              degeneracy_reason, multiply_add_into, unconstrained_dynamics_into)
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
@@ -196,34 +196,31 @@ def held_wrench_derivatives_into(model, data, contacts, forces):
 
 
 @kernel
-def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, Y, d_forces):
+def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_forces):
     """The KKT elimination [M Jᵀ; J 0][∂ν̇; −∂λ] = [−∂R; −∂a] with the IMMAmb's M⁻¹ (N, N)
-    and the Cholesky factor contacts.L of Λ⁻¹ = J M⁻¹ Jᵀ: Y = M⁻¹ ∂R (N, 2N) (∂R in
-    data.derivatives, ∂a in contacts.d_accel), ∂λ = Λ (J Y − ∂a) into d_forces (m, 2N), and
-    Y ← ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ in place.  ∂R's z_H columns (gravity, left out by
-    held_wrench_derivatives_into) enter directly: H enters ID̄ only through gravity, so
-    M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0] with ∂a_0/∂z_H = [[0, −(Rᵀg)^], [0, 0]] (gravity_acceleration g_0 = [Rᵀg; 0])."""
+    and the Cholesky factor contacts.L of Λ⁻¹ = J M⁻¹ Jᵀ, for the first w columns of ∂R
+    (data.derivatives) and ∂a (contacts.d_accel), w = d_nu.shape[1]: Y = M⁻¹ ∂R, ∂λ = Λ (J Y − ∂a)
+    into d_forces (m, w), and ∂ν̇ = −Y + M⁻¹Jᵀ ∂λ into d_nu (N, w).  ∂R's z_H columns (gravity,
+    left out by held_wrench_derivatives_into) enter directly: H enters ID̄ only through gravity,
+    so M⁻¹ D₁ID̄ = [∂a_0/∂z_H; 0] with ∂a_0/∂z_H = [[0, −(Rᵀg)^], [0, 0]] (gravity_acceleration
+    g_0 = [Rᵀg; 0])."""
     J, JM_inv, L, d_accel, derivatives = contacts.J, contacts.JM_inv, contacts.L, contacts.d_accel, data.derivatives
-    floating_base = model.floating_base
-    m, N = J.shape
-    matmul_into(M_inv, derivatives, Y)
-    if floating_base:
+    w = d_nu.shape[1]
+    d_nu[:] = 0.0
+    multiply_add_into(M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
+    if model.floating_base:
         for row in range(3):
             for q in range(3):
-                Y[row, 3 + q] -= skew_entry(gravity_acceleration[:3], row, q)
-    matmul_into(J, Y, d_forces)
-    for i in range(m):
-        for col in range(d_forces.shape[1]):
-            d_forces[i, col] -= d_accel[i, col]
+                d_nu[row, 3 + q] -= skew_entry(gravity_acceleration[:3], row, q)
+    for i in range(d_forces.shape[0]):
+        for c in range(w):
+            d_forces[i, c] = -d_accel[i, c]
+    multiply_add_into(J, d_nu, 1.0, d_forces)
     cholesky_solve_into(L, d_forces)
-    for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
-        for col in range(Y.shape[1]):
-            Y[row, col] = -Y[row, col]
-        for i in range(m):
-            factor = JM_inv[i, row]
-            if factor != 0.0:
-                for col in range(Y.shape[1]):
-                    Y[row, col] += factor * d_forces[i, col]
+    for row in range(d_nu.shape[0]):
+        for c in range(w):
+            d_nu[row, c] = -d_nu[row, c]
+    multiply_add_into(JM_inv.T, d_forces, 1.0, d_nu)  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
 
 
 @kernel
@@ -258,15 +255,7 @@ def constrained_linearize_into(model, data, contacts, state, out):
     contact_transforms_into(contacts)
     contact_acceleration_derivatives_into(model, data, contacts, g0)
     held_wrench_derivatives_into(model, data, contacts, forces)
-    d_nu = np.empty((N, 2 * N))
-    eliminate_into(model, data, contacts, M_inv, g0, d_nu, d_forces)
-    JM_inv = contacts.JM_inv
-    for i in range(m):
-        for col in range(n):
-            d_forces_dtau[i, col] = -JM_inv[i, off + col]
-    cholesky_solve_into(contacts.L, d_forces_dtau)
-    A[:] = 0.0
-    B[:] = 0.0
+    A[:N] = 0.0
     for i in range(N):
         A[i, N + i] = 1.0
     if floating_base:  # −v× = −[[ω^, v^], [0, ω^]]
@@ -275,9 +264,14 @@ def constrained_linearize_into(model, data, contacts, state, out):
                 A[row, q] = -skew_entry(twist[3:], row, q)
                 A[row, 3 + q] = -skew_entry(twist[:3], row, q)
                 A[3 + row, 3 + q] = -skew_entry(twist[3:], row, q)
+    eliminate_into(model, data, contacts, M_inv, g0, A[N:], d_forces)  # the dynamics rows of A: ∂ν̇
+    JM_inv = contacts.JM_inv
+    for i in range(m):
+        for col in range(n):
+            d_forces_dtau[i, col] = -JM_inv[i, off + col]
+    cholesky_solve_into(contacts.L, d_forces_dtau)
+    B[:] = 0.0
     for row in range(N):
-        for col in range(2 * N):
-            A[N + row, col] = d_nu[row, col]
         for col in range(n):
             B[N + row, col] = M_inv[row, off + col]
         for i in range(m):

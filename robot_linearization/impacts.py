@@ -133,17 +133,15 @@ def impact_into(model, data, contacts, base_rotation, s, nu_minus, e, out):
     jump = nu_plus - nu_minus
     base_frame_motion_into(model, data, zero6, jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:])
     held_wrench_derivatives_into(model, data, contacts, impulses)
-    d_nu = np.empty((N, 2 * N))
-    eliminate_into(model, data, contacts, M_inv, zero6, d_nu, d_impulses)
-    # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
-    d_impulses_dnu = J.copy()
-    cholesky_solve_into(L, d_impulses_dnu)
     A[:] = 0.0
     for i in range(N):
         A[i, i] = 1.0
         A[N + i, N + i] = 1.0
-        for col in range(N):
-            A[N + i, col] = d_nu[i, col]
+    # the configuration's columns through the KKT elimination
+    eliminate_into(model, data, contacts, M_inv, zero6, A[N:, :N], d_impulses[:, :N])
+    # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
+    d_impulses_dnu = J.copy()
+    cholesky_solve_into(L, d_impulses_dnu)
     for i in range(m):
         for col in range(N):
             d_impulses_dnu[i, col] *= -(1.0 + e)

@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_derivatives_into
-from .algorithms.constrained_dynamics import contact_arrays, contact_forces_into, unconstrained_dynamics_into
+from .algorithms.constrained_dynamics import (contact_arrays, contact_forces_into, multiply_add_into,
+                                              unconstrained_dynamics_into)
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
@@ -120,34 +121,11 @@ def _set_minus_skew(A, row, col, x):
 
 
 @kernel
-def _minus_product_into(M_inv, D, first_column, product, A):
-    """A[N:, c] = −(M⁻¹ D)[:, c] for the columns c ≥ first_column of D (N, 2N).
-
-    Column by column, as rows of ``product`` (2N, N): row c = −Σ_r D[r, c] M⁻¹[r, :]
-    (M⁻¹ symmetric) over the rows r where D[r, c] ≠ 0 only: a joint's column is zero
-    in the rows of the joints that are neither above nor below it (other limbs).
-    Plain loops, no BLAS, which would serialise the threads of linearize_trajectory.
-    Returns whether the result, M⁻¹ included, is finite."""
-    N = M_inv.shape[0]
-    for c in range(first_column, D.shape[1]):
-        row = product[c]
-        row[:] = 0.0
-        for r in range(N):
-            factor = D[r, c]
-            if factor != 0.0:
-                M_r = M_inv[r]
-                for j in range(N):
-                    row[j] -= factor * M_r[j]
-        for j in range(N):
-            A[N + j, c] = row[j]
-    return np.isfinite(finite_sum(product[first_column:]) + finite_sum(M_inv))
-
-
-@kernel
-def _assemble_into(M_inv, derivatives, floating_base, twist, g0, product, A, B):
+def _assemble_into(M_inv, derivatives, floating_base, twist, g0, A, B):
     """A = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42) and B = [0; M⁻¹S] (3.29)
     from M⁻¹ (N, N) and [0 | D₂ | D₃ | D₄]ID̄ (N, 2N) (D₁ID̄ left zero: it is gravity's, below),
-    the base twist v and g_0; product (2N, N) scratch.  Returns whether A and M⁻¹ are finite."""
+    the base twist v and g_0 (the product: constrained_dynamics.multiply_add_into).  Returns
+    whether A and M⁻¹ are finite."""
     N = M_inv.shape[0]
     n = B.shape[1]
     A[:] = 0.0
@@ -157,14 +135,14 @@ def _assemble_into(M_inv, derivatives, floating_base, twist, g0, product, A, B):
         _set_minus_skew(A, 0, 0, twist[3:])
         _set_minus_skew(A, 0, 3, twist[:3])
         _set_minus_skew(A, 3, 3, twist[3:])
-    finite = _minus_product_into(M_inv, derivatives, 6 if floating_base else 0, product, A)
+    multiply_add_into(M_inv, derivatives, -1.0, A[N:])
     if floating_base:
         # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
         # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
         _set_minus_skew(A, N, 3, -g0[:3])
     B[:] = 0.0
     B[N:, :] = M_inv[:, N - n:]
-    return finite
+    return np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
 
 
 @kernel
@@ -205,7 +183,7 @@ def linearize_into(model, data, states, out, dt):
         base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
         base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[k, N - n:], False)
         inverse_mass_matrix_into(model, data, M_inv[k])
-        finite = _assemble_into(M_inv[k], data.derivatives, floating_base, twist, g0, data.product, A[k], B[k])
+        finite = _assemble_into(M_inv[k], data.derivatives, floating_base, twist, g0, A[k], B[k])
         if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     if dt > 0.0:
@@ -277,7 +255,7 @@ def coupled_linearize_into(model, data, coupling, state, out):
             reduced[index[i], N + index[j]] += scale * derivatives[i, N_tree + j]
     for i in range(N):
         accelerations[i] = tree_accelerations[rows[i]]
-    finite = _assemble_into(M_inv, reduced, floating_base, twist, g0, np.empty((2 * N, N)), A, B)
+    finite = _assemble_into(M_inv, reduced, floating_base, twist, g0, A, B)
     return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 

@@ -48,27 +48,25 @@ DATA = DataType([
     ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX), ("c", MATRIX),
     ("p", MATRIX), ("a", MATRIX), ("f", MATRIX), ("F", MATRICES), ("P", MATRICES), ("R", MATRICES), ("t", MATRIX),
     ("axes", MATRIX), ("U_base", MATRIX), ("derivatives", MATRIX), ("Y", MATRICES), ("Y_rate", MATRICES),
-    ("columns", MATRICES), ("product", MATRIX), ("g0", VECTOR), ("free", VECTOR)])
+    ("columns", MATRICES), ("g0", VECTOR), ("free", VECTOR)])
 """One linearization's scratch, n+1 bodies and N velocities: the body transforms i_X_λ(i)
 X_up (n+1, 6, 6); the ABAmb's articulated inertias I_A (n+1, 6, 6), U (n+1, 6), pivots D
 (n+1,), body twists v, velocity-product accelerations c, bias wrenches p, accelerations a and
 wrenches f (n+1, 6); the IMMAmb's F, P (n+1, N, 6) and U_base (n+1, 6); the body poses in the
 base frame R (n+1, 3, 3), t (n+1, 3) and the column axes (N, 6); [D₁ … D₄]ID̄ derivatives
 (N, 2N); the base-frame sweep's composite inertias Y and their rates Y_rate (n+1, 6, 6) and
-its columns (7, N, 6); product (2N, N), −(M⁻¹D)ᵀ; g0 (6,), gravity as a base acceleration;
-free (N,), the unconstrained ν̇."""
+its columns (7, N, 6); g0 (6,), gravity as a base acceleration; free (N,), the unconstrained ν̇."""
 structref.define_boxing(DataType, Structure)
 
 
 @kernel
-def _new_data(X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns, product, g0,
-              free):
+def _new_data(X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns, g0, free):
     data = structref.new(DATA)
     data.X_up, data.I_A, data.U, data.D = X_up, I_A, U, D
     data.v, data.c, data.p, data.a, data.f = v, c, p, a, f
     data.F, data.P, data.R, data.t, data.axes, data.U_base = F, P, R, t, axes, U_base
     data.derivatives, data.Y, data.Y_rate, data.columns = derivatives, Y, Y_rate, columns
-    data.product, data.g0, data.free = product, g0, free
+    data.g0, data.free = g0, free
     return data
 
 
@@ -98,7 +96,6 @@ class Workspace:
         self.derivatives = np.empty((N, 2 * N))
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
         self.columns = np.empty((7, N, 6))
-        self.product = np.empty((2 * N, N))
         self.g0, self.free = np.zeros(6), np.empty(N)
         self.data = structure(DATA, _new_data, *self.arrays())
 

@@ -226,9 +226,9 @@ def test_a_model_singular_only_at_q0_loads_with_a_warning_and_that_state_gets_an
     from conftest import ROBOTS_DIR
 
     path = os.path.join(ROBOTS_DIR, "icub_description/robots/icub.urdf")
-    with caplog.at_level("WARNING", logger="robot_linearization.model"):
+    with caplog.at_level("WARNING", logger="robot_linearization.builder"):
         model = rl.load_urdf(path)
-    (record,) = [r for r in caplog.records if r.name == "robot_linearization.model"]
+    (record,) = [r for r in caplog.records if r.name == "robot_linearization.builder"]
     assert "at q = 0: joint 'neck_roll'" in record.getMessage()
     n = model.n_joints
     at_zero = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(n), base_twist=np.zeros(6),

@@ -130,6 +130,28 @@ def matmul_into(A, B, out):
 
 
 @kernel
+def multiply_add_into(A, B, sign, out):
+    """out += sign · A B[:, :w], for A (p, q), B (q, ≥ w), out (p, w) (views of any strides; B
+    and out C-contiguous is fastest: their rows are then known to be contiguous).  Four columns of A per sweep over a row of out: the
+    row is loaded and stored once per four multiply-adds instead of once per one, which
+    brings a 38 × 38 by 38 × 76 product from 20 to 7 µs (BLAS: 6 µs, but its thread pool
+    would then spin beside the caller's threads)."""
+    q, w = B.shape[0], out.shape[1]
+    end = q - q % 4
+    for i in range(A.shape[0]):
+        row, A_i = out[i], A[i]
+        for k in range(0, end, 4):
+            f0, f1, f2, f3 = sign * A_i[k], sign * A_i[k + 1], sign * A_i[k + 2], sign * A_i[k + 3]
+            B0, B1, B2, B3 = B[k], B[k + 1], B[k + 2], B[k + 3]
+            for j in range(w):
+                row[j] += f0 * B0[j] + f1 * B1[j] + f2 * B2[j] + f3 * B3[j]
+        for k in range(end, q):
+            f, B_k = sign * A_i[k], B[k]
+            for j in range(w):
+                row[j] += f * B_k[j]
+
+
+@kernel
 def contact_kinematics_into(model, data, contacts, base_rotation):
     """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
     body transforms data.X_up, body twists data.v and body accelerations data.a (n+1, 6) at
@@ -234,19 +256,26 @@ def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
 
 @kernel
 def cholesky_solve_into(L, B):
-    """B ← (L Lᵀ)⁻¹ B in place, for L lower triangular (m, m) and B (m, c)."""
-    m = L.shape[0]
-    for j in range(B.shape[1]):
-        for i in range(m):
-            acc = B[i, j]
-            for k in range(i):
-                acc -= L[i, k] * B[k, j]
-            B[i, j] = acc / L[i, i]
-        for i in range(m - 1, -1, -1):
-            acc = B[i, j]
-            for k in range(i + 1, m):
-                acc -= L[k, i] * B[k, j]
-            B[i, j] = acc / L[i, i]
+    """B ← (L Lᵀ)⁻¹ B in place, for L lower triangular (m, m) and B (m, c): the forward and
+    back substitutions row by row, each row of B updated whole (contiguous, all c columns at
+    once), in the order of a column-by-column substitution (the same numbers)."""
+    m, c = L.shape[0], B.shape[1]
+    for i in range(m):
+        row = B[i]
+        for k in range(i):
+            factor, B_k = L[i, k], B[k]
+            for j in range(c):
+                row[j] -= factor * B_k[j]
+        for j in range(c):
+            row[j] /= L[i, i]
+    for i in range(m - 1, -1, -1):
+        row = B[i]
+        for k in range(i + 1, m):
+            factor, B_k = L[k, i], B[k]
+            for j in range(c):
+                row[j] -= factor * B_k[j]
+        for j in range(c):
+            row[j] /= L[i, i]
 
 
 @kernel
