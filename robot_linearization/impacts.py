@@ -35,7 +35,7 @@ import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_motion_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
-                                              contact_kinematics_into, degeneracy_reason)
+                                              contact_kinematics_into, degeneracy_reason, multiply_add_into)
 from .algorithms.forward_dynamics import articulated_inertias_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
@@ -133,24 +133,26 @@ def impact_into(model, data, contacts, base_rotation, s, nu_minus, e, out):
     jump = nu_plus - nu_minus
     base_frame_motion_into(model, data, zero6, jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:])
     held_wrench_derivatives_into(model, data, contacts, impulses)
+    # the configuration's columns through the KKT elimination, the ν⁻ columns directly:
+    # ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻ (into contiguous scratch, then placed)
+    d_nu, d_impulses_dq = np.empty((N, N)), np.empty((m, N))
+    eliminate_into(model, data, contacts, M_inv, zero6, d_nu, d_impulses_dq)
+    d_impulses_dnu = J * -(1.0 + e)
+    cholesky_solve_into(L, d_impulses_dnu)
+    jumps = np.zeros((N, N))
+    for i in range(N):
+        jumps[i, i] = 1.0
+    multiply_add_into(JM_inv.T, d_impulses_dnu, 1.0, jumps)  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
     A[:] = 0.0
     for i in range(N):
         A[i, i] = 1.0
-        A[N + i, N + i] = 1.0
-    # the configuration's columns through the KKT elimination
-    eliminate_into(model, data, contacts, M_inv, zero6, A[N:, :N], d_impulses[:, :N])
-    # the ν⁻ columns directly: ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻
-    d_impulses_dnu = J.copy()
-    cholesky_solve_into(L, d_impulses_dnu)
+        for col in range(N):
+            A[N + i, col] = d_nu[i, col]
+            A[N + i, N + col] = jumps[i, col]
     for i in range(m):
         for col in range(N):
-            d_impulses_dnu[i, col] *= -(1.0 + e)
+            d_impulses[i, col] = d_impulses_dq[i, col]
             d_impulses[i, N + col] = d_impulses_dnu[i, col]
-        for row in range(N):  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
-            factor = JM_inv[i, row]
-            if factor != 0.0:
-                for col in range(N):
-                    A[N + row, N + col] += factor * d_impulses_dnu[i, col]
     return 0
 
 
