@@ -44,7 +44,7 @@ from .compiled import announce_compilation, kernel
 from .contact_linearization import (contact_acceleration_derivatives_into, contact_transforms_into, eliminate_into,
                                     held_wrench_derivatives_into)
 from .contacts import ContactError, as_contacts
-from .model import State, check_state
+from .model import State, first_invalid_state, stack_states, state_problem
 from .workspace import singular_state_message, workspace
 
 
@@ -92,15 +92,24 @@ def restitution_coefficient(value) -> float:
 
 
 @kernel
-def impact_into(model, data, contacts, base_rotation, s, nu_minus, e, out):
-    """The impact map (module docstring) at the configuration s (n) with base rotation A_R_0
-    (3, 3) and the pre-impact velocity nu_minus ν⁻ (N,) with restitution e, into out = (M_inv
-    (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus ν⁺ (N)).  Scratch:
-    the model's workspace (workspace.DATA) and the contact set's (CONTACT_DATA).  Returns 0;
-    1 when the contact set is degenerate (J, M_inv filled for the message); 2 + j when the mass
-    matrix is singular because of joint j."""
+def impact_into(model, data, contacts, state, e, out):
+    """The impact map (module docstring) of the pre-impact state = (pose (1, 4, 4), s (1, n),
+    twist (1, 6), r (1, n), τ (1, n), unused) (model.stack_states's arrays) with restitution e,
+    into out = (M_inv (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus
+    ν⁺ (N)).  Scratch: the model's workspace (workspace.DATA) and the contact set's
+    (CONTACT_DATA).  Returns 0; 1 when the contact set is degenerate (J, M_inv filled for the
+    message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
+    is not valid (model.first_invalid_state's problem p; nothing computed)."""
+    problem = first_invalid_state(*state)[1]
+    if problem != 0:
+        return -10 - problem
     M_inv, A, impulses, d_impulses, nu_plus = out
     floating_base = model.floating_base
+    s, base_rotation = state[1][0], state[0][0, :3, :3].copy()
+    nu_minus = np.empty(M_inv.shape[0])
+    if floating_base:
+        nu_minus[:6] = state[2][0]
+    nu_minus[nu_minus.shape[0] - s.shape[0]:] = state[3][0]
     J, JM_inv, L = contacts.J, contacts.JM_inv, contacts.L
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
@@ -169,27 +178,25 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     if hasattr(model, "tree"):
         raise ValueError(f"impact: model '{model.name}' has coupled mimic joints (CoupledModel), which the impact "
                          "map does not support yet: load it with mimic_joints='independent'")
-    check_state(model, state)
+    stacked = stack_states(model, [state], np.zeros((1, model.n_joints)), check_values=False)  # (values: the kernel)
     contacts = as_contacts(contacts)
     e = restitution_coefficient(restitution)
     arrays = contact_arrays(model, contacts)
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     m = arrays.m
-    nu_minus = state.joint_velocities if not floating else np.concatenate([state.base_twist, state.joint_velocities])
-    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if floating else np.eye(3)
     ws = workspace(model)
     data, scratch = arrays.data(N)
     M_inv, A, impulses, d_impulses, nu_plus = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
                                                np.empty((m, 2 * N)), np.empty(N))
     announce_compilation(impact_into)
-    status = impact_into(ws.model, ws.data, data, base_rotation, np.asarray(state.joint_positions, dtype=float),
-                         nu_minus.astype(float), e, (M_inv, A, impulses, d_impulses, nu_plus))
+    status = impact_into(ws.model, ws.data, data, tuple(stacked), e, (M_inv, A, impulses, d_impulses, nu_plus))
+    if status <= -10:
+        raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:
         raise ContactError(degeneracy_reason(contacts, scratch.J, M_inv))
     if status >= 2:
         raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
-    post = State(joint_positions=state.joint_positions, joint_velocities=nu_plus[N - n:]) if not floating else State(
-        base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=nu_plus[:6],
-        joint_velocities=nu_plus[N - n:])
+    post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
+                        nu_plus[:6] if floating else None, nu_plus[N - n:])
     return Impact(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
                   impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)

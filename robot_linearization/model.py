@@ -141,6 +141,15 @@ class State:
         object.__setattr__(self, "base_twist", None if base_twist is None else array(base_twist, "base_twist", (6,)))
 
     @classmethod
+    def _given(cls, base_pose, joint_positions, base_twist, joint_velocities) -> "State":
+        """The State of float64 arrays of the right shapes that the caller made and hands
+        over (a result of this package's own): no copies, no checks."""
+        self = object.__new__(cls)
+        self.__dict__.update(base_pose=base_pose, joint_positions=joint_positions, base_twist=base_twist,
+                             joint_velocities=joint_velocities)
+        return self
+
+    @classmethod
     def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,
                    base_position=(0.0, 0.0, 0.0), base_orientation=(0.0, 0.0, 0.0, 1.0),
                    base_twist=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
