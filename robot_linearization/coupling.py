@@ -104,15 +104,19 @@ class CoupledModel:
         index = np.argmax(G != 0.0, axis=1).astype(np.int64)
         return index, G[np.arange(G.shape[0]), index].copy()
 
-    def coupling_scratch(self):
-        """This thread's scratch of linearization.coupled_linearize_into: J_c (c, N_tree),
-        J_c M⁻¹ (c, N_tree) and a Cholesky factor (c, c)."""
+    def coupling_arrays(self) -> tuple:
+        """This thread's ``coupling`` argument of linearization.coupled_linearize_into:
+        (coupling_rows, coupling_multipliers, the reduction's index and factor, velocity_rows, offset,
+        and scratch M_tree (N_tree, N_tree), J_c, J_c M⁻¹ (c, N_tree), a Cholesky factor (c, c))."""
         local = self.tree.thread_local
         c, N = len(self.coupling_multipliers), self.tree.n_velocities
-        scratch = getattr(local, "coupling_scratch", None)
-        if scratch is None or scratch[0].shape != (c, N):  # (another coupling of the same tree)
-            scratch = local.coupling_scratch = (np.empty((c, N)), np.empty((c, N)), np.empty((c, c)))
-        return scratch
+        arrays = getattr(local, "coupling_arrays", None)
+        if arrays is None or arrays[0] is not self.coupling_rows:  # (another coupling of the same tree)
+            arrays = local.coupling_arrays = (
+                self.coupling_rows, self.coupling_multipliers, *self.reduction, self.velocity_rows,
+                np.ascontiguousarray(self.offset, dtype=float), np.empty((N, N)),
+                np.empty((c, N)), np.empty((c, N)), np.empty((c, c)))
+        return arrays
 
     def tree_state(self, state: State) -> State:
         """The tree's state for a state of the independent joints."""

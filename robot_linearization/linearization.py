@@ -195,10 +195,10 @@ def linearize_into(model, data, states, out, dt):
 def coupled_linearize_into(model, data, coupling, state, out):
     """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
     the independent coordinates: out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N)) of the
-    reduced model, from the tree's state = (pose, s, twist, r, E τ) (tree coordinates), with
-    coupling = (coupling_rows (c, 2), coupling_multipliers (c,), the reduction's index and
-    factor (N_tree,), the independent rows (N,), and scratch M_tree (N_tree, N_tree),
-    J_c, J_c M⁻¹ (c, N_tree), L (c, c)).
+    reduced model at state = (pose (1, 4, 4), s (1, n), twist (1, 6), r (1, n), τ (1, n))
+    (model.stack_states's arrays, independent coordinates), with coupling =
+    CoupledModel.coupling_arrays().  The tree's state is s_tree = G s + o, r_tree = G r, and its
+    torques E τ (zero on the mimic joints).
 
     A mimic joint is a reduced-coordinate map ν_tree = Ĝ ν with Ĝ fixed (Ĝ[i, index[i]] =
     factor[i]), not a contact: its constraint J_c ν̇ = 0 (J_c = e_m − a e_j, c rows) has no
@@ -206,15 +206,26 @@ def coupled_linearize_into(model, data, coupling, state, out):
     So the tree's ABAmb and IMMAmb give ν̇ = ν̇_free + M⁻¹J_cᵀλ, the free sweep at that ν̇ gives
     ∂ID̄ (as linearize_into), and the reduced dynamics rows are −M_red⁻¹ Ĝᵀ ∂ID̄ Ĝ_z with
     M_red⁻¹ = (ĜᵀMĜ)⁻¹ = [M⁻¹ − M⁻¹J_cᵀ(J_cM⁻¹J_cᵀ)⁻¹J_cM⁻¹] on the independent ``rows``.
-    Returns −1, a joint j ≥ 0 whose pivot vanishes, or −2 when the result is not finite."""
-    coupling_rows, coupling_multipliers, index, factor, rows, M_tree, J_c, JM_inv, L = coupling
-    pose, s, twist, r, tau = state
+    Returns −1, a joint j ≥ 0 whose pivot vanishes, −2 when the result is not finite, or −10 − p
+    when the state is not valid (model.first_invalid_state's problem p; nothing computed)."""
+    problem = first_invalid_state(*state)[1]
+    if problem != 0:
+        return -10 - problem
+    coupling_rows, coupling_multipliers, index, factor, rows, offset, M_tree, J_c, JM_inv, L = coupling
+    pose, twist = state[0][0], state[2][0]
     A, B, M_inv, accelerations = out
     floating_base = model.floating_base
     N_tree = M_tree.shape[0]
     N = M_inv.shape[0]
     n_tree = N_tree - (6 if floating_base else 0)
     off = N_tree - n_tree
+    s, r, tau = np.empty(n_tree), np.empty(n_tree), np.zeros(n_tree)
+    for j in range(n_tree):  # Ĝ: each tree joint is factor × one independent joint (or none: a multiplier 0)
+        source, a = index[off + j] - off, factor[off + j]
+        s[j] = offset[j] + (a * state[1][0, source] if a != 0.0 else 0.0)
+        r[j] = a * state[3][0, source] if a != 0.0 else 0.0
+    for k in range(off, N):
+        tau[rows[k] - off] = state[4][0, k - off]
     tree_accelerations = np.empty(N_tree)
     joint = unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_tree)
     if joint >= 0:
@@ -438,18 +449,14 @@ def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization
 def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -> Linearization:
     """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
     torques = joint_vector(model, joint_torques, "joint_torques")
-    poses, s, twists, r, _ = stack_states(model, [state], torques[None])
+    poses, s, twists, r, tau = stack_states(model, [state], torques[None], check_values=False)  # (values: the kernel)
     tree, N = model.tree, model.n_velocities
     ws = workspace(tree)
-    J_c, JM_inv, L = model.coupling_scratch()
-    index, factor = model.reduction
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(
-        ws.model, ws.data, (model.coupling_rows, model.coupling_multipliers, index, factor, model.velocity_rows,
-                            np.empty((tree.n_velocities, tree.n_velocities)), J_c, JM_inv, L),
-        (poses[0], model.coupling @ s[0] + model.offset, twists[0], model.coupling @ r[0], model.tree_torques(torques)),
-        out)
+    status = coupled_linearize_into(ws.model, ws.data, model.coupling_arrays(), (poses, s, twists, r, tau), out)
+    if status <= -10:
+        raise ValueError(state_problem(0, -10 - status, 1))
     if status >= 0:
         raise ValueError(singular_state_message(tree, status))
     if status == -2:
