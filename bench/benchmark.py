@@ -11,14 +11,18 @@ Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
 against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
 discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
 IntegratedActionModelEuler calc + calcDiff; the impact map of a touchdown (rl.impact)
-against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives — the test
-extra's Pinocchio (4.0.0, which Crocoddyl 3.2.1 needs) in this process and, with
-``--newest-pinocchio PYTHON`` (a Python that has the newest pin, e.g. 4.1), that one
-in a subprocess on the same states — and the contact margins' cost against the
-linearization; the MPC-horizon API, the first-call cost and the memory per model.
-``--scaling``: how the cost grows — A, B, M⁻¹ of chains and branched random trees of
-25, 50, 100 and 200 revolute joints on a floating base, ours and Pinocchio, same run,
-with the exponent of time ∝ nv^p fitted over them.
+against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives; the contact
+margins' cost against the linearization; the MPC-horizon API, the first-call cost and
+the memory per model.  ``--scaling``: how the cost grows — A, B, M⁻¹ of chains and
+branched random trees of 25, 50, 100 and 200 revolute joints on a floating base, ours
+and Pinocchio, same run, with the exponent of time ∝ nv^p fitted over them.
+
+Every Pinocchio column is the test extra's Pinocchio (4.0.0, which Crocoddyl 3.2.1
+needs) in this process; with ``--newest-pinocchio PYTHON`` (a Python that has the
+newest pin, e.g. a venv with pin 4.1) every free, contact, impact and scaling row and
+the horizon line also time that one, in a subprocess running bench/pinocchio_pipelines.py
+(the same Pinocchio calls) on the same inputs, and say how far its first result is
+from this process's Pinocchio.  Each column names its version.
 
 Every timed path runs on one thread, so numpy's BLAS is held to one thread too:
 its idle pool otherwise spins on the second core after each call (the finite
@@ -47,12 +51,15 @@ from robot_linearization.algorithms.base_frame_derivatives import base_frame_der
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from robot_linearization.linearization import _minus_product_into, linearize_trajectory
+from robot_linearization.linearization import _assemble_into, linearize_trajectory
 from robot_linearization.workspace import Workspace
-from robot_linearization.pinocchio_reference import rigid_constraint_models
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp
 from robot_linearization.validation import compare, finite_difference_linearization, finite_difference_step
+
+from pinocchio_pipelines import Pipeline, median_time  # (bench/, the script's directory, is first on sys.path)
+
+PIPELINES_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinocchio_pipelines.py")
 
 ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
 ROBOTS = {  # name -> (URDF, floating base, load options)
@@ -63,16 +70,6 @@ ROBOTS = {  # name -> (URDF, floating base, load options)
     "panda": (os.path.join(ROBOTS_DIR, "panda_description/urdf/panda.urdf"), False, {"mimic_joints": "independent"}),
     "rl_quadruped": (bundled_urdf_path(), True, {}),
 }
-
-
-def median_time(function, repeat: int) -> float:
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def random_states(model, rng, count):
@@ -88,20 +85,20 @@ def random_states(model, rng, count):
 
 
 class PinocchioPipeline:
-    """What a user would call instead: computeABADerivatives, then A, B, M⁻¹ assembled."""
+    """Pinocchio's calls on one of our models (pinocchio_pipelines.Pipeline, the test extra's
+    Pinocchio), with our states in its coordinates and the permutation between the two."""
 
-    def __init__(self, path, model):
+    def __init__(self, path, model, contacts=()):
         import pinocchio as pin
 
-        self.pin = pin
-        self.pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.floating_base \
-            else pin.buildModelFromUrdf(path)
-        self.data = self.pmodel.createData()
+        self.pin, self.model = pin, model
+        self.pipeline = Pipeline(pin, path, model.floating_base, contacts)
+        self.pmodel = self.pipeline.model
         names = list(self.pmodel.names)
         ids = [names.index(j) for j in model.joint_names]
         off = 6 if model.floating_base else 0
         self.perm = np.array(list(range(off)) + [self.pmodel.joints[j].idx_v for j in ids])
-        self.model, self.ids = model, ids
+        self.ids = ids
 
     def inputs(self, state, torques):
         """Our state in Pinocchio's coordinates (done once, outside the timing)."""
@@ -122,25 +119,43 @@ class PinocchioPipeline:
         tau[self.perm[off:]] = torques
         return q, v, tau
 
-    def linearize(self, q, v, tau):
-        pin, N = self.pin, self.pmodel.nv
-        off = 6 if self.model.floating_base else 0
-        pin.computeABADerivatives(self.pmodel, self.data, q, v, tau)
-        M_inv = self.data.Minv
-        M_inv = np.triu(M_inv) + np.triu(M_inv, 1).T
-        A = np.zeros((2 * N, 2 * N))
-        A[:N, N:] = np.eye(N)
-        if off:
-            A[:6, :6] = -pin.Motion(v[:6]).action
-        A[N:, :N] = self.data.ddq_dq
-        A[N:, N:] = self.data.ddq_dv
-        B = np.zeros((2 * N, N - off))
-        B[N:] = M_inv[:, off:]
-        return A, B, M_inv
-
     def _joint_order(self):
         off = 6 if self.model.floating_base else 0
         return self.perm[off:] - off
+
+
+def newest_pinocchio(python, path, model, contacts, call, inputs, repeat):
+    """(version, median seconds, the first input's arrays) of pinocchio_pipelines.Pipeline's
+    ``call`` under another Python (the newest Pinocchio), on the same Pinocchio inputs."""
+    job = {"urdf": path, "floating": model.floating_base, "call": call, "repeat": repeat,
+           "contacts": [(c.frame, c.kind, c.reference) for c in contacts],
+           "inputs": [[np.asarray(x).tolist() for x in entry] for entry in inputs]}
+    environment = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([python, PIPELINES_SCRIPT], input=json.dumps(job), capture_output=True, text=True,
+                          env=environment, timeout=1800)
+    if done.returncode:
+        raise RuntimeError(f"{python}: {(done.stderr.strip().splitlines() or ['failed'])[-1]}")
+    result = json.loads(done.stdout)
+    return result["version"], result["median"], [np.array(x) for x in result["first"]]
+
+
+class NewestColumn:
+    """The newest Pinocchio's column of a table: '—' without --newest-pinocchio."""
+
+    def __init__(self, python):
+        self.python = python
+
+    def header(self) -> str:
+        return "newest pin" if self.python else "(--newest-pinocchio)"
+
+    def cells(self, ours, path, model, contacts, call, inputs, repeat, reference):
+        """(time text, ours/newest text, error of its first result against ``reference``, the
+        in-process Pinocchio's arrays at the same input)."""
+        if not self.python:
+            return "—", "—", float("nan")
+        version, median, first = newest_pinocchio(self.python, path, model, contacts, call, inputs, repeat)
+        error = max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)) for a, b in zip(first, reference))
+        return f"{median * 1e6:.0f} (pin {version})", f"{ours / median:.2f}", error
 
 
 CONTACT_CASES = {  # robot -> contacts of the constrained rows (issue: solo12 4 point, talos 2 × 6d)
@@ -149,54 +164,28 @@ CONTACT_CASES = {  # robot -> contacts of the constrained rows (issue: solo12 4 
 }
 
 
-class PinocchioContactPipeline(PinocchioPipeline):
-    """constraintDynamics + computeConstraintDynamicsDerivatives (zero Baumgarte gains),
-    then A, B, λ, ∂λ/∂z, ∂λ/∂τ assembled: what a user would call instead."""
-
-    def __init__(self, path, model, contacts):
-        super().__init__(path, model)
-        pin, pm = self.pin, self.pmodel
-        self.constraint_models, self.constraint_datas = rigid_constraint_models(pin, pm, contacts)
-        pin.initConstraintDynamics(pm, self.data, self.constraint_models, self.constraint_datas)
-        self.settings = pin.ProximalSettings(1e-14, 1e-12, 1)
-
-    def linearize(self, q, v, tau):
-        pin, N = self.pin, self.pmodel.nv
-        off = 6 if self.model.floating_base else 0
-        pin.constraintDynamics(self.pmodel, self.data, q, v, tau, self.constraint_models, self.constraint_datas,
-                               self.settings)
-        ddq_dq, ddq_dv, ddq_dtau, dl_dq, dl_dv, dl_dtau = pin.computeConstraintDynamicsDerivatives(
-            self.pmodel, self.data, self.constraint_models, self.constraint_datas, self.settings)
-        A = np.zeros((2 * N, 2 * N))
-        A[:N, N:] = np.eye(N)
-        if off:
-            A[:6, :6] = -pin.Motion(v[:6]).action
-        A[N:, :N], A[N:, N:] = ddq_dq, ddq_dv
-        B = np.zeros((2 * N, N - off))
-        B[N:] = ddq_dtau[:, off:]
-        return A, B, self.data.lambda_c.copy(), np.hstack([dl_dq, dl_dv]), dl_dtau[:, off:]
-
-
-def contact_rows(details, rng, repeat):
-    """Constrained rows: ours vs Pinocchio's constrained pipeline vs finite differences."""
+def contact_rows(details, rng, repeat, newest: NewestColumn):
+    """Constrained rows: ours vs Pinocchio's constrained pipeline (both versions) vs finite differences."""
     us = 1e6
-    print("\nwith rigid contacts: median time per A, B, λ, ∂λ/∂z, ∂λ/∂τ in µs")
-    print(f"{'robot, contacts':<24}{'ours':>8}{'pinocchio':>11}{'FD (ours)':>11}{'ours/pin':>10}{'FD/ours':>9}"
-          f"{'err vs pin':>12}{'err vs FD':>11}")
+    print(f"\nwith rigid contacts: median time per A, B, λ, ∂λ/∂z, ∂λ/∂τ in µs; pin {ours_pin_version()} in this "
+          "process")
+    print(f"{'robot, contacts':<24}{'ours':>8}{'pin':>8}{newest.header():>22}{'FD (ours)':>11}{'ours/pin':>10}"
+          f"{'ours/newest':>13}{'FD/ours':>9}{'err vs pin':>12}{'newest vs pin':>15}{'err vs FD':>11}")
     for name, contacts in CONTACT_CASES.items():
         if name not in details:
             continue
         model, path, *_ = details[name]
-        pin = PinocchioContactPipeline(path, model, contacts)
-        ours_t, pin_t, err_pin = [], [], 0.0
+        pin = PinocchioPipeline(path, model, contacts)
+        ours_t, pin_t, err_pin, inputs = [], [], 0.0, []
         P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
         for state in random_states(model, rng, 5):
             tau = rng.normal(size=model.n_joints)
             ours_t.append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts), repeat))
             q, v, tau_pin = pin.inputs(state, tau)
-            pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), repeat))
+            inputs.append((q, v, tau_pin))
+            pin_t.append(median_time(lambda: pin.pipeline.constrained(q, v, tau_pin), repeat))
             lin = rl.linearize(model, state, tau, contacts=contacts)
-            A_p, B_p, forces, d_forces, d_forces_dtau = pin.linearize(q, v, tau_pin)
+            A_p, B_p, forces, d_forces, d_forces_dtau = pin.pipeline.constrained(q, v, tau_pin)
             for ours, theirs in [(lin.A, A_p[np.ix_(P, P)]), (lin.B, B_p[P][:, pin._joint_order()]),
                                  (lin.contact_forces, forces), (lin.contact_forces_state_jacobian, d_forces[:, P]),
                                  (lin.contact_forces_input_jacobian, d_forces_dtau[:, pin._joint_order()])]:
@@ -204,134 +193,55 @@ def contact_rows(details, rng, repeat):
         fd_t = median_time(lambda: finite_difference_linearization(model, state, tau, contacts=contacts), 3)
         err_fd = rl.validate(model, state, lin, tau).max_rel
         ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+        newest_text, ratio, newest_err = newest.cells(ours, path, model, contacts, "constrained", inputs, repeat,
+                                                      pin.pipeline.constrained(*inputs[0]))
         label = f"{name} {len(contacts)}×{contacts[0].kind}"
-        print(f"{label:<24}{ours * us:>8.0f}{pin_med * us:>11.0f}{fd_t * us:>11.0f}{ours / pin_med:>10.2f}"
-              f"{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
-
-
-class PinocchioImpact(PinocchioPipeline):
-    """impulseDynamics + computeImpulseDynamicsDerivatives, then A_impact and ∂Λ/∂z assembled
-    (ddq_dv is the derivative of the jump ν⁺ − ν⁻): what a Pinocchio user calls instead of rl.impact."""
-
-    def __init__(self, path, model, contacts):
-        super().__init__(path, model)
-        self.contacts = contacts
-        self.settings = self.pin.ProximalSettings(1e-14, 1e-12, 1)
-        self.fresh_data()
-
-    def fresh_data(self) -> None:
-        """A new Data: Pinocchio 4.0.0's configuration derivatives are wrong on a second call on
-        the same Data (docs/impacts.md), so the error column uses a fresh one; timings reuse it."""
-        pin, pm = self.pin, self.pmodel
-        self.data = pm.createData()
-        self.constraint_models, self.constraint_datas = rigid_constraint_models(pin, pm, self.contacts)
-        pin.initConstraintDynamics(pm, self.data, self.constraint_models, self.constraint_datas)
-
-    def impact(self, q, v):
-        pin, N = self.pin, self.pmodel.nv
-        v_plus = pin.impulseDynamics(self.pmodel, self.data, q, v, self.constraint_models, self.constraint_datas,
-                                     0.0, self.settings)
-        pin.computeImpulseDynamicsDerivatives(self.pmodel, self.data, self.constraint_models, self.constraint_datas,
-                                              0.0, self.settings)
-        A = np.eye(2 * N)
-        A[N:, :N], A[N:, N:] = self.data.ddq_dq, self.data.ddq_dv + np.eye(N)
-        return v_plus, A, np.hstack([self.data.dlambda_dq, self.data.dlambda_dv])
-
-
-NEWEST_PINOCCHIO_IMPACT = """
-import json, sys, time
-import numpy as np
-import pinocchio as pin
-job = json.load(sys.stdin)
-pm = pin.buildModelFromUrdf(job["urdf"], pin.JointModelFreeFlyer())
-data = pm.createData()
-models = []
-for frame, kind, reference in job["contacts"]:
-    f = pm.frames[pm.getFrameId(frame)]
-    axes = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if reference == "world_aligned" else pin.ReferenceFrame.LOCAL
-    models.append(pin.RigidConstraintModel(
-        pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D, pm, f.parentJoint,
-        f.placement, axes))
-cm, cd = pin.StdVec_RigidConstraintModel(models), pin.StdVec_RigidConstraintData([m.createData() for m in models])
-pin.initConstraintDynamics(pm, data, cm, cd)
-settings = pin.ProximalSettings(1e-14, 1e-12, 1)
-N = pm.nv
-def call(q, v):
-    pin.impulseDynamics(pm, data, q, v, cm, cd, 0.0, settings)
-    pin.computeImpulseDynamicsDerivatives(pm, data, cm, cd, 0.0, settings)
-    A = np.eye(2 * N)
-    A[N:, :N], A[N:, N:] = data.ddq_dq, data.ddq_dv + np.eye(N)
-    return A, np.hstack([data.dlambda_dq, data.dlambda_dv])
-medians = []
-for q, v in job["states"]:
-    q, v = np.array(q), np.array(v)
-    call(q, v)
-    times = []
-    for _ in range(job["repeat"]):
-        start = time.perf_counter()
-        call(q, v)
-        times.append(time.perf_counter() - start)
-    medians.append(float(np.median(times)))
-print(json.dumps({"version": pin.__version__, "median": float(np.median(medians))}))
-"""
-
-
-def newest_pinocchio_impact(python: str, path: str, contacts, states, repeat: int):
-    """(version, median seconds) of NEWEST_PINOCCHIO_IMPACT under another Python, on the same (q, v)."""
-    job = {"urdf": path, "repeat": repeat, "contacts": [(c.frame, c.kind, c.reference) for c in contacts],
-           "states": [(q.tolist(), v.tolist()) for q, v in states]}
-    environment = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([python, "-c", NEWEST_PINOCCHIO_IMPACT], input=json.dumps(job), capture_output=True,
-                          text=True, env=environment, timeout=600)
-    if done.returncode:
-        raise RuntimeError(f"{python}: {done.stderr.strip().splitlines()[-1]}")
-    result = json.loads(done.stdout)
-    return result["version"], result["median"]
+        print(f"{label:<24}{ours * us:>8.0f}{pin_med * us:>8.0f}{newest_text:>22}{fd_t * us:>11.0f}"
+              f"{ours / pin_med:>10.2f}{ratio:>13}{fd_t / ours:>9.1f}{err_pin:>12.1e}{newest_err:>15.1e}"
+              f"{err_fd:>11.1e}")
 
 
 SOLE_SIZE = (0.2, 0.1)  # m, length × width of talos's soles (the margins' CoP rows)
 
 
-def impact_rows(details, rng, repeat, newest_python=None):
-    """The impact map (ours vs Pinocchio's impulse dynamics + derivatives) and the contact margins' cost."""
+def impact_rows(details, rng, repeat, newest: NewestColumn):
+    """The impact map (ours vs Pinocchio's impulse dynamics + derivatives, both versions) and the
+    contact margins' cost."""
     us = 1e6
-    newest = "newest pin" if newest_python else "(--newest-pinocchio)"
     print(f"\nimpact map of a touchdown (e = 0): median time per ν⁺, A_impact, Λ, ∂Λ/∂z in µs; "
           f"pin {ours_pin_version()} in this process")
-    print(f"{'robot, contacts':<24}{'ours':>8}{'pin':>8}{newest:>22}{'ours/pin':>10}{'ours/newest':>13}"
-          f"{'err vs pin':>12}")
+    print(f"{'robot, contacts':<24}{'ours':>8}{'pin':>8}{newest.header():>22}{'ours/pin':>10}{'ours/newest':>13}"
+          f"{'err vs pin':>12}{'newest vs pin':>15}")
     margin_lines = []
     for name, contacts in CONTACT_CASES.items():
         if name not in details:
             continue
         model, path, *_ = details[name]
-        pin = PinocchioImpact(path, model, contacts)
+        pin = PinocchioPipeline(path, model, contacts)
         P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
         ours_t, pin_t, err, inputs = [], [], 0.0, []
         for state in random_states(model, rng, 5):
             q, v, _ = pin.inputs(state, np.zeros(model.n_joints))
             inputs.append((q, v))
             ours_t.append(median_time(lambda: rl.impact(model, state, contacts), repeat))
-            pin_t.append(median_time(lambda: pin.impact(q, v), repeat))
-            pin.fresh_data()
-            v_plus, A_p, d_impulses = pin.impact(q, v)
+            pin_t.append(median_time(lambda: pin.pipeline.impact(q, v), repeat))
+            pin.pipeline.fresh_data()
+            v_plus, A_p, d_impulses = pin.pipeline.impact(q, v)
             jump = rl.impact(model, state, contacts)
             for ours, theirs in [(jump.A, A_p[np.ix_(P, P)]), (jump.impulses_state_jacobian, d_impulses[:, P]),
-                                 (jump.impulses, np.asarray(pin.data.impulse_c))]:
+                                 (jump.impulses, np.asarray(pin.pipeline.data.impulse_c))]:
                 err = max(err, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
             lin = rl.linearize(model, state, contacts=contacts)
             margin_lines.append((name, median_time(lambda: rl.linearize(model, state, contacts=contacts), repeat),
                                  median_time(lambda: rl.contact_margins(model, lin, friction=0.7, facets=4,
                                                                         sole_size=SOLE_SIZE), repeat)))
         ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+        pin.pipeline.fresh_data()
+        newest_text, ratio, newest_err = newest.cells(ours, path, model, contacts, "impact", inputs, repeat,
+                                                      pin.pipeline.impact(*inputs[0]))
         label = f"{name} {len(contacts)}×{contacts[0].kind}"
-        if newest_python:
-            version, newest_med = newest_pinocchio_impact(newest_python, path, contacts, inputs, repeat)
-            newest_text, ratio = f"{newest_med * us:.0f} (pin {version})", f"{ours / newest_med:.2f}"
-        else:
-            newest_text, ratio = "—", "—"
         print(f"{label:<24}{ours * us:>8.0f}{pin_med * us:>8.0f}{newest_text:>22}{ours / pin_med:>10.2f}"
-              f"{ratio:>13}{err:>12.1e}")
+              f"{ratio:>13}{err:>12.1e}{newest_err:>15.1e}")
     print("\ncontact margins (friction pyramid, 4 facets; unilateral; CoP for soles) with their Jacobians, "
           "median µs, against the constrained linearization they are taken from")
     for name in dict.fromkeys(line[0] for line in margin_lines):
@@ -351,17 +261,32 @@ STEP_DT = 1e-3  # s
 
 
 class CrocoddylStep:
-    """IntegratedActionModelEuler(DifferentialActionModelFreeFwdDynamics): calc + calcDiff
-    give x⁺ and F_x, F_u of the same semi-implicit Euler step (what a Crocoddyl user calls)."""
+    """IntegratedActionModelEuler(DifferentialActionModelFreeFwdDynamics), or with ``contacts``
+    DifferentialActionModelContactFwdDynamics (ContactModel3D / 6D, zero Baumgarte gains, no
+    damping): calc + calcDiff give x⁺ and F_x, F_u of the same semi-implicit Euler step (what a
+    Crocoddyl user calls)."""
 
-    def __init__(self, pinocchio: PinocchioPipeline, dt: float):
+    def __init__(self, pinocchio: PinocchioPipeline, dt: float, contacts=()):
         import crocoddyl
 
-        multibody = crocoddyl.StateMultibody(pinocchio.pmodel)
+        pin, pm = pinocchio.pin, pinocchio.pmodel
+        multibody = crocoddyl.StateMultibody(pm)
         actuation = (crocoddyl.ActuationModelFloatingBase(multibody) if pinocchio.model.floating_base
                      else crocoddyl.ActuationModelFull(multibody))
-        dynamics = crocoddyl.DifferentialActionModelFreeFwdDynamics(
-            multibody, actuation, crocoddyl.CostModelSum(multibody, actuation.nu))
+        costs = crocoddyl.CostModelSum(multibody, actuation.nu)
+        if contacts:
+            rigid = crocoddyl.ContactModelMultiple(multibody, actuation.nu)
+            for c in contacts:
+                frame = pm.getFrameId(c.frame)
+                axes = pin.LOCAL_WORLD_ALIGNED if c.reference == "world_aligned" else pin.LOCAL
+                rigid.addContact(c.frame, crocoddyl.ContactModel3D(multibody, frame, np.zeros(3), axes, actuation.nu,
+                                                                   np.zeros(2)) if c.kind == "point"
+                                 else crocoddyl.ContactModel6D(multibody, frame, pin.SE3.Identity(), axes,
+                                                               actuation.nu, np.zeros(2)))
+            dynamics = crocoddyl.DifferentialActionModelContactFwdDynamics(multibody, actuation, rigid, costs, 0.0,
+                                                                           True)
+        else:
+            dynamics = crocoddyl.DifferentialActionModelFreeFwdDynamics(multibody, actuation, costs)
         self.action = crocoddyl.IntegratedActionModelEuler(dynamics, dt)
         self.data = self.action.createData()
         self.pinocchio = pinocchio
@@ -378,77 +303,86 @@ class CrocoddylStep:
 
 
 def step_rows(details, rng, repeat):
-    """The one-step Jacobians: ours (dt=) vs our continuous call vs Crocoddyl vs differences of rl.step."""
+    """The one-step Jacobians: ours (dt=) vs our continuous call vs Crocoddyl vs differences of
+    rl.step, free and on the contact rows' contacts."""
     us = 1e6
-    print(f"\ndiscrete step Jacobians A_d, B_d (semi-implicit Euler, dt = {STEP_DT * 1e3:g} ms): median µs")
-    print(f"{'robot':<13}{'continuous':>11}{'dt=':>8}{'dt=/cont':>10}{'zoh':>8}{'crocoddyl':>11}{'dt=/croco':>11}"
+    print(f"\ndiscrete step Jacobians A_d, B_d (semi-implicit Euler, dt = {STEP_DT * 1e3:g} ms): median µs; Crocoddyl "
+          f"{crocoddyl_version()} with pin {ours_pin_version()}")
+    print(f"{'robot':<18}{'continuous':>11}{'dt=':>8}{'dt=/cont':>10}{'zoh':>8}{'crocoddyl':>11}{'dt=/croco':>11}"
           f"{'err vs croco':>14}{'err vs FD':>11}")
     for name in ("solo12", "talos"):
         if name not in details:
             continue
         model, path, floating, options, states, torques, _ = details[name]
-        try:
-            croco = CrocoddylStep(PinocchioPipeline(path, model), STEP_DT)
-        except Exception as e:  # noqa: BLE001 - an oracle missing or incompatible: say so, go on
-            print(f"{name:<13}crocoddyl unavailable ({e!r}); see setup.py's test extra")
-            continue
-        P = np.concatenate([croco.pinocchio.perm, croco.pinocchio.perm + len(croco.pinocchio.perm)])
-        joints = croco.pinocchio._joint_order()
-        times = {"continuous": [], "dt": [], "zoh": [], "croco": []}
-        err_croco = 0.0
-        for state, tau in list(zip(states, torques))[:5]:
-            times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau), repeat))
-            times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT), repeat))
-            x, u = croco.inputs(state, tau)
-            times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
-            lin = rl.linearize(model, state, tau, dt=STEP_DT)
-            F_x, F_u = croco.jacobians(x, u)
-            for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
-                err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
-        # zoh last: scipy's expm runs threaded BLAS, whose threads spin on the other core for a while
-        # after each call and would slow every timing beside them (2 cores)
-        for state, tau in list(zip(states, torques))[:5]:
-            times["zoh"].append(median_time(lambda: rl.linearize(model, state, tau, dt=STEP_DT,
-                                                                 discretization="zoh"), repeat // 4))
-        time.sleep(1.0)
-        A_fd, B_fd = finite_difference_step(model, state, tau, STEP_DT)
-        err_fd = max(float(np.abs(lin.A_d - A_fd).max() / np.abs(A_fd).max()),
-                     float(np.abs(lin.B_d - B_fd).max() / np.abs(B_fd).max()))
-        t = {k: float(np.median(v)) for k, v in times.items()}
-        print(f"{name:<13}{t['continuous'] * us:>11.0f}{t['dt'] * us:>8.0f}{t['dt'] / t['continuous']:>10.2f}"
-              f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}{err_croco:>14.1e}"
-              f"{err_fd:>11.1e}")
+        for contacts in ((), CONTACT_CASES[name]):
+            try:
+                croco = CrocoddylStep(PinocchioPipeline(path, model), STEP_DT, contacts)
+            except Exception as e:  # noqa: BLE001 - an oracle missing or incompatible: say so, go on
+                print(f"{name:<18}crocoddyl unavailable ({e!r}); see setup.py's test extra")
+                break
+            P = np.concatenate([croco.pinocchio.perm, croco.pinocchio.perm + len(croco.pinocchio.perm)])
+            joints = croco.pinocchio._joint_order()
+            times = {"continuous": [], "dt": [], "zoh": [], "croco": []}
+            err_croco = 0.0
+            for state, tau in list(zip(states, torques))[:5]:
+                times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts),
+                                                       repeat))
+                times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts,
+                                                                    dt=STEP_DT), repeat))
+                x, u = croco.inputs(state, tau)
+                times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
+                lin = rl.linearize(model, state, tau, contacts=contacts, dt=STEP_DT)
+                F_x, F_u = croco.jacobians(x, u)
+                for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
+                    err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
+            # zoh last: scipy's expm runs threaded BLAS, whose threads spin on the other core for a while
+            # after each call and would slow every timing beside them (2 cores)
+            for state, tau in list(zip(states, torques))[:5]:
+                times["zoh"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts,
+                                                                     dt=STEP_DT, discretization="zoh"), repeat // 4))
+            time.sleep(1.0)
+            A_fd, B_fd = finite_difference_step(model, state, tau, STEP_DT, contacts=contacts)
+            err_fd = max(float(np.abs(lin.A_d - A_fd).max() / np.abs(A_fd).max()),
+                         float(np.abs(lin.B_d - B_fd).max() / np.abs(B_fd).max()))
+            t = {k: float(np.median(v)) for k, v in times.items()}
+            label = f"{name} {len(contacts)}×{contacts[0].kind}" if contacts else name
+            print(f"{label:<18}{t['continuous'] * us:>11.0f}{t['dt'] * us:>8.0f}{t['dt'] / t['continuous']:>10.2f}"
+                  f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}{err_croco:>14.1e}"
+                  f"{err_fd:>11.1e}")
+
+
+def crocoddyl_version() -> str:
+    try:
+        import crocoddyl
+    except ImportError:
+        return "(not installed)"
+    return crocoddyl.__version__
 
 
 def breakdown(model, state, torques, repeat):
     """Median times of the parts of one linearization (all kernels, one workspace)."""
     ws = Workspace(model)
-    S, I, N = model.motion_subspaces, model.inertias, model.n_velocities
-    n = model.n_joints
-    g0 = np.zeros(6)
-    g0[:3] = (state.base_pose[:3, :3].T if model.floating_base else np.eye(3)) @ model.gravity
+    N, n = model.n_velocities, model.n_joints
+    ws.g0[:] = 0.0
+    ws.g0[:3] = (state.base_pose[:3, :3].T if model.floating_base else np.eye(3)) @ model.gravity
     twist = state.base_twist if model.floating_base else np.zeros(6)
     acc, M_inv = np.empty(N), np.empty((N, N))
     parts = {}
     parts["kinematics (jcalc)"] = median_time(
-        lambda: body_transforms_into(S, model.tree_transforms, state.joint_positions, ws.X_up), repeat)
-    parts["ABAmb (accelerations)"] = median_time(lambda: forward_dynamics_into(
-        model.parent, S, I, ws.X_up, model.floating_base, twist, g0, state.joint_velocities, torques,
-        ws.I_A, ws.U, ws.D, ws.v, ws.c, ws.p, ws.a, acc), repeat)
-    a0 = -g0 + (acc[:6] if model.floating_base else 0.0)
+        lambda: body_transforms_into(model.motion_subspaces, model.tree_transforms, state.joint_positions, ws.X_up),
+        repeat)
+    parts["ABAmb (accelerations)"] = median_time(
+        lambda: forward_dynamics_into(ws.model, ws.data, twist, state.joint_velocities, torques, acc), repeat)
+    a0 = -ws.g0 + (acc[:6] if model.floating_base else 0.0)
     parts["poses and joint axes in the base frame"] = median_time(lambda: base_frame_poses_into(
-        model.parent, S, ws.X_up, model.floating_base, ws.R, ws.t, ws.axes), repeat)
+        model.parent, model.motion_subspaces, ws.X_up, model.floating_base, ws.R, ws.t, ws.axes), repeat)
     parts["derivatives D2..D4, base-frame sweep (D1 closed form)"] = median_time(
-        lambda: base_frame_derivatives_into(
-            model.parent, I, model.subtree_end, model.floating_base, ws.R, ws.t, ws.axes, twist, a0, g0,
-            state.joint_velocities, acc[N - n:], ws.v, ws.a, ws.f, ws.Y, ws.Y_rate, ws.columns, ws.derivatives,
-            False), repeat)
-    parts["IMMAmb"] = median_time(lambda: inverse_mass_matrix_into(
-        model.parent, model.subtree_end, model.floating_base, ws.R, ws.t, ws.axes, ws.I_A, ws.U, ws.D, ws.U_base,
-        ws.F, ws.P, M_inv), repeat)
-    A = np.empty((2 * N, 2 * N))
-    parts["assembly -M^-1 D"] = median_time(
-        lambda: _minus_product_into(M_inv, ws.derivatives, 6 if model.floating_base else 0, ws.product, A), repeat)
+        lambda: base_frame_derivatives_into(ws.model, ws.data, twist, a0, ws.g0, state.joint_velocities, acc[N - n:],
+                                            False), repeat)
+    parts["IMMAmb"] = median_time(lambda: inverse_mass_matrix_into(ws.model, ws.data, M_inv), repeat)
+    A, B = np.empty((2 * N, 2 * N)), np.empty((2 * N, n))
+    parts["assembly of A, B (-M^-1 D)"] = median_time(
+        lambda: _assemble_into(M_inv, ws.derivatives, model.floating_base, twist, ws.g0, A, B), repeat)
     return parts
 
 
@@ -480,41 +414,56 @@ def synthetic_urdf(rng, n_joints: int, branched: bool) -> str:
     return f'<robot name="{"tree" if branched else "chain"}_{n_joints}">' + "".join(links + joints) + "</robot>"
 
 
-def scaling_rows(rng, repeat: int) -> None:
-    """Time of A, B, M⁻¹ against nv, ours and Pinocchio, and the fitted exponents (talos_full:
-    the first table's row)."""
+def free_row(model, path, states, torques, repeat, newest: NewestColumn) -> dict:
+    """A, B, M⁻¹ on the same states: our median, Pinocchio's (this process), the newest
+    Pinocchio's cells, and the largest relative errors (ours vs Pinocchio, newest vs Pinocchio)."""
+    pin = PinocchioPipeline(path, model)
+    P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
+    ours_t, pin_t, err, inputs = [], [], 0.0, []
+    for state, tau in zip(states, torques):
+        ours_t.append(median_time(lambda: rl.linearize(model, state, tau), repeat))
+        q, v, tau_pin = pin.inputs(state, tau)
+        inputs.append((q, v, tau_pin))
+        pin_t.append(median_time(lambda: pin.pipeline.free(q, v, tau_pin), repeat))
+        lin = rl.linearize(model, state, tau)
+        A_p, B_p, M_p = pin.pipeline.free(q, v, tau_pin)
+        err = max(err, compare(model, lin.A, lin.B, lin.M_inv, A_p[np.ix_(P, P)], B_p[P][:, pin._joint_order()],
+                               M_p[np.ix_(pin.perm, pin.perm)]).max_rel)
+    ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+    newest_text, ratio, newest_err = newest.cells(ours, path, model, (), "free", inputs, repeat,
+                                                  pin.pipeline.free(*inputs[0]))
+    return {"ours": ours, "pin": pin_med, "newest": newest_text, "ratio": ratio, "err": err,
+            "newest_err": newest_err}
+
+
+def scaling_rows(rng, repeat: int, newest: NewestColumn) -> None:
+    """Time of A, B, M⁻¹ against nv, ours and Pinocchio (both versions), and the fitted exponents
+    (talos_full: the first table's row)."""
     us = 1e6
-    print("\nhow the cost grows: A, B, M^-1 of synthetic floating-base robots (median µs over 5 states)")
-    print(f"{'robot':<14}{'nv':>5}{'ours':>9}{'pinocchio':>11}{'ours/pin':>10}{'err vs pin':>12}")
+    print(f"\nhow the cost grows: A, B, M^-1 of synthetic floating-base robots (median µs over 5 states); pin "
+          f"{ours_pin_version()} in this process")
+    print(f"{'robot':<14}{'nv':>5}{'ours':>9}{'pin':>9}{newest.header():>22}{'ours/pin':>10}{'ours/newest':>13}"
+          f"{'err vs pin':>12}")
     with tempfile.TemporaryDirectory() as directory:
         for branched in (False, True):
-            nvs, ours_all, pin_all = [], [], []
+            nvs, times = [], {"ours": [], "pin": [], "newest": []}
             for n_joints in SCALING_JOINTS:
                 path = os.path.join(directory, f"{'tree' if branched else 'chain'}_{n_joints}.urdf")
                 with open(path, "w") as f:
                     f.write(synthetic_urdf(rng, n_joints, branched))
                 model = rl.load_urdf(path)
-                pin = PinocchioPipeline(path, model)
-                ours_t, pin_t, err = [], [], 0.0
-                for state in random_states(model, rng, 5):
-                    tau = rng.normal(size=model.n_joints)
-                    ours_t.append(median_time(lambda: rl.linearize(model, state, tau), repeat))
-                    q, v, tau_pin = pin.inputs(state, tau)
-                    pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), repeat))
-                    lin = rl.linearize(model, state, tau)
-                    A_p, B_p, M_p = pin.linearize(q, v, tau_pin)
-                    P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
-                    err = max(err, compare(model, lin.A, lin.B, lin.M_inv, A_p[np.ix_(P, P)],
-                                           B_p[P][:, pin._joint_order()], M_p[np.ix_(pin.perm, pin.perm)]).max_rel)
-                ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
+                states = random_states(model, rng, 5)
+                row = free_row(model, path, states, [rng.normal(size=model.n_joints) for _ in states], repeat, newest)
                 nvs.append(model.n_velocities)
-                ours_all.append(ours)
-                pin_all.append(pin_med)
-                print(f"{model.name:<14}{model.n_velocities:>5}{ours * us:>9.0f}{pin_med * us:>11.0f}"
-                      f"{ours / pin_med:>10.2f}{err:>12.1e}")
-            exponent = lambda times: np.polyfit(np.log(nvs), np.log(times), 1)[0]  # noqa: E731
-            print(f"  {'trees' if branched else 'chains'}: time ∝ nv^p, p = {exponent(ours_all):.2f} (ours), "
-                  f"{exponent(pin_all):.2f} (Pinocchio)")
+                times["ours"].append(row["ours"])
+                times["pin"].append(row["pin"])
+                if newest.python:
+                    times["newest"].append(row["ours"] / float(row["ratio"]))
+                print(f"{model.name:<14}{model.n_velocities:>5}{row['ours'] * us:>9.0f}{row['pin'] * us:>9.0f}"
+                      f"{row['newest']:>22}{row['ours'] / row['pin']:>10.2f}{row['ratio']:>13}{row['err']:>12.1e}")
+            exponents = {k: np.polyfit(np.log(nvs), np.log(t), 1)[0] for k, t in times.items() if t}
+            print(f"  {'trees' if branched else 'chains'}: time ∝ nv^p, p = "
+                  + ", ".join(f"{p:.2f} ({k})" for k, p in exponents.items()))
 
 
 def first_call_cost(path, floating, options, cold: bool = False) -> float:
@@ -548,49 +497,40 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true",
                         help="also the cost against nv: chains and random trees of 25-200 joints")
     parser.add_argument("--newest-pinocchio", metavar="PYTHON", default=None,
-                        help="a Python with the newest pin (e.g. a venv with pin 4.1): the impact map's peer column")
+                        help="a Python with the newest pin (e.g. a venv with pin 4.1): every Pinocchio row also times "
+                             "that one, in a subprocess on the same inputs (bench/pinocchio_pipelines.py)")
     args = parser.parse_args()
     rng = np.random.default_rng(2019)
     us = 1e6
     print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}; robot_linearization from {rl.__path__[0]}")
-    print("median time per linearization (A, B, M^-1) in µs")
-    header = f"{'robot':<13}{'nv':>4}{'ours':>9}{'pinocchio':>11}{'FD (ours)':>11}{'ours/pin':>10}{'FD/ours':>9}" \
-             f"{'err vs pin':>12}{'err vs FD':>11}"
-    print(header)
+    newest = NewestColumn(args.newest_pinocchio)
+    print(f"median time per linearization (A, B, M^-1) in µs; pin {ours_pin_version()} in this process")
+    print(f"{'robot':<13}{'nv':>4}{'ours':>9}{'pin':>9}{newest.header():>22}{'FD (ours)':>11}{'ours/pin':>10}"
+          f"{'ours/newest':>13}{'FD/ours':>9}{'err vs pin':>12}{'newest vs pin':>15}{'err vs FD':>11}")
     details = {}
     for name in args.robots:
         path, floating, options = ROBOTS[name]
         model = rl.load_urdf(path, floating_base=floating, **options)
         states = random_states(model, rng, args.states)
         torques = [rng.normal(size=model.n_joints) for _ in states]
-        pin = PinocchioPipeline(path, model)
-        ours_t, pin_t, err_pin = [], [], 0.0
-        for state, tau in zip(states, torques):
-            ours_t.append(median_time(lambda: rl.linearize(model, state, tau), args.repeat))
-            q, v, tau_pin = pin.inputs(state, tau)
-            pin_t.append(median_time(lambda: pin.linearize(q, v, tau_pin), args.repeat))
-            lin = rl.linearize(model, state, tau)
-            A_p, B_p, M_p = pin.linearize(q, v, tau_pin)
-            P = np.concatenate([pin.perm, pin.perm + len(pin.perm)])
-            report = compare(model, lin.A, lin.B, lin.M_inv, A_p[np.ix_(P, P)], B_p[P][:, pin._joint_order()],
-                             M_p[np.ix_(pin.perm, pin.perm)])
-            err_pin = max(err_pin, report.max_rel)
+        row = free_row(model, path, states, torques, args.repeat, newest)
         fd_t = median_time(lambda: finite_difference_linearization(model, states[0], torques[0]), 5)
         lin0 = rl.linearize(model, states[0], torques[0])
         A_fd, B_fd = finite_difference_linearization(model, states[0], torques[0])
         err_fd = compare(model, lin0.A, lin0.B, lin0.M_inv, A_fd, B_fd, lin0.M_inv).max_rel
-        ours, pin_med = float(np.median(ours_t)), float(np.median(pin_t))
-        print(f"{name:<13}{model.n_velocities:>4}{ours * us:>9.0f}{pin_med * us:>11.0f}{fd_t * us:>11.0f}"
-              f"{ours / pin_med:>10.2f}{fd_t / ours:>9.1f}{err_pin:>12.1e}{err_fd:>11.1e}")
-        details[name] = (model, path, floating, options, states, torques, pin_med)
+        ours, pin_med = row["ours"], row["pin"]
+        print(f"{name:<13}{model.n_velocities:>4}{ours * us:>9.0f}{pin_med * us:>9.0f}{row['newest']:>22}"
+              f"{fd_t * us:>11.0f}{ours / pin_med:>10.2f}{row['ratio']:>13}{fd_t / ours:>9.1f}{row['err']:>12.1e}"
+              f"{row['newest_err']:>15.1e}{err_fd:>11.1e}")
+        details[name] = (model, path, floating, options, states, torques, row)
 
-    contact_rows(details, rng, args.repeat)
+    contact_rows(details, rng, args.repeat, newest)
     step_rows(details, rng, args.repeat)
-    impact_rows(details, rng, args.repeat, args.newest_pinocchio)
+    impact_rows(details, rng, args.repeat, newest)
     if args.scaling:
-        scaling_rows(rng, max(args.repeat // 4, 10))
+        scaling_rows(rng, max(args.repeat // 4, 10), newest)
 
-    for name, (model, path, floating, options, states, torques, pin_med) in details.items():
+    for name, (model, path, floating, options, states, torques, _) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
         for part, t in breakdown(model, states[0], torques[0], args.repeat).items():
             print(f"  {part:<54}{t * us:>8.1f}")
@@ -608,14 +548,15 @@ def main() -> None:
           f"{first_call_cost(path, floating, options, cold=True):.1f} s")
 
     if "talos" in details:
-        model, *_, pin_med = details["talos"]
+        model, *_, row = details["talos"]
         states = random_states(model, rng, args.horizon)
         horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 50) / len(states)
                    for w in (1, os.cpu_count() or 1)}
         single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
         print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
               + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}" for w, t in horizon.items())
-              + f"; Pinocchio single call {pin_med * us:.0f}")
+              + f"; Pinocchio single call {row['pin'] * us:.0f} (pin {ours_pin_version()})"
+              + (f", {row['newest']}" if newest.python else ""))
         batch = linearize_trajectory(model, states)
         worst = max(np.abs(batch.A[k] - rl.linearize(model, s).A).max() / np.abs(batch.A[k]).max()
                     for k, s in enumerate(states))
