@@ -382,7 +382,7 @@ def breakdown(model, state, torques, repeat):
     parts["IMMAmb"] = median_time(lambda: inverse_mass_matrix_into(ws.model, ws.data, M_inv), repeat)
     A, B = np.empty((2 * N, 2 * N)), np.empty((2 * N, n))
     parts["assembly of A, B (-M^-1 D)"] = median_time(
-        lambda: _assemble_into(M_inv, ws.derivatives, model.floating_base, twist, ws.g0, A, B), repeat)
+        lambda: _assemble_into(ws.model, M_inv, ws.derivatives, True, twist, ws.g0, A, B), repeat)
     return parts
 
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
-                                              degeneracy_reason, multiply_add_into, unconstrained_dynamics_into)
+                                              degeneracy_reason, multiply_add_into, tree_multiply_add_into,
+                                              unconstrained_dynamics_into)
 from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
@@ -207,7 +208,7 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
     J, JM_inv, L, d_accel, derivatives = contacts.J, contacts.JM_inv, contacts.L, contacts.d_accel, data.derivatives
     w = d_nu.shape[1]
     d_nu[:] = 0.0
-    multiply_add_into(M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
+    tree_multiply_add_into(model, M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
     if model.floating_base:
         for row in range(3):
             for q in range(3):

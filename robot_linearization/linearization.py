@@ -19,7 +19,7 @@ import numpy as np
 
 from .algorithms.base_frame_derivatives import base_frame_derivatives_into
 from .algorithms.constrained_dynamics import (contact_arrays, contact_forces_into, multiply_add_into,
-                                              unconstrained_dynamics_into)
+                                              tree_multiply_add_into, unconstrained_dynamics_into)
 from .algorithms.forward_dynamics import forward_dynamics_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, base_gravity_into, body_transforms_into
@@ -121,11 +121,13 @@ def _set_minus_skew(A, row, col, x):
 
 
 @kernel
-def _assemble_into(M_inv, derivatives, floating_base, twist, g0, A, B):
+def _assemble_into(model, M_inv, derivatives, tree_sparsity, twist, g0, A, B):
     """A = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42) and B = [0; M⁻¹S] (3.29)
     from M⁻¹ (N, N) and [0 | D₂ | D₃ | D₄]ID̄ (N, 2N) (D₁ID̄ left zero: it is gravity's, below),
-    the base twist v and g_0 (the product: constrained_dynamics.multiply_add_into).  Returns
-    whether A and M⁻¹ are finite."""
+    the base twist v and g_0.  tree_sparsity: D has the tree's zeros
+    (constrained_dynamics.tree_multiply_add_into), else the product is dense.  Returns whether
+    A and M⁻¹ are finite."""
+    floating_base = model.floating_base
     N = M_inv.shape[0]
     n = B.shape[1]
     A[:] = 0.0
@@ -135,7 +137,10 @@ def _assemble_into(M_inv, derivatives, floating_base, twist, g0, A, B):
         _set_minus_skew(A, 0, 0, twist[3:])
         _set_minus_skew(A, 0, 3, twist[:3])
         _set_minus_skew(A, 3, 3, twist[3:])
-    multiply_add_into(M_inv, derivatives, -1.0, A[N:])
+    if tree_sparsity:
+        tree_multiply_add_into(model, M_inv, derivatives, -1.0, A[N:])
+    else:
+        multiply_add_into(M_inv, derivatives, -1.0, A[N:])
     if floating_base:
         # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
         # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
@@ -183,7 +188,7 @@ def linearize_into(model, data, states, out, dt):
         base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
         base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[k, N - n:], False)
         inverse_mass_matrix_into(model, data, M_inv[k])
-        finite = _assemble_into(M_inv[k], data.derivatives, floating_base, twist, g0, A[k], B[k])
+        finite = _assemble_into(model, M_inv[k], data.derivatives, True, twist, g0, A[k], B[k])
         if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
             singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     if dt > 0.0:
@@ -266,7 +271,7 @@ def coupled_linearize_into(model, data, coupling, state, out):
             reduced[index[i], N + index[j]] += scale * derivatives[i, N_tree + j]
     for i in range(N):
         accelerations[i] = tree_accelerations[rows[i]]
-    finite = _assemble_into(M_inv, reduced, floating_base, twist, g0, A, B)
+    finite = _assemble_into(model, M_inv, reduced, False, twist, g0, A, B)  # (Ĝ merges rows: no tree zeros)
     return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 

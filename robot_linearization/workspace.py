@@ -22,20 +22,40 @@ class ModelArraysType(types.StructRef):
 
 MODEL_ARRAYS = ModelArraysType([
     ("parent", INDICES), ("S", MATRIX), ("tree_X", MATRICES), ("I", MATRICES), ("ancestors", INDEX_TABLE),
-    ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR)])
+    ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR),
+    ("sparse_derivatives", types.boolean)])
 """The model's arrays as the kernels read them (Model's attributes of the same meaning):
 parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 6),
 I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
-floating_base, gravity (3,) in the world frame."""
+floating_base, gravity (3,) in the world frame; sparse_derivatives: whether the tree leaves
+fewer than SPARSE_BELOW of the EIDAmb derivatives non-zero (:func:`derivative_density`)."""
+
+SPARSE_BELOW = 0.2
+"""Products with the EIDAmb derivatives D go column by column over D's non-zeros
+(constrained_dynamics.tree_multiply_add_into) when the tree leaves fewer than this fraction of D
+non-zero: each of those multiply-adds costs about five of the dense product's (measured on
+talos, 2026-11-25), so the dense product is faster on limbed robots of tens of joints (talos:
+0.37 of D) and the sparse one on large branched trees (200 random joints: ≈ 0.1, 2.7× faster)."""
+
+
+def derivative_density(model: Model) -> float:
+    """The fraction of D (N, N per half) the tree can make non-zero: a base row everywhere, a
+    joint's row in the base's, its ancestors', its own and its subtree's columns."""
+    off = 6 if model.floating_base else 0
+    N = model.n_velocities
+    bodies = np.arange(1, model.n_bodies)
+    nonzero = off * N + int(np.sum(off + model.depth[1:] - 1 + model.subtree_end[1:] - bodies + 1))
+    return nonzero / (N * N)
 structref.define_boxing(ModelArraysType, Structure)
 
 
 @kernel
-def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity):
+def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
+                      sparse_derivatives):
     model = structref.new(MODEL_ARRAYS)
     model.parent, model.S, model.tree_X, model.I = parent, S, tree_X, I
     model.ancestors, model.depth, model.subtree_end = ancestors, depth, subtree_end
-    model.floating_base, model.gravity = floating_base, gravity
+    model.floating_base, model.gravity, model.sparse_derivatives = floating_base, gravity, sparse_derivatives
     return model
 
 
@@ -84,7 +104,8 @@ class Workspace:
         n_bodies, N = model.n_bodies, model.n_velocities
         self.model = structure(MODEL_ARRAYS, _new_model_arrays, *(np.array(a) for a in (
             model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
-            model.depth, model.subtree_end)), model.floating_base, np.array(model.gravity, dtype=float))
+            model.depth, model.subtree_end)), model.floating_base, np.array(model.gravity, dtype=float),
+            derivative_density(model) < SPARSE_BELOW)
         self.X_up = np.empty((n_bodies, 6, 6))
         self.I_A = np.empty((n_bodies, 6, 6))
         self.U = np.zeros((n_bodies, 6))

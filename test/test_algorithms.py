@@ -95,6 +95,47 @@ def test_base_frame_sweep_equals_the_body_frame_sweep_of_tables_4_2_to_4_5(rng):
         rl.extended_inverse_dynamics_derivatives(model, state, base_acc, joint_acc, frame="world")
 
 
+def _tree_pattern(model, N):
+    """Where a row of the EIDAmb derivatives can be non-zero, from the tree alone: a base row
+    everywhere; a joint's row in the base's columns, its ancestors', its own and its subtree's
+    (both halves, z_q and z_v)."""
+    off = 6 if model.floating_base else 0
+    mask = np.zeros((N, N), dtype=bool)
+    mask[:off] = True
+    for row in range(off, N):
+        body = row - off + 1
+        mask[row, :off] = True
+        mask[row, off + model.ancestors[body, :model.depth[body]]] = True
+        mask[row, row:off + model.subtree_end[body]] = True
+    return np.hstack([mask, mask])
+
+
+def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
+    """tree_multiply_add_into (the −M⁻¹D of A and the M⁻¹∂R of the contact path) skips the
+    entries a joint's row of D cannot have on a large branched tree: the sweep's D is zero
+    outside that pattern (checked here from the tree alone, on branched robots and random
+    trees), and the product equals the dense one, for w = 2N and w = N (the impact map's),
+    both where it goes dense and where it goes sparse (the 120-joint tree)."""
+    from robot_linearization.algorithms.constrained_dynamics import tree_multiply_add_into
+    from robot_linearization.workspace import workspace
+
+    for model in _models(rng) + [load_example("talos_full"), load_example("ur5"), random_tree(rng, 120)]:
+        N = model.n_velocities
+        for _ in range(2):
+            state = random_state(model, rng)
+            base_acc = rng.normal(size=6) if model.floating_base else None
+            D = rl.extended_inverse_dynamics_derivatives(model, state, base_acc, rng.normal(size=model.n_joints))
+            D = np.ascontiguousarray(D.stacked())
+            assert not D[~_tree_pattern(model, N)].any(), model.name
+            M = rng.normal(size=(N, N))
+            M = M + M.T  # (symmetric, as M⁻¹)
+            for width in (2 * N, N):
+                out = rng.normal(size=(N, width))
+                expected = out + 0.5 * M @ D[:, :width]
+                tree_multiply_add_into(workspace(model).model, M, D, 0.5, out)
+                assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max(), (model.name, width)
+
+
 def test_fixed_base_inverse_dynamics_derivatives_match_finite_differences(rng):
     model = load_example("ur5")
     state = random_state(model, rng)

@@ -152,6 +152,31 @@ def multiply_add_into(A, B, sign, out):
 
 
 @kernel
+def tree_multiply_add_into(model, A, D, sign, out):
+    """out += sign · A D[:, :w] (w = out.shape[1] ≤ 2N) for a symmetric A (N, N) (M⁻¹) and D
+    (N, ≥ w) with the sparsity of the EIDAmb's derivatives on the tree: row c of D (a joint's)
+    is zero but in the columns of the joints above it (the base's too) and of its subtree, in
+    both halves (z_q, z_v); a base row is full.  Dense (:func:`multiply_add_into`) unless the
+    model says that pattern is sparse (model.sparse_derivatives, workspace.SPARSE_BELOW); then
+    column by column over D's non-zero entries, each adding a row of A (= its column)."""
+    N, w = D.shape[0], out.shape[1]
+    if not model.sparse_derivatives:
+        multiply_add_into(A, D, sign, out)
+        return
+    column = np.empty(N)
+    for c in range(w):
+        column[:] = 0.0
+        for r in range(N):
+            factor = D[r, c]
+            if factor != 0.0:
+                A_r = A[r]
+                for i in range(N):
+                    column[i] += factor * A_r[i]
+        for i in range(N):
+            out[i, c] += sign * column[i]
+
+
+@kernel
 def contact_kinematics_into(model, data, contacts, base_rotation):
     """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
     body transforms data.X_up, body twists data.v and body accelerations data.a (n+1, 6) at
