@@ -29,6 +29,7 @@ parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 
 I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
 floating_base, gravity (3,) in the world frame; sparse_derivatives: whether the tree leaves
 fewer than SPARSE_BELOW of the EIDAmb derivatives non-zero (:func:`derivative_density`)."""
+structref.define_boxing(ModelArraysType, Structure)
 
 SPARSE_BELOW = 0.2
 """Products with the EIDAmb derivatives D go column by column over D's non-zeros
@@ -45,8 +46,7 @@ def derivative_density(model: Model) -> float:
     N = model.n_velocities
     bodies = np.arange(1, model.n_bodies)
     nonzero = off * N + int(np.sum(off + model.depth[1:] - 1 + model.subtree_end[1:] - bodies + 1))
-    return nonzero / (N * N)
-structref.define_boxing(ModelArraysType, Structure)
+    return nonzero / (N * N) if N else 1.0
 
 
 @kernel

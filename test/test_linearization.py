@@ -183,6 +183,13 @@ def test_robots_without_joints_linearize_and_validate(urdf, rng, capsys, tmp_pat
     assert "PASS" in capsys.readouterr().out
 
 
+def test_a_welded_body_without_joints_has_empty_matrices():
+    """N = 0 (a fixed base, no joints): A, B and M⁻¹ are empty, as the state is."""
+    model = rl.ModelBuilder("base", np.eye(6), floating_base=False).build()
+    lin = rl.linearize(model, rl.State(joint_positions=[], joint_velocities=[]))
+    assert lin.A.shape == (0, 0) and lin.B.shape == (0, 0) and lin.M_inv.shape == (0, 0)
+
+
 def test_validate_uses_the_state_and_torques_the_linearization_remembers(rng):
     """validate(model, lin) needs neither: it checks at the τ used (not τ = 0), and a
     different state, τ or model is refused instead of compared."""
