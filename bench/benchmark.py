@@ -530,6 +530,21 @@ def main() -> None:
     if args.scaling:
         scaling_rows(rng, max(args.repeat // 4, 10), newest)
 
+    if "talos" in details:  # (before the new-process timings: their compiles and cache writes linger)
+        model, *_, row = details["talos"]
+        states = random_states(model, rng, args.horizon)
+        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 50) / len(states)
+                   for w in (1, os.cpu_count() or 1)}
+        single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
+        print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
+              + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}" for w, t in horizon.items())
+              + f"; Pinocchio single call {row['pin'] * us:.0f} (pin {ours_pin_version()})"
+              + (f", {row['newest']}" if newest.python else ""))
+        batch = linearize_trajectory(model, states)
+        worst = max(np.abs(batch.A[k] - rl.linearize(model, s).A).max() / np.abs(batch.A[k]).max()
+                    for k, s in enumerate(states))
+        print(f"  horizon results equal single calls to {worst:.1e} (relative)")
+
     for name, (model, path, floating, options, states, torques, _) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
         for part, t in breakdown(model, states[0], torques[0], args.repeat).items():
@@ -546,21 +561,6 @@ def main() -> None:
     _, path, floating, options, *_ = details[name]
     print(f"\nfirst call with an empty compile cache (fresh install), {name}: "
           f"{first_call_cost(path, floating, options, cold=True):.1f} s")
-
-    if "talos" in details:
-        model, *_, row = details["talos"]
-        states = random_states(model, rng, args.horizon)
-        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 50) / len(states)
-                   for w in (1, os.cpu_count() or 1)}
-        single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
-        print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
-              + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}" for w, t in horizon.items())
-              + f"; Pinocchio single call {row['pin'] * us:.0f} (pin {ours_pin_version()})"
-              + (f", {row['newest']}" if newest.python else ""))
-        batch = linearize_trajectory(model, states)
-        worst = max(np.abs(batch.A[k] - rl.linearize(model, s).A).max() / np.abs(batch.A[k]).max()
-                    for k, s in enumerate(states))
-        print(f"  horizon results equal single calls to {worst:.1e} (relative)")
 
 
 if __name__ == "__main__":
