@@ -286,11 +286,14 @@ def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
 
 
 def _allocate(model: Model, K: int, step: bool):
-    """(A, B, M_inv, ν̇, singular, A_d, B_d); A_d, B_d empty unless ``step``."""
+    """(A, B, M_inv, ν̇, singular, A_d, B_d); A_d, B_d empty (shared, never written) unless ``step``."""
     N, n = model.n_velocities, model.n_joints
-    d = (2 * N, 2 * N, n) if step else (0, 0, 0)
     return (np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N)),
-            np.empty(K, dtype=np.int64), np.empty((K, d[0], d[1])), np.empty((K, d[0], d[2])))
+            np.empty(K, dtype=np.int64)) + ((np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n))) if step
+                                            else _NO_STEP)
+
+
+_NO_STEP = (np.empty((0, 0, 0)), np.empty((0, 0, 0)))  # linearize_into's A_d, B_d without a step
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
@@ -335,8 +338,8 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     out = _allocate(model, 1, fused)
     _linearize_stack(model, arrays, out, dt if fused else 0.0)
     _check_finite(model, out, arrays)
-    return _result(model, *(x[0] for x in out[:4]), state=state, joint_torques=arrays[-1][0],
-                   step=tuple(x[0] for x in out[5:]) if fused else None, **step)
+    return _result(model, out[0][0], out[1][0], out[2][0], out[3][0], state=state, joint_torques=arrays[-1][0],
+                   step=(out[5][0], out[6][0]) if fused else None, **step)
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
