@@ -11,8 +11,9 @@ Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
 against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
 discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
 IntegratedActionModelEuler calc + calcDiff; the impact map of a touchdown (rl.impact)
-against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives; the contact
-margins' cost against the linearization; the MPC-horizon API, the first-call cost and
+against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives; coupled mimic
+joints against the same robot with them independent; the contact margins' cost against the
+linearization; the MPC-horizon API, the first-call cost and
 the memory per model.  ``--scaling``: how the cost grows — A, B, M⁻¹ of chains and
 branched random trees of 25, 50, 100 and 200 revolute joints on a floating base, ours
 and Pinocchio, same run, with the exponent of time ∝ nv^p fitted over them.
@@ -202,6 +203,25 @@ def contact_rows(details, rng, repeat, newest: NewestColumn):
 
 
 SOLE_SIZE = (0.2, 0.1)  # m, length × width of talos's soles (the margins' CoP rows)
+
+
+def coupled_rows(details, rng, repeat):
+    """Mimic joints coupled (CoupledModel, the reduced map) against the same robot with them
+    independent: the cost of the coupling (issue target: at most 1.2×)."""
+    us = 1e6
+    rows = [name for name in ("talos_full", "panda") if name in details]
+    if rows:
+        print("\nmimic joints coupled (the URDF's default) against independent: median µs per A, B, M^-1")
+        print(f"{'robot':<13}{'coupled':>9}{'independent':>13}{'ratio':>8}")
+    for name in rows:
+        path, floating, _ = ROBOTS[name]
+        times = []
+        for options in ({}, {"mimic_joints": "independent"}):
+            model = rl.load_urdf(path, floating_base=floating, **options)
+            states = random_states(model, rng, 5)
+            times.append(float(np.median([median_time(lambda: rl.linearize(model, state), repeat)
+                                          for state in states])))
+        print(f"{name:<13}{times[0] * us:>9.0f}{times[1] * us:>13.0f}{times[0] / times[1]:>8.2f}")
 
 
 def impact_rows(details, rng, repeat, newest: NewestColumn):
@@ -525,6 +545,7 @@ def main() -> None:
         details[name] = (model, path, floating, options, states, torques, row)
 
     contact_rows(details, rng, args.repeat, newest)
+    coupled_rows(details, rng, args.repeat)
     step_rows(details, rng, args.repeat)
     impact_rows(details, rng, args.repeat, newest)
     if args.scaling:
