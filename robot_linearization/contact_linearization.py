@@ -33,7 +33,7 @@ from .algorithms.inverse_dynamics import newton_euler_forward_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
 from .coupling import CoupledModel
-from .model import State, first_invalid_state, stack_states, state_problem
+from .model import State, invalid_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message
 from .spatial import cross_motion_into, mat_mat_into, mat_vec_into, skew_entry
 
@@ -226,17 +226,17 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
 
 @kernel
 def constrained_linearize_into(model, data, contacts, state, out):
-    """The constrained linearization (module docstring) of one state = (pose (1, 4, 4), s (1, n),
-    twist (1, 6), r (1, n), τ (1, n)) (model.stack_states's arrays) into out = (A (2N, 2N),
+    """The constrained linearization (module docstring) of one state = (pose (4, 4), s (n,),
+    twist (6,), r (n,), τ (n,)) (model.state_arrays's) into out = (A (2N, 2N),
     B (2N, n), M_inv (N, N), ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)).  Returns 0; 1, with J
     and M_inv filled for the error message, when the contact set is degenerate; 2 + j when the
     mass matrix is singular at this state because of joint j; −1 when the result is not finite
-    (an overflow); −10 − p when the state is not (model.first_invalid_state's problem p; nothing
+    (an overflow); −10 − p when the state is not (model.invalid_state's problem p; nothing
     computed)."""
-    problem = first_invalid_state(*state)[1]
+    problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
-    pose, s, twist, r, tau = state[0][0], state[1][0], state[2][0], state[3][0], state[4][0]
+    pose, s, twist, r, tau = state
     A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau = out
     floating_base = model.floating_base
     N = M_inv.shape[0]
@@ -300,21 +300,20 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     tree's per-thread workspace.  ContactError for a redundant or degenerate
     contact set.
     """
-    torques = np.asarray(joint_torques, dtype=float)[None]
+    torques = np.asarray(joint_torques, dtype=float)
     coupled = isinstance(model, CoupledModel)
     tree = model.tree if coupled else model
     if coupled:  # (checked here, on the independent coordinates, then the tree's)
-        poses, s, twists, r, torques = stack_states(model, [state], torques)
-        stacked = (poses, (model.coupling @ s[0] + model.offset)[None], twists, (model.coupling @ r[0])[None],
-                   model.tree_torques(torques[0])[None])
+        pose, s, twist, r, torques = (x[0] for x in stack_states(model, [state], torques[None]))
+        tree_state = (pose, model.coupling @ s + model.offset, twist, model.coupling @ r, model.tree_torques(torques))
     else:  # (the values checked by the kernel)
-        stacked = stack_states(model, [state], torques, check_values=False)
+        tree_state = state_arrays(model, state, torques)
     m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
     contacts, scratch = arrays.data(N)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n)))
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(workspace.model, workspace.data, contacts, tuple(stacked), out)
+    status = constrained_linearize_into(workspace.model, workspace.data, contacts, tree_state, out)
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:

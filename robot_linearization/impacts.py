@@ -44,7 +44,7 @@ from .compiled import announce_compilation, kernel
 from .contact_linearization import (contact_acceleration_derivatives_into, contact_transforms_into, eliminate_into,
                                     held_wrench_derivatives_into)
 from .contacts import ContactError, as_contacts
-from .model import State, first_invalid_state, stack_states, state_problem
+from .model import State, invalid_state, state_arrays, state_problem
 from .workspace import singular_state_message, workspace
 
 
@@ -93,23 +93,23 @@ def restitution_coefficient(value) -> float:
 
 @kernel
 def impact_into(model, data, contacts, state, e, out):
-    """The impact map (module docstring) of the pre-impact state = (pose (1, 4, 4), s (1, n),
-    twist (1, 6), r (1, n), τ (1, n), unused) (model.stack_states's arrays) with restitution e,
+    """The impact map (module docstring) of the pre-impact state = (pose (4, 4), s (n,),
+    twist (6,), r (n,), τ (n,), unused) (model.state_arrays's) with restitution e,
     into out = (M_inv (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus
     ν⁺ (N)).  Scratch: the model's workspace (workspace.DATA) and the contact set's
     (CONTACT_DATA).  Returns 0; 1 when the contact set is degenerate (J, M_inv filled for the
     message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
-    is not valid (model.first_invalid_state's problem p; nothing computed)."""
-    problem = first_invalid_state(*state)[1]
+    is not valid (model.invalid_state's problem p; nothing computed)."""
+    problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
     M_inv, A, impulses, d_impulses, nu_plus = out
     floating_base = model.floating_base
-    s, base_rotation = state[1][0], state[0][0, :3, :3].copy()
+    s, base_rotation = state[1], state[0][:3, :3].copy()
     nu_minus = np.empty(M_inv.shape[0])
     if floating_base:
-        nu_minus[:6] = state[2][0]
-    nu_minus[nu_minus.shape[0] - s.shape[0]:] = state[3][0]
+        nu_minus[:6] = state[2]
+    nu_minus[nu_minus.shape[0] - s.shape[0]:] = state[3]
     J, JM_inv, L = contacts.J, contacts.JM_inv, contacts.L
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
@@ -178,7 +178,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     if hasattr(model, "tree"):
         raise ValueError(f"impact: model '{model.name}' has coupled mimic joints (CoupledModel), which the impact "
                          "map does not support yet: load it with mimic_joints='independent'")
-    stacked = stack_states(model, [state], np.zeros((1, model.n_joints)), check_values=False)  # (values: the kernel)
+    pre_impact = state_arrays(model, state, np.zeros(model.n_joints))  # (values: the kernel)
     contacts = as_contacts(contacts)
     e = restitution_coefficient(restitution)
     arrays = contact_arrays(model, contacts)
@@ -189,7 +189,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     M_inv, A, impulses, d_impulses, nu_plus = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
                                                np.empty((m, 2 * N)), np.empty(N))
     announce_compilation(impact_into)
-    status = impact_into(ws.model, ws.data, data, tuple(stacked), e, (M_inv, A, impulses, d_impulses, nu_plus))
+    status = impact_into(ws.model, ws.data, data, pre_impact, e, (M_inv, A, impulses, d_impulses, nu_plus))
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:

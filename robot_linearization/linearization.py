@@ -30,7 +30,8 @@ from .contacts import Contact, as_contacts, resolve
 from .coupling import CoupledModel, tree_of
 from .discretization import METHODS, euler_step_jacobians_into, step_jacobians
 from .impacts import impact, restitution_coefficient, touchdown
-from .model import Model, State, check_state, first_invalid_state, stack_states, state_problem
+from .model import (Model, State, check_state, first_invalid_state, invalid_state, stack_states, state_arrays,
+                    state_problem)
 from .workspace import singular_state_message, workspace
 
 
@@ -91,12 +92,14 @@ class Linearization:
     previous_contacts: tuple | None = None
 
     @classmethod
-    def _make(cls, **fields) -> "Linearization":
-        """The same object as Linearization(**fields), built in one dict update: a frozen
-        dataclass's __init__ sets each of its 17 fields through object.__setattr__,
+    def _make(cls, fields: dict) -> "Linearization":
+        """The same object as Linearization(**fields), built by two dict updates: a frozen
+        dataclass's __init__ sets each of its 19 fields through object.__setattr__,
         ≈ 3 µs of every control cycle."""
         self = object.__new__(cls)
-        self.__dict__.update(_DEFAULTS, **fields)
+        values = self.__dict__
+        values.update(_DEFAULTS)
+        values.update(fields)
         return self
 
     def __repr__(self) -> str:
@@ -151,48 +154,75 @@ def _assemble_into(model, M_inv, derivatives, tree_sparsity, twist, g0, A, B):
 
 
 @kernel
-def linearize_into(model, data, states, out, dt):
-    """Linearize K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6),
-    joint velocities (K, n), torques (K, n)) into out = (A, B, M_inv, accelerations, singular,
-    A_d, B_d), each with a leading axis K.
+def linearize_state_into(model, data, state, out):
+    """One state = (base pose (4, 4), s (n,), base twist (6,), r (n,), τ (n,)) into out = (A (2N, 2N),
+    B (2N, n), M_inv (N, N), ν̇ (N,)): A = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]]
+    (3.42), B = [0; M⁻¹S] (3.29), M⁻¹ by the IMMAmb (Table 4.7), ν̇ by the ABAmb, where the
+    derivatives are evaluated (Proposition 3.3), by the base-frame sweep
+    (algorithms/base_frame_derivatives.py).  The values are not checked (model.invalid_state).
+    Returns −1; a joint whose articulated-body pivot vanishes (M singular there); −2 if the
+    result is not finite."""
+    pose, s, twist, r, tau = state
+    A, B, M_inv, accelerations = out
+    floating_base = model.floating_base
+    N = M_inv.shape[0]
+    n = N - (6 if floating_base else 0)
+    g0 = data.g0
+    body_transforms_into(model.S, model.tree_X, s, data.X_up)
+    base_gravity_into(pose, model.gravity, g0)
+    forward_dynamics_into(model, data, twist, r, tau, accelerations)
+    singular = singular_pivot(data.I_A, data.D)
+    a0 = -g0
+    if floating_base:
+        a0 += accelerations[:6]
+    base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
+    base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[N - n:], False)
+    inverse_mass_matrix_into(model, data, M_inv)
+    finite = _assemble_into(model, M_inv, data.derivatives, True, twist, g0, A, B)
+    if singular < 0 and not (finite and np.isfinite(finite_sum(accelerations))):
+        return -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
+    return singular
 
-    A[k] = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42), B[k] = [0; M⁻¹S]
-    (3.29), M_inv[k] by the IMMAmb (Table 4.7), accelerations[k] = ν̇ by the ABAmb,
-    where the derivatives are evaluated (Proposition 3.3), by the base-frame sweep
-    (algorithms/base_frame_derivatives.py).  singular[k]: a joint whose
-    articulated-body pivot vanishes at state k (M singular there), −2 if the result
-    is not finite, else −1.  dt > 0: also A_d, B_d of one Euler step
-    (discretization.euler_step_jacobians_into); else they are not touched.
-    Returns model.first_invalid_state of the inputs, (0, 0) when they are valid
-    (nothing computed otherwise).
-    """
+
+@kernel
+def linearize_into(model, data, state, out, dt):
+    """The control cycle's entry: one state (model.state_arrays) into out = (A, B, M_inv, ν̇,
+    A_d, B_d) by :func:`linearize_state_into`; dt > 0: also A_d (2N, 2N), B_d (2N, n) of one
+    Euler step (discretization.euler_step_jacobians_into), else they are not touched.
+    Returns linearize_state_into's status, or −10 − p when the state is not valid
+    (model.invalid_state's problem p; nothing computed)."""
+    problem = invalid_state(*state)
+    if problem != 0:
+        return -10 - problem
+    A, B, M_inv, accelerations, A_d, B_d = out
+    status = linearize_state_into(model, data, state, (A, B, M_inv, accelerations))
+    if dt > 0.0:
+        N, n = M_inv.shape[0], B.shape[1]
+        euler_step_jacobians_into(A.reshape((1, 2 * N, 2 * N)), B.reshape((1, 2 * N, n)), state[2].reshape((1, 6)),
+                                  accelerations.reshape((1, N)), model.floating_base, dt,
+                                  A_d.reshape((1, 2 * N, 2 * N)), B_d.reshape((1, 2 * N, n)))
+    return status
+
+
+@kernel
+def linearize_states_into(model, data, states, out, dt):
+    """K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6), joint
+    velocities (K, n), torques (K, n)) into out = (A, B, M_inv, accelerations, status, A_d,
+    B_d), each with a leading axis K, by :func:`linearize_state_into` (status[k]: its return);
+    dt > 0: also A_d, B_d of one Euler step, else they are not touched.  Returns
+    model.first_invalid_state of the inputs, (0, 0) when they are valid (nothing computed
+    otherwise)."""
     base_poses, joint_positions, base_twists, joint_velocities, torques = states
-    A, B, M_inv, accelerations, singular, A_d, B_d = out
+    A, B, M_inv, accelerations, status, A_d, B_d = out
     invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
     if invalid[1] != 0:
         return invalid
-    floating_base = model.floating_base
-    N = M_inv.shape[1]
-    n = N - (6 if floating_base else 0)
-    g0 = data.g0
     for k in range(joint_positions.shape[0]):
-        body_transforms_into(model.S, model.tree_X, joint_positions[k], data.X_up)
-        base_gravity_into(base_poses[k], model.gravity, g0)
-        twist = base_twists[k]
-        r = joint_velocities[k]
-        forward_dynamics_into(model, data, twist, r, torques[k], accelerations[k])
-        singular[k] = singular_pivot(data.I_A, data.D)
-        a0 = -g0
-        if floating_base:
-            a0 += accelerations[k, :6]
-        base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
-        base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[k, N - n:], False)
-        inverse_mass_matrix_into(model, data, M_inv[k])
-        finite = _assemble_into(model, M_inv[k], data.derivatives, True, twist, g0, A[k], B[k])
-        if singular[k] < 0 and not (finite and np.isfinite(finite_sum(accelerations[k]))):
-            singular[k] = -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
+        status[k] = linearize_state_into(model, data, (base_poses[k], joint_positions[k], base_twists[k],
+                                                       joint_velocities[k], torques[k]),
+                                         (A[k], B[k], M_inv[k], accelerations[k]))
     if dt > 0.0:
-        euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+        euler_step_jacobians_into(A, B, base_twists, accelerations, model.floating_base, dt, A_d, B_d)
     return invalid
 
 
@@ -200,8 +230,8 @@ def linearize_into(model, data, states, out, dt):
 def coupled_linearize_into(model, data, coupling, state, out):
     """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
     the independent coordinates: out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N)) of the
-    reduced model at state = (pose (1, 4, 4), s (1, n), twist (1, 6), r (1, n), τ (1, n))
-    (model.stack_states's arrays, independent coordinates), with coupling =
+    reduced model at state = (pose (4, 4), s (n,), twist (6,), r (n,), τ (n,))
+    (model.state_arrays's, independent coordinates), with coupling =
     CoupledModel.coupling_arrays().  The tree's state is s_tree = G s + o, r_tree = G r, and its
     torques E τ (zero on the mimic joints).
 
@@ -212,12 +242,12 @@ def coupled_linearize_into(model, data, coupling, state, out):
     ∂ID̄ (as linearize_into), and the reduced dynamics rows are −M_red⁻¹ Ĝᵀ ∂ID̄ Ĝ_z with
     M_red⁻¹ = (ĜᵀMĜ)⁻¹ = [M⁻¹ − M⁻¹J_cᵀ(J_cM⁻¹J_cᵀ)⁻¹J_cM⁻¹] on the independent ``rows``.
     Returns −1, a joint j ≥ 0 whose pivot vanishes, −2 when the result is not finite, or −10 − p
-    when the state is not valid (model.first_invalid_state's problem p; nothing computed)."""
-    problem = first_invalid_state(*state)[1]
+    when the state is not valid (model.invalid_state's problem p; nothing computed)."""
+    problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
     coupling_rows, coupling_multipliers, index, factor, rows, offset, M_tree, J_c, JM_inv, L = coupling
-    pose, twist = state[0][0], state[2][0]
+    pose, twist = state[0], state[2]
     A, B, M_inv, accelerations = out
     floating_base = model.floating_base
     N_tree = M_tree.shape[0]
@@ -227,10 +257,10 @@ def coupled_linearize_into(model, data, coupling, state, out):
     s, r, tau = np.empty(n_tree), np.empty(n_tree), np.zeros(n_tree)
     for j in range(n_tree):  # Ĝ: each tree joint is factor × one independent joint (or none: a multiplier 0)
         source, a = index[off + j] - off, factor[off + j]
-        s[j] = offset[j] + (a * state[1][0, source] if a != 0.0 else 0.0)
-        r[j] = a * state[3][0, source] if a != 0.0 else 0.0
+        s[j] = offset[j] + (a * state[1][source] if a != 0.0 else 0.0)
+        r[j] = a * state[3][source] if a != 0.0 else 0.0
     for k in range(off, N):
-        tau[rows[k] - off] = state[4][0, k - off]
+        tau[rows[k] - off] = state[4][k - off]
     tree_accelerations = np.empty(N_tree)
     joint = unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_tree)
     if joint >= 0:
@@ -276,24 +306,25 @@ def coupled_linearize_into(model, data, coupling, state, out):
 
 
 def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
-    """The kernel on stacked (poses, s, v, r, τ) into ``out`` (:func:`_allocate`);
+    """linearize_states_into on stacked (poses, s, v, r, τ) into ``out`` (:func:`_allocate`);
     ValueError for a NaN/inf or non-rigid input."""
-    announce_compilation(linearize_into)
+    announce_compilation(linearize_states_into)
     ws = workspace(model)
-    k, problem = linearize_into(ws.model, ws.data, tuple(arrays), tuple(out), dt)
+    k, problem = linearize_states_into(ws.model, ws.data, tuple(arrays), tuple(out), dt)
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 
 
 def _allocate(model: Model, K: int, step: bool):
-    """(A, B, M_inv, ν̇, singular, A_d, B_d); A_d, B_d empty (shared, never written) unless ``step``."""
+    """(A, B, M_inv, ν̇, status, A_d, B_d) of K states; A_d, B_d empty (shared, never written)
+    unless ``step``."""
     N, n = model.n_velocities, model.n_joints
     return (np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n)), np.empty((K, N, N)), np.empty((K, N)),
             np.empty(K, dtype=np.int64)) + ((np.empty((K, 2 * N, 2 * N)), np.empty((K, 2 * N, n))) if step
-                                            else _NO_STEP)
+                                            else _NO_STEPS)
 
 
-_NO_STEP = (np.empty((0, 0, 0)), np.empty((0, 0, 0)))  # linearize_into's A_d, B_d without a step
+_NO_STEP, _NO_STEPS = (np.empty((0, 0)),) * 2, (np.empty((0, 0, 0)),) * 2  # A_d, B_d without a step (1, K states)
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
@@ -332,14 +363,18 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
         return _linearize_coupled(model, state, joint_torques, step)
     if contacts:
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
-    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)[None]
-    arrays = stack_states(model, [state], torques, check_values=False)  # (the kernel checks the values)
+    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
+    arrays = state_arrays(model, state, torques)  # (the kernel checks the values)
+    N, n = model.n_velocities, model.n_joints
     fused = dt is not None and step["discretization"] == "euler"
-    out = _allocate(model, 1, fused)
-    _linearize_stack(model, arrays, out, dt if fused else 0.0)
-    _check_finite(model, out, arrays)
-    return _result(model, out[0][0], out[1][0], out[2][0], out[3][0], state=state, joint_torques=arrays[-1][0],
-                   step=(out[5][0], out[6][0]) if fused else None, **step)
+    out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
+        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else _NO_STEP)
+    ws = workspace(model)
+    announce_compilation(linearize_into)
+    status = linearize_into(ws.model, ws.data, arrays, out, dt if fused else 0.0)
+    if status != -1:
+        raise ValueError(_status_message(model, status, arrays))
+    return _result(model, *out[:4], state=state, joint_torques=torques, step=out[4:] if fused else None, **step)
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
@@ -421,54 +456,59 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 
 def _check_finite(model: Model, out, arrays) -> None:
-    """ValueError, naming the state, if the mass matrix is singular there or A, B or
-    M⁻¹ overflowed (e.g. joint velocities of 1e200): never a matrix of inf/NaN
-    without a word.  (The kernel flags both: singular[k] ≥ 0 or −2.)"""
-    singular = out[4]
-    K = singular.shape[0]
-    if K == 1 and singular[0] == -1 or K > 1 and singular.max() == -1 and singular.min() == -1:
+    """ValueError, naming the state, if linearize_states_into's status (out[4]) says the mass
+    matrix is singular there or A, B or M⁻¹ overflowed: never a matrix of inf/NaN without a word."""
+    status = out[4]
+    if status.max() == -1 and status.min() == -1:
         return
-    k = int(np.flatnonzero(singular != -1)[0])
-    where = f" (state {k})" if K > 1 else ""
-    if singular[k] >= 0:
-        raise ValueError(singular_state_message(model, int(singular[k]), where))
-    _, s, v, r, tau = (a[k] for a in arrays)
-    largest = max(float(np.abs(x).max(initial=0.0)) for x in (s, v, r, tau))
-    raise ValueError(f"the linearization overflows at this state{where}: inf/NaN in the result; its largest "
-                     f"position, velocity or torque is {largest:.3g}")
+    k = int(np.flatnonzero(status != -1)[0])
+    raise ValueError(_status_message(model, int(status[k]), [a[k] for a in arrays],
+                                     f" (state {k})" if len(status) > 1 else ""))
+
+
+def _status_message(model: Model, status: int, state, where: str = "") -> str:
+    """What a linearization kernel's status ≠ −1 means (linearize_into, coupled_linearize_into)
+    at the state (pose, s, v, r, τ): −10 − p an invalid state (model.invalid_state's p), a joint
+    j ≥ 0 whose pivot vanishes (M singular), −2 an overflow (e.g. joint velocities of 1e200)."""
+    if status <= -10:
+        return state_problem(0, -10 - status, 1)
+    if status >= 0:
+        return singular_state_message(model, status, where)
+    largest = max(float(np.abs(x).max(initial=0.0)) for x in state[1:])
+    return (f"the linearization overflows at this state{where}: inf/NaN in the result; its largest position, "
+            f"velocity or torque is {largest:.3g}")
 
 
 def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization="euler", step=None, **fields
             ) -> Linearization:
     """The Linearization, with A_d, B_d of a step when dt is given (``step``: already
     computed by the kernel)."""
-    base = nu_dot[..., :6] if model.floating_base else None
-    joints = nu_dot[..., 6:] if model.floating_base else nu_dot
+    if model.floating_base:
+        base, joints = nu_dot[..., :6], nu_dot[..., 6:]
+    else:
+        base, joints = None, nu_dot
     if dt is not None:
         if step is None:
             twists = None if base is None else (state.base_twist if isinstance(state, State)
                                                 else np.array([s.base_twist for s in state]))
             step = step_jacobians(A, B, twists, base, dt, discretization)
         fields.update(A_d=step[0], B_d=step[1], dt=float(dt), discretization=discretization)
-    return Linearization._make(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
-                               state_labels=model.state_labels, state=state, **fields)
+    fields.update(A=A, B=B, M_inv=M_inv, base_acceleration=base, joint_accelerations=joints,
+                  state_labels=model.state_labels, state=state)
+    return Linearization._make(fields)
 
 
 def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -> Linearization:
     """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
     torques = joint_vector(model, joint_torques, "joint_torques")
-    poses, s, twists, r, tau = stack_states(model, [state], torques[None], check_values=False)  # (values: the kernel)
+    arrays = state_arrays(model, state, torques)  # (values: the kernel)
     tree, N = model.tree, model.n_velocities
     ws = workspace(tree)
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(ws.model, ws.data, model.coupling_arrays(), (poses, s, twists, r, tau), out)
-    if status <= -10:
-        raise ValueError(state_problem(0, -10 - status, 1))
-    if status >= 0:
-        raise ValueError(singular_state_message(tree, status))
-    if status == -2:
-        raise ValueError("the linearization overflows at this state: inf/NaN in the result")
+    status = coupled_linearize_into(ws.model, ws.data, model.coupling_arrays(), arrays, out)
+    if status != -1:
+        raise ValueError(_status_message(tree, status, arrays))
     return _result(model, *out, state=state, joint_torques=torques, **step)
 
 
@@ -494,12 +534,12 @@ def _linearize_after_impact(model: Model, state: State, joint_torques, contacts,
     e = restitution_coefficient(restitution)
     if not touchdown(previous, contacts):
         lin = linearize(model, state, joint_torques, contacts=contacts, **_step_arguments(step))
-        return Linearization._make(**{**lin.__dict__, "previous_contacts": previous})
+        return Linearization._make({**lin.__dict__, "previous_contacts": previous})
     if step["dt"] is None:
         raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
     jump = impact(model, state, contacts, e)
     lin = linearize(model, jump.state, joint_torques, contacts=contacts, **_step_arguments(step))
-    return Linearization._make(**{**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
+    return Linearization._make({**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
                                   "previous_contacts": previous})
 
 

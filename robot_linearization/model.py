@@ -219,57 +219,67 @@ def state_problem(k: int, problem: int, K: int, name: str = "state") -> str:
 
 
 @kernel
-def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, joint_torques):
-    """(k, problem) of the first invalid state or torque, problem 0 if all are valid
+def invalid_state(pose, joint_positions, base_twist, joint_velocities, joint_torques):
+    """The problem of one state (pose (4, 4), s (n,), v (6,), r (n,), τ (n,)), 0 if it is valid
     (codes in _STATE_PROBLEMS; tolerance 1e-6 on orthonormality and det)."""
+    for x in joint_torques:
+        if not np.isfinite(x):
+            return 6
+    for x in joint_positions:
+        if not np.isfinite(x):
+            return 1
+    for x in joint_velocities:
+        if not np.isfinite(x):
+            return 2
+    for x in pose.ravel():
+        if not np.isfinite(x):
+            return 3
+    for x in base_twist:
+        if not np.isfinite(x):
+            return 4
+    R = pose[:3, :3]
+    for i in range(3):
+        for j in range(3):
+            dot = R[0, i] * R[0, j] + R[1, i] * R[1, j] + R[2, i] * R[2, j]
+            if abs(dot - (1.0 if i == j else 0.0)) > 1e-6:
+                return 5
+    det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
+        + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
+    if abs(det - 1.0) > 1e-6 or pose[3, 0] != 0.0 or pose[3, 1] != 0.0 or pose[3, 2] != 0.0 or pose[3, 3] != 1.0:
+        return 5
+    return 0
+
+
+@kernel
+def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, joint_torques):
+    """(k, problem) of the first invalid state or torque among K stacked ones (:func:`invalid_state`),
+    problem 0 if all are valid."""
     for k in range(poses.shape[0]):
-        for x in joint_torques[k]:
-            if not np.isfinite(x):
-                return k, 6
-        for x in joint_positions[k]:
-            if not np.isfinite(x):
-                return k, 1
-        for x in joint_velocities[k]:
-            if not np.isfinite(x):
-                return k, 2
-        for x in poses[k].ravel():
-            if not np.isfinite(x):
-                return k, 3
-        for x in base_twists[k]:
-            if not np.isfinite(x):
-                return k, 4
-        R = poses[k, :3, :3]
-        for i in range(3):
-            for j in range(3):
-                dot = R[0, i] * R[0, j] + R[1, i] * R[1, j] + R[2, i] * R[2, j]
-                if abs(dot - (1.0 if i == j else 0.0)) > 1e-6:
-                    return k, 5
-        det = R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0]) \
-            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0])
-        if abs(det - 1.0) > 1e-6 or poses[k, 3, 0] != 0.0 or poses[k, 3, 1] != 0.0 or poses[k, 3, 2] != 0.0 \
-                or poses[k, 3, 3] != 1.0:
-            return k, 5
+        problem = invalid_state(poses[k], joint_positions[k], base_twists[k], joint_velocities[k], joint_torques[k])
+        if problem != 0:
+            return k, problem
     return 0, 0
 
 
-def _single_state_arrays(model: Model, state: State, joint_torques):
-    """stack_states' result for one well-shaped state, as views without copies; None
-    when anything is off (stack_states then says what)."""
-    if not isinstance(state, State):
-        return None
-    s, r, tau = state.joint_positions, state.joint_velocities, joint_torques
+_FIXED_BASE_POSE, _FIXED_BASE_TWIST = np.eye(4), np.zeros(6)  # (read by the kernels, never written)
+
+
+def state_arrays(model: Model, state: State, joint_torques) -> tuple:
+    """One state and its torques τ (n,) float64 as the single-state kernels take them:
+    (base pose (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a
+    fixed base: the identity and zeros).  Shapes are checked here (ValueError as
+    :func:`stack_states`'), values by the kernel (:func:`invalid_state`)."""
     n = model.n_joints
-    if not (s.shape == r.shape == (n,) and isinstance(tau, np.ndarray) and tau.shape == (1, n)
-            and tau.dtype == np.float64 and tau.flags.c_contiguous):
-        return None
-    if model.floating_base:
+    if isinstance(state, State) and type(joint_torques) is np.ndarray and joint_torques.shape == (n,) \
+            and joint_torques.dtype == np.float64 and state.joint_positions.shape == state.joint_velocities.shape \
+            == (n,):
         pose, twist = state.base_pose, state.base_twist
-        if pose is None or twist is None or pose.shape != (4, 4) or twist.shape != (6,):
-            return None
-        return pose[None], s[None], twist[None], r[None], tau
-    if state.base_pose is not None or state.base_twist is not None:
-        return None
-    return np.eye(4)[None], s[None], np.zeros((1, 6)), r[None], tau
+        if model.floating_base:
+            if pose is not None and twist is not None and pose.shape == (4, 4) and twist.shape == (6,):
+                return pose, state.joint_positions, twist, state.joint_velocities, joint_torques
+        elif pose is None and twist is None:
+            return _FIXED_BASE_POSE, state.joint_positions, _FIXED_BASE_TWIST, state.joint_velocities, joint_torques
+    return tuple(x[0] for x in stack_states(model, [state], joint_torques[None], check_values=False))
 
 
 def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True, name: str = "state"):
@@ -280,13 +290,9 @@ def stack_states(model: Model, states, joint_torques=None, *, check_values: bool
     naming the argument (``name``, or states[k] for K > 1), for a non-State, wrong
     shapes, a state of the other base kind, NaN/inf or a non-rigid pose.
     check_values=False checks the shapes only, for a caller whose kernel runs
-    :func:`first_invalid_state` itself.
+    :func:`first_invalid_state` itself (one state: :func:`state_arrays`).
     """
     n, K = model.n_joints, len(states)
-    if K == 1 and check_values is False and joint_torques is not None:  # the control cycle's case
-        fast = _single_state_arrays(model, states[0], joint_torques)
-        if fast is not None:
-            return fast
     joints = f"one per joint of model '{model.name}'"
     for k, state in enumerate(states):
         where = name if K == 1 else f"states[{k}]"
