@@ -29,21 +29,13 @@ from .algorithms.base_frame_derivatives import base_frame_backward_into, base_fr
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
                                               degeneracy_reason, multiply_add_into, tree_multiply_add_into,
                                               unconstrained_dynamics_into)
-from .algorithms.inverse_dynamics import newton_euler_forward_into
+from .algorithms.forward_dynamics import bias_accelerations_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
 from .coupling import CoupledModel
 from .model import State, invalid_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message
-from .spatial import cross_motion_into, mat_mat_into, mat_vec_into, skew_entry
-
-
-@kernel
-def contact_transforms_into(contacts):
-    """contacts.T[k] = c_X_b · b_X_0 (k, 6, 6): the velocity transform from the base frame
-    (the sweep's) to contact k's frame, after contact_kinematics_into (b_X_0)."""
-    for k in range(contacts.T.shape[0]):
-        mat_mat_into(contacts.X_cb[k], contacts.body_X_base[k], contacts.T[k])
+from .spatial import cross_motion_into, mat_vec_into, skew_entry
 
 
 @kernel
@@ -77,7 +69,7 @@ def contact_acceleration_derivatives_into(model, data, contacts, g0):
     """∂a (m, 2N) into contacts.d_accel: the derivatives of the constrained contact
     accelerations a = J ν̇ + γ, from the base-frame sweep's forward pass
     (base_frame_motion_into: body twists data.v, the columns ∂v/∂s, ∂a/∂s, ∂a/∂r, the axes
-    J), g_0 (6,) and the contact transforms T (contact_transforms_into).
+    J), g_0 (6,) and the contact transforms T (constrained_dynamics.contact_kinematics_into).
 
     Body b's own acceleration moves by ⁰X_b⁻¹(∂a/∂s_c − v_b × ∂v/∂s_c + g_0 × J_c) with joint c
     above it (the sweep's accelerations carry the fictitious −g_0, which turns with the body:
@@ -186,7 +178,7 @@ def world_aligned_turn_into(contacts, derivatives):
 def held_wrench_derivatives_into(model, data, contacts, forces):
     """∂R (N, 2N) into data.derivatives, R = ID̄ − Jᵀλ (``forces`` λ (m,)), after the
     base-frame sweep's forward pass (base_frame_motion_into, which left f, Y, Y_rate and the
-    columns) and contact_transforms_into (T): each contact force λ taken off its body's wrench
+    columns) and contact_kinematics_into (T): each contact force λ taken off its body's wrench
     (held in the body's frame, it turns with the joints above it as the body's own inertial
     wrench does), the backward pass (algorithms/base_frame_derivatives.py), then the turn of
     world-aligned λ.  contacts.wrenches (k, 6) receives each λ_c in its frame's axes.  The z_H
@@ -247,8 +239,8 @@ def constrained_linearize_into(model, data, contacts, state, out):
     if joint >= 0:
         return 2 + joint
     g0 = data.g0
-    # contact Jacobians and drift from the motion at ν̇ = 0 without gravity; λ and ν̇
-    newton_euler_forward_into(model, data, twist, np.zeros(6), r, np.zeros(n))
+    # contact Jacobians and drift from the motion at ν̇ = 0 without gravity (the ABAmb's twists); λ and ν̇
+    bias_accelerations_into(model, data)
     contact_kinematics_into(model, data, contacts, pose[:3, :3].copy())
     if not contact_forces_into(contacts.J, M_inv, data.free, contacts.drift, contacts.JM_inv, contacts.L, forces,
                                accelerations):
@@ -258,7 +250,6 @@ def constrained_linearize_into(model, data, contacts, state, out):
     if floating_base:
         a0 += accelerations[:6]
     base_frame_motion_into(model, data, twist, a0, g0, r, accelerations[off:])
-    contact_transforms_into(contacts)
     contact_acceleration_derivatives_into(model, data, contacts, g0)
     held_wrench_derivatives_into(model, data, contacts, forces)
     A[:N] = 0.0

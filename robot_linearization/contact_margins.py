@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .algorithms.constrained_dynamics import contact_arrays, contact_kinematics_into
-from .algorithms.kinematics import body_transforms_into
+from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from .compiled import announce_compilation, kernel
 from .arguments import _given, check_linearization, positive_number, real_array
 from .contacts import as_contacts
@@ -351,6 +351,7 @@ def _frame_rotations(model, state, contacts):
     arrays = contact_arrays(tree, tuple(contacts))
     ws = workspace(tree)
     body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
+    base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
     ws.v[:], ws.a[:] = 0.0, 0.0
     data, scratch = arrays.data(tree.n_velocities)
     base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)

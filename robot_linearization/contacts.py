@@ -54,6 +54,15 @@ class Contact:
         if self.reference not in REFERENCES:
             raise ContactError(f"contact '{self.frame}': reference must be one of {REFERENCES}, "
                                f"got {self.reference!r}")
+        object.__setattr__(self, "_hash", hash((self.frame, self.kind, self.reference)))
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: a contact set is looked up by its hash every control
+        cycle (as_contacts, contact_arrays)."""
+        return self._hash
+
+    def __reduce__(self):
+        return Contact, (self.frame, self.kind, self.reference)  # (the hash of str differs between processes)
 
     @property
     def dimension(self) -> int:

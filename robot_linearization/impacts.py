@@ -41,7 +41,7 @@ from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from .arguments import check_model, real_array
 from .compiled import announce_compilation, kernel
-from .contact_linearization import (contact_acceleration_derivatives_into, contact_transforms_into, eliminate_into,
+from .contact_linearization import (contact_acceleration_derivatives_into, eliminate_into,
                                     held_wrench_derivatives_into)
 from .contacts import ContactError, as_contacts
 from .model import State, invalid_state, state_arrays, state_problem
@@ -136,7 +136,6 @@ def impact_into(model, data, contacts, state, e, out):
     # ∂a: the sweep's forward pass at ν = 0, g = 0 with accelerations w = ν⁺ + eν⁻
     w = nu_plus + e * nu_minus
     base_frame_motion_into(model, data, zero6, w[:6] if floating_base else zero6, zero6, zero_n, w[off:])
-    contact_transforms_into(contacts)
     contact_acceleration_derivatives_into(model, data, contacts, zero6)
     # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches
     jump = nu_plus - nu_minus

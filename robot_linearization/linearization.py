@@ -500,7 +500,7 @@ def _result(model: Model, A, B, M_inv, nu_dot, *, state, dt=None, discretization
 
 def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -> Linearization:
     """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
-    torques = joint_vector(model, joint_torques, "joint_torques")
+    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     arrays = state_arrays(model, state, torques)  # (values: the kernel)
     tree, N = model.tree, model.n_velocities
     ws = workspace(tree)
@@ -514,7 +514,7 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
     arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
-    torques = joint_vector(model, joint_torques, "joint_torques")
+    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
         model, state, torques, arrays, workspace(tree_of(model)))
     if not arrays.contacts:  # a CoupledModel without contacts: no contact fields

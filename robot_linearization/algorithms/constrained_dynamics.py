@@ -26,7 +26,7 @@ from ..compiled import FLAGS, INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, St
 from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
-from ..spatial import mat_mat_into
+from ..spatial import mat_mat_into, skew_entry
 from ..workspace import workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
@@ -196,17 +196,19 @@ def tree_multiply_add_into(model, A, D, sign, out):
 @kernel
 def contact_kinematics_into(model, data, contacts, base_rotation):
     """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
-    body transforms data.X_up, body twists data.v and body accelerations data.a (n+1, 6) at
-    ν̇ = 0 without gravity, and the base's rotation A_R_0 (3, 3).  Also per contact k:
-    J_local[k] (6, N) the frame's body Jacobian in its own axes, rotation[k] = A_R_c,
-    body_X_base[k] = b_X_0 (base, or world for a fixed base, to its body).  The last
-    rows are the mimic couplings e_m − a e_j (no drift)."""
-    parent, S, floating_base, X_up, v, a = model.parent, model.S, model.floating_base, data.X_up, data.v, data.a
+    body poses and column axes in the base frame data.R, t, axes (kinematics.base_frame_poses_into),
+    body twists data.v and body accelerations data.a (n+1, 6) at ν̇ = 0 without gravity, and the
+    base's rotation A_R_0 (3, 3).  Also per contact k: body_X_base[k] = b_X_0 (base, or world
+    for a fixed base, to its body), T[k] = c_X_0 = c_X_b b_X_0, J_local[k] (6, N) the frame's
+    body Jacobian in its own axes (T[k] times the base's I₆ and the axes of the joints above
+    it), rotation[k] = A_R_c.  The last rows are the mimic couplings e_m − a e_j (no drift)."""
+    ancestors, depth, floating_base = model.ancestors, model.depth, model.floating_base
+    R, t, axes, v, a = data.R, data.t, data.axes, data.v, data.a
     bodies, X_cb, dims, world_aligned, starts = (contacts.bodies, contacts.X_cb, contacts.dims, contacts.world_aligned,
                                                  contacts.starts)
     coupling_rows, coupling_multipliers, J, drift = (contacts.coupling_rows, contacts.coupling_multipliers, contacts.J,
                                                      contacts.drift)
-    J_local, rotation, body_X_base = contacts.J_local, contacts.rotation, contacts.body_X_base
+    J_local, rotation, body_X_base, T = contacts.J_local, contacts.rotation, contacts.body_X_base, contacts.T
     N = J.shape[1]
     off = 6 if floating_base else 0
     first = J.shape[0] - coupling_multipliers.shape[0]  # (the contact rows come first)
@@ -215,36 +217,35 @@ def contact_kinematics_into(model, data, contacts, base_rotation):
         J[first + i, off + coupling_rows[i, 0]] = 1.0
         J[first + i, off + coupling_rows[i, 1]] -= coupling_multipliers[i]
         drift[first + i] = 0.0
-    X = np.empty((6, 6))
-    X_next = np.empty((6, 6))
-    J_body = np.empty((6, N))
     v_c = np.empty(6)
     a_c = np.empty(6)
     local = np.empty(6)
     for k in range(bodies.shape[0]):
         b = bodies[k]
-        J_body[:] = 0.0
-        X[:] = np.eye(6)
-        i = b
-        while i > 0:  # walk to the base: column of joint i is b_X_i Γ_i
+        X, T_k, J_k = body_X_base[k], T[k], J_local[k]
+        X[3:, :3] = 0.0
+        for r in range(3):  # b_X_0 = [[Rᵀ, −Rᵀ t^], [0, Rᵀ]], (R, t) body b's pose in the base frame
+            for c in range(3):
+                X[r, c] = X[3 + r, 3 + c] = R[b, c, r]
+                X[r, 3 + c] = -(R[b, 0, r] * skew_entry(t[b], 0, c) + R[b, 1, r] * skew_entry(t[b], 1, c)
+                                + R[b, 2, r] * skew_entry(t[b], 2, c))
+        mat_mat_into(X_cb[k], X, T_k)
+        J_k[:] = 0.0
+        if floating_base:
+            J_k[:, :6] = T_k
+        for d in range(depth[b]):  # the column of joint j above b: c_X_0 ⁰X_j Γ_j
+            col = off + ancestors[b, d]
             for r in range(6):
                 acc = 0.0
-                for c in range(6):
-                    acc += X[r, c] * S[i, c]
-                J_body[r, off + i - 1] = acc
-            mat_mat_into(X, X_up[i], X_next)
-            X[:] = X_next
-            i = parent[i]
-        if floating_base:
-            J_body[:, :6] = X
-        body_X_base[k] = X
-        matmul_into(X_cb[k], J_body, J_local[k])
-        for r in range(3):  # A_R_c = A_R_0 · (b_R_0)ᵀ · (c_R_b)ᵀ
+                for q in range(6):
+                    acc += T_k[r, q] * axes[col, q]
+                J_k[r, col] = acc
+        for r in range(3):  # A_R_c = A_R_0 · ⁰R_b · (c_R_b)ᵀ
             for c in range(3):
                 acc = 0.0
                 for p in range(3):
                     for q in range(3):
-                        acc += base_rotation[r, p] * X[q, p] * X_cb[k, 3 + c, 3 + q]
+                        acc += base_rotation[r, p] * R[b, p, q] * X_cb[k, 3 + c, 3 + q]
                 rotation[k, r, c] = acc
         for r in range(6):
             acc_v = 0.0
@@ -389,6 +390,7 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     arrays = contact_arrays(model, as_contacts(contacts))
     ws = workspace(tree)
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
+    base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
     data, scratch = arrays.data(tree.n_velocities)
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
     contact_kinematics_into(ws.model, ws.data, data, base_rotation)

@@ -88,6 +88,19 @@ def forward_dynamics_into(model, data, base_twist, r, torques, accelerations):
 
 
 @kernel
+def bias_accelerations_into(model, data):
+    """The body accelerations at ν̇ = 0 without gravity into data.a (n+1, 6): a_0 = 0,
+    a_i = i_X_λ(i) a_λ(i) + c_i, from the velocity-product accelerations data.c that
+    :func:`forward_dynamics_into` left (the Newton-Euler forward pass's a at ν̇ = 0, without
+    its twists and wrenches)."""
+    parent, X_up, c, a = model.parent, data.X_up, data.c, data.a
+    a[0] = 0.0
+    for i in range(1, a.shape[0]):
+        transform_motion_into(X_up[i], a[parent[i]], a[i])
+        axpy(1.0, c[i], a[i])
+
+
+@kernel
 def singular_pivot(I_A, D):
     """The deepest joint whose pivot D_i = Γᵀ I^A_i Γ vanishes (below PIVOT_TOLERANCE of
     its body's articulated inertia: M is singular), or −1.  Leaves first: a zero
