@@ -136,6 +136,23 @@ def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
                 assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max(), (model.name, width)
 
 
+def test_dense_product_equals_numpy_for_every_remainder(rng):
+    """multiply_add_into (out += sign · A B[:, :w]) sweeps two rows of out per four rows of B: an odd
+    number of rows, a depth that is not a multiple of 4, a transposed A (the KKT elimination's
+    (J M⁻¹)ᵀ) and w narrower than B each take their own branch; numpy's product is the reference."""
+    from robot_linearization.algorithms.constrained_dynamics import multiply_add_into
+
+    for p in (1, 2, 3, 6, 9, 18):
+        for q in (1, 2, 3, 4, 5, 7, 12):
+            for transposed in (False, True):
+                A = rng.normal(size=(q, p)).T if transposed else rng.normal(size=(p, q))
+                B = rng.normal(size=(q, 11))
+                out = rng.normal(size=(p, 9))
+                expected = out - 0.5 * A @ B[:, :9]
+                multiply_add_into(A, B, -0.5, out)
+                assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max(), (p, q, transposed)
+
+
 def test_fixed_base_inverse_dynamics_derivatives_match_finite_differences(rng):
     model = load_example("ur5")
     state = random_state(model, rng)
