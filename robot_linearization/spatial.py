@@ -321,6 +321,36 @@ def congruence_add(X, M, out, tmp):
 
 
 @kernel(inline=True)
+def inertia_transform_add(X, M, out, tmp):
+    """out += Xᵀ M X for a velocity transform X = [[E, Q], [0, E]] (its zero block skipped) and a
+    symmetric M (an articulated inertia carried to the parent frame): the upper triangle is
+    computed and mirrored, about 250 multiply-adds instead of :func:`congruence_add`'s 432.
+    tmp: 6×6 scratch, M X."""
+    for r in range(6):
+        for c in range(3):
+            tmp[r, c] = M[r, 0] * X[0, c] + M[r, 1] * X[1, c] + M[r, 2] * X[2, c]
+        for c in range(3, 6):
+            acc = 0.0
+            for k in range(6):
+                acc += M[r, k] * X[k, c]
+            tmp[r, c] = acc
+    for r in range(3):  # (column r < 3 of X is E's, zero below)
+        for c in range(r, 6):
+            acc = X[0, r] * tmp[0, c] + X[1, r] * tmp[1, c] + X[2, r] * tmp[2, c]
+            out[r, c] += acc
+            if c != r:
+                out[c, r] += acc
+    for r in range(3, 6):
+        for c in range(r, 6):
+            acc = 0.0
+            for k in range(6):
+                acc += X[k, r] * tmp[k, c]
+            out[r, c] += acc
+            if c != r:
+                out[c, r] += acc
+
+
+@kernel(inline=True)
 def lu_factor6(M, LU, pivots):
     """LU factorisation with partial pivoting of a 6×6 matrix (e.g. the base's
     articulated inertia, not necessarily positive definite for raw inertias).

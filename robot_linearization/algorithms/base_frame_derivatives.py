@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..spatial import cross_force_into, cross_motion_into, dot6, mat_transpose_vec_into, mat_vec_into, skew_entry
+from ..spatial import cross_force_into, cross_motion_into, mat_transpose_vec_into, mat_vec_into, skew_entry
 
 
 @kernel(inline=True)
@@ -157,6 +157,27 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
         _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
 
 
+@kernel(inline=True)
+def _column_dots_into(Y_J, Y_rate_J, x, y, start, end, out):
+    """out[d] = Y_J[d]·x + Y_rate_J[d]·y for the rows d in [start, end), with x and y held in
+    registers (out is a column of D, which the compiler cannot tell apart from x and y)."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    y0, y1, y2, y3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
+    for d in range(start, end):
+        a, b = Y_J[d], Y_rate_J[d]
+        out[d] = ((a[0] * x0 + a[1] * x1 + a[2] * x2 + a[3] * x3 + a[4] * x4 + a[5] * x5)
+                  + (b[0] * y0 + b[1] * y1 + b[2] * y2 + b[3] * y3 + b[4] * y4 + b[5] * y5))
+
+
+@kernel(inline=True)
+def _row_dots_into(x, columns, start, end, out):
+    """out[e] = x·columns[e] for e in [start, end), x held in registers."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    for e in range(start, end):
+        g = columns[e]
+        out[e] = g[0] * x0 + g[1] * x1 + g[2] * x2 + g[3] * x3 + g[4] * x4 + g[5] * x5
+
+
 @kernel
 def base_frame_backward_into(model, data, with_base_pose):
     """The sweep's backward pass: composite inertias, their rates and the wrenches data.f
@@ -189,14 +210,11 @@ def base_frame_backward_into(model, data, with_base_pose):
                 df_dr[c, row] += tmp2[row]
         position_columns = with_base_pose or i > 0  # the base's own position columns are D₁ID̄
         for c in range(own_start, own_end):
-            for d in range(own_end, end):  # rows below column c
-                if position_columns:
-                    derivatives[d, c] = dot6(Y_J[d], da_dq[c]) + dot6(Y_rate_J[d], dv_dq[c])
-                derivatives[d, N + c] = dot6(Y_J[d], da_dr[c]) + dot6(Y_rate_J[d], J[c])
-            for e in range(own_start if position_columns else own_end, end):  # row c, its subtree's columns
-                derivatives[c, e] = dot6(J[c], df_dq[e])
-            for e in range(own_start, end):
-                derivatives[c, N + e] = dot6(J[c], df_dr[e])
+            if position_columns:
+                _column_dots_into(Y_J, Y_rate_J, da_dq[c], dv_dq[c], own_end, end, derivatives[:, c])
+            _column_dots_into(Y_J, Y_rate_J, da_dr[c], J[c], own_end, end, derivatives[:, N + c])
+            _row_dots_into(J[c], df_dq, own_start if position_columns else own_end, end, derivatives[c])
+            _row_dots_into(J[c], df_dr, own_start, end, derivatives[c, N:])
         for c in range(own_start, own_end):
             cross_force_into(J[c], f[i], tmp)  # the subtree's wrench turns with the joint
             for row in range(6):

@@ -7,7 +7,7 @@ import numpy as np
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
 from ..model import PIVOT_TOLERANCE, Model, State, check_state
-from ..spatial import (axpy, congruence_add, cross_force_into, cross_motion_into, dot6, lu_factor6, lu_solve6,
+from ..spatial import (axpy, cross_force_into, cross_motion_into, dot6, inertia_transform_add, lu_factor6, lu_solve6,
                        mat_vec_into, transform_force_add, transform_motion_into)
 from ..workspace import workspace
 from .kinematics import base_gravity, base_twist, body_transforms_into
@@ -28,9 +28,10 @@ def articulated_inertias_into(parent, S, I, X_up, I_A, U, D):
         mat_vec_into(I_A[i], S[i], U[i])
         D[i] = dot6(U[i], S[i])
         for r in range(6):
+            scaled = U[i, r] / D[i]
             for c in range(6):
-                I_a[r, c] = I_A[i, r, c] - U[i, r] * U[i, c] / D[i]
-        congruence_add(X_up[i], I_a, I_A[parent[i]], tmp)
+                I_a[r, c] = I_A[i, r, c] - scaled * U[i, c]
+        inertia_transform_add(X_up[i], I_a, I_A[parent[i]], tmp)
 
 
 @kernel

@@ -57,9 +57,10 @@ def inverse_mass_matrix_into(model, data, M_inv):
         W[4] += t[i, 2] * W[0] - t[i, 0] * W[2]
         W[5] += t[i, 0] * W[1] - t[i, 1] * W[0]
         J = axes[row]
-        M_inv[row, row] = 1.0 / D[i]
+        inverse_pivot = 1.0 / D[i]  # (one division per body: a product per column)
+        M_inv[row, row] = inverse_pivot
         for c in range(row, end):
-            M_inv[row, c] -= dot6(J, F[i, c]) / D[i]
+            M_inv[row, c] -= dot6(J, F[i, c]) * inverse_pivot
             value = M_inv[row, c]
             for q in range(6):
                 F[p, c, q] += F[i, c, q] + value * W[q]
@@ -80,8 +81,9 @@ def inverse_mass_matrix_into(model, data, M_inv):
     for i in range(1, n_bodies):  # P_i is read by descendants for columns ≥ their row only
         p, row = parent[i], off + i - 1
         J, W = axes[row], U_base[i]
+        inverse_pivot = 1.0 / D[i]
         for c in range(row, N):
-            M_inv[row, c] -= dot6(W, P[p, c]) / D[i]
+            M_inv[row, c] -= dot6(W, P[p, c]) * inverse_pivot
             value = M_inv[row, c]
             for q in range(6):
                 P[i, c, q] = P[p, c, q] + value * J[q]
