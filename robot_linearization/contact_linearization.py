@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into
+from .algorithms.base_frame_derivatives import base_frame_backward_into, base_frame_motion_into, place_inertias_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_forces_into, contact_kinematics_into,
                                               degeneracy_reason, multiply_add_into, tree_multiply_add_into,
                                               unconstrained_dynamics_into)
@@ -249,6 +249,7 @@ def constrained_linearize_into(model, data, contacts, state, out):
     a0 = -g0
     if floating_base:
         a0 += accelerations[:6]
+    place_inertias_into(model, data)
     base_frame_motion_into(model, data, twist, a0, g0, r, accelerations[off:])
     contact_acceleration_derivatives_into(model, data, contacts, g0)
     held_wrench_derivatives_into(model, data, contacts, forces)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.base_frame_derivatives import base_frame_motion_into
+from .algorithms.base_frame_derivatives import base_frame_motion_into, place_inertias_into
 from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
                                               contact_kinematics_into, degeneracy_reason, multiply_add_into)
 from .algorithms.forward_dynamics import articulated_inertias_into, singular_pivot
@@ -135,6 +135,7 @@ def impact_into(model, data, contacts, state, e, out):
         nu_plus[i] = jumped[i] - e * nu_minus[i]
     # ∂a: the sweep's forward pass at ν = 0, g = 0 with accelerations w = ν⁺ + eν⁻
     w = nu_plus + e * nu_minus
+    place_inertias_into(model, data)  # (once: the first forward pass leaves them, the backward pass sums them)
     base_frame_motion_into(model, data, zero6, w[:6] if floating_base else zero6, zero6, zero_n, w[off:])
     contact_acceleration_derivatives_into(model, data, contacts, zero6)
     # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches

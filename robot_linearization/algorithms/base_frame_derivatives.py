@@ -108,20 +108,37 @@ def _add_inertia_rate(Y, v, h, out, column):
 
 
 @kernel
+def place_inertias_into(model, data):
+    """Every body's inertia in the base frame into data.Y (n+1, 6, 6), from the body poses
+    data.R, t (kinematics.base_frame_poses_into); data.Y_rate: scratch.  The sweep's forward
+    pass reads them, its backward pass sums them into composite inertias in place: they are
+    placed again before another backward pass (the impact map runs two forward passes on one
+    placement)."""
+    I, R, t, Y, Y_rate = model.I, data.R, data.t, data.Y, data.Y_rate
+    for i in range(Y.shape[0]):
+        _place_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
+
+
+@kernel
 def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rdot):
     """The sweep's forward pass: twists data.v, accelerations data.a (a_0 = v̇ − g_0) and
-    wrenches data.f (n+1, 6) of every body, its inertia data.Y and inertia rate data.Y_rate
-    (n+1, 6, 6), and each column's ∂v/∂s_c, ∂a/∂s_c, ∂a/∂r_c into data.columns[0:3] (N, 6),
-    all in the base frame.
+    wrenches data.f (n+1, 6) of every body, its inertia rate data.Y_rate (n+1, 6, 6) (zero when
+    the robot does not move), and each column's ∂v/∂s_c, ∂a/∂s_c, ∂a/∂r_c into
+    data.columns[0:3] (N, 6), all in the base frame, at the inertias data.Y placed by
+    :func:`place_inertias_into`.
 
     Inputs as :func:`base_frame_derivatives_into`.  The columns are shared by every body
     below column c: in body k's own frame, ∂v_k/∂s_c = ⁰X_k⁻¹ ∂v/∂s_c and (the ``−v_k ×``
     terms the backward pass leaves to Ẏ) ∂a_k/∂s_c = ⁰X_k⁻¹(∂a/∂s_c − v_k × ∂v/∂s_c),
     ∂a_k/∂r_c = ⁰X_k⁻¹(∂a/∂r_c − v_k × J_c) — what the contact accelerations need."""
-    parent, I, floating_base = model.parent, model.I, model.floating_base
-    R, t, J, v, a, f, Y, Y_rate, columns = data.R, data.t, data.axes, data.v, data.a, data.f, data.Y, data.Y_rate, \
-        data.columns
+    parent, floating_base = model.parent, model.floating_base
+    J, v, a, f, Y, Y_rate, columns = data.axes, data.v, data.a, data.f, data.Y, data.Y_rate, data.columns
     n_bodies = v.shape[0]
+    moving = False
+    for x in base_twist:
+        moving = moving or x != 0.0
+    for x in r:
+        moving = moving or x != 0.0
     off = 6 if floating_base else 0
     dv_dq, da_dq, da_dr = columns[0], columns[1], columns[2]
     tmp, tmp2 = np.empty(6), np.empty(6)
@@ -147,14 +164,14 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
                 da_dq[c, row] += tmp[row]
                 da_dr[c, row] = tmp2[row] + dv_dq[c, row]
                 a[i, row] = a[p, row] + rdot[k] * J[c, row] + r[k] * tmp2[row]
-        _place_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
         mat_vec_into(Y[i], v[i], tmp)  # momentum h = Y v
         mat_vec_into(Y[i], a[i], f[i])
         cross_force_into(v[i], tmp, tmp2)
         for row in range(6):
             f[i, row] += tmp2[row]
         Y_rate[i] = 0.0
-        _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
+        if moving:
+            _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
 
 
 @kernel(inline=True)
@@ -237,7 +254,9 @@ def base_frame_derivatives_into(model, data, base_twist, base_acceleration, g0, 
     a_0 = v̇ − g_0 (6,) (fixed base: 0 and −g_0), g_0 (6,), joint velocities r and
     accelerations ṙ (n,).  Scratch: data.v, a, f, the composite inertias and their rates
     data.Y, Y_rate, data.columns.  with_base_pose=False leaves D₁ID̄ zero, which the
-    linearization does not need (see linearize_into).  The forward pass, then the backward pass.
+    linearization does not need (see linearize_into).  The inertias placed, the forward pass, then the
+    backward pass.
     """
+    place_inertias_into(model, data)
     base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rdot)
     base_frame_backward_into(model, data, with_base_pose)
