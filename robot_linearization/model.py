@@ -66,16 +66,16 @@ class Model:
     frames: dict[str, tuple[int, np.ndarray]] = field(repr=False)
     thread_local: threading.local = field(default_factory=threading.local, init=False, repr=False)
 
-    @property
+    @functools.cached_property  # (the sizes are read several times in every control cycle)
     def n_joints(self) -> int:
         return len(self.joint_names)
 
-    @property
+    @functools.cached_property
     def n_bodies(self) -> int:
         """Number of bodies including the base (n + 1)."""
         return self.n_joints + 1
 
-    @property
+    @functools.cached_property
     def n_velocities(self) -> int:
         """Size of the generalised velocity ν: 6 + n (floating) or n (fixed)."""
         return self.n_joints + (6 if self.floating_base else 0)

@@ -228,16 +228,6 @@ def mat_vec_into(M, x, out):
 
 
 @kernel(inline=True)
-def mat_transpose_vec_into(M, x, out):
-    """out = M^T x."""
-    for c in range(6):
-        acc = 0.0
-        for k in range(6):
-            acc += M[k, c] * x[k]
-        out[c] = acc
-
-
-@kernel(inline=True)
 def skew_entry(x, r, c):
     """Entry (r, c) of x^ (3×3), without forming it."""
     if r == c:

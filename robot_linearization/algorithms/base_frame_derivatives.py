@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiled import kernel
-from ..spatial import cross_force_into, cross_motion_into, mat_transpose_vec_into, mat_vec_into, skew_entry
+from ..spatial import cross_force_into, cross_motion_into, mat_vec_into, skew_entry
 
 
 @kernel(inline=True)
@@ -208,23 +208,28 @@ def base_frame_backward_into(model, data, with_base_pose):
     off = 6 if floating_base else 0
     dv_dq, da_dq, da_dr, Y_J = columns[0], columns[1], columns[2], columns[3]
     Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6]
-    tmp, tmp2 = np.empty(6), np.empty(6)
+    tmp = np.empty(6)
     derivatives[:] = 0.0
     last = 0 if floating_base else 1
     for i in range(n_bodies - 1, last - 1, -1):
         own_start, own_end = (0, 6) if i == 0 else (off + i - 1, off + i)
         end = off + subtree_end[i]  # own columns, then those of the subtree below
         Y_i, Y_dot = Y[i], Y_rate[i]
-        for c in range(own_start, own_end):
-            mat_vec_into(Y_i, J[c], Y_J[c])
-            mat_transpose_vec_into(Y_dot, J[c], Y_rate_J[c])
-            mat_vec_into(Y_dot, dv_dq[c], df_dq[c])  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
-            mat_vec_into(Y_i, da_dq[c], tmp)
-            mat_vec_into(Y_dot, J[c], df_dr[c])  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
-            mat_vec_into(Y_i, da_dr[c], tmp2)
+        for c in range(own_start, own_end):  # six products with Y and Ẏ, each row of them read once:
+            J_c, dv, da_q, da_r = J[c], dv_dq[c], da_dq[c], da_dr[c]
             for row in range(6):
-                df_dq[c, row] += tmp[row]
-                df_dr[c, row] += tmp2[row]
+                Y_row, Y_dot_row = Y_i[row], Y_dot[row]
+                YJ, Y_daq, Y_dar, Ydot_dv, Ydot_J, Ydot_T_J = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+                for k in range(6):
+                    YJ += Y_row[k] * J_c[k]
+                    Y_daq += Y_row[k] * da_q[k]
+                    Y_dar += Y_row[k] * da_r[k]
+                    Ydot_dv += Y_dot_row[k] * dv[k]
+                    Ydot_J += Y_dot_row[k] * J_c[k]
+                    Ydot_T_J += Y_dot[k, row] * J_c[k]
+                Y_J[c, row], Y_rate_J[c, row] = YJ, Ydot_T_J
+                df_dq[c, row] = Ydot_dv + Y_daq  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
+                df_dr[c, row] = Ydot_J + Y_dar  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
         position_columns = with_base_pose or i > 0  # the base's own position columns are D₁ID̄
         for c in range(own_start, own_end):
             if position_columns:
