@@ -213,6 +213,31 @@ def test_validate_uses_the_state_and_torques_the_linearization_remembers(rng):
     assert rl.validate(model, wrong).summary().startswith("FAIL")
 
 
+def test_every_result_is_a_whole_linearization(rng):
+    """The results are built by dict assignments (linearization._result), not by the dataclass's
+    __init__: each kind (floating and fixed base, with a step, with contacts, a horizon) has every
+    field, dataclasses.replace (which calls __init__ with all of them) rebuilds an equal one, and
+    the fields a case does not have are their defaults."""
+    import dataclasses
+
+    for floating in (True, False):
+        model = rl.load_urdf(bundled_urdf_path(), floating_base=floating)
+        state = random_state(model, rng)
+        feet = ["front_left_foot", "hind_right_foot"]
+        for lin in (rl.linearize(model, state), rl.linearize(model, state, dt=1e-3),
+                    rl.linearize(model, state, contacts=feet, dt=1e-3),
+                    rl.linearize_trajectory(model, [state, state], dt=1e-3)):
+            values = {f.name: getattr(lin, f.name) for f in dataclasses.fields(lin)}
+            assert set(vars(lin)) == set(values)
+            assert (lin.base_acceleration is None) == (not floating)
+            assert (lin.A_d is None) == (lin.dt is None) and lin.impact is None
+            assert (lin.contact_forces is None) == (lin.contacts == ())
+            copy = dataclasses.replace(lin)
+            for name, value in values.items():
+                assert np.array_equal(getattr(copy, name), value) if isinstance(value, np.ndarray) \
+                    else getattr(copy, name) == value or getattr(copy, name) is value, name
+
+
 def test_printing_a_model_or_a_linearization_is_a_one_line_summary(rng):
     model = load_example("solo12")
     text = repr(model)
