@@ -8,7 +8,7 @@ from ..compiled import kernel
 from ..joints import joint_transform_into
 from ..arguments import check_tree, joint_vector
 from ..model import Model, State
-from ..spatial import mat_mat_into
+from ..spatial import transform_product_into
 
 
 @kernel
@@ -19,7 +19,7 @@ def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_u
     X_up[0] = np.eye(6)
     for i in range(1, X_up.shape[0]):
         joint_transform_into(motion_subspaces[i], joint_positions[i - 1], X_joint)
-        mat_mat_into(X_joint, tree_transforms[i], X_up[i])
+        transform_product_into(X_joint, tree_transforms[i], X_up[i])
 
 
 @kernel
