@@ -286,19 +286,22 @@ def coupled_linearize_into(model, data, coupling, state, out):
             for k in range(i):
                 acc -= L[i, k] * JM_inv[k, col]
             JM_inv[i, col] = acc / L[i, i]
+    W = np.empty((m, N))  # W's independent columns, contiguous for the product below
     for i in range(N):
+        for k in range(m):
+            W[k, i] = JM_inv[k, rows[i]]
         for j in range(N):
-            acc = M_tree[rows[i], rows[j]]
-            for k in range(m):
-                acc -= JM_inv[k, rows[i]] * JM_inv[k, rows[j]]
-            M_inv[i, j] = acc
+            M_inv[i, j] = M_tree[rows[i], rows[j]]
+    multiply_add_into(W.T, W, -1.0, M_inv)
     # Ĝᵀ ∂ID̄ Ĝ_z (N, 2N), into the tree's derivative rows' first N rows
     reduced = np.zeros((N, 2 * N))
     for i in range(N_tree):
+        target, source, a = reduced[index[i]], derivatives[i], factor[i]
         for j in range(N_tree):
-            scale = factor[i] * factor[j]
-            reduced[index[i], index[j]] += scale * derivatives[i, j]
-            reduced[index[i], N + index[j]] += scale * derivatives[i, N_tree + j]
+            if source[j] != 0.0 or source[N_tree + j] != 0.0:  # (D has the tree's zeros)
+                scale = a * factor[j]
+                target[index[j]] += scale * source[j]
+                target[N + index[j]] += scale * source[N_tree + j]
     for i in range(N):
         accelerations[i] = tree_accelerations[rows[i]]
     finite = _assemble_into(model, M_inv, reduced, False, twist, g0, A, B)  # (Ĝ merges rows: no tree zeros)
