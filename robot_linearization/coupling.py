@@ -19,9 +19,46 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-import numpy as np
+import threading
 
+import numpy as np
+from numba import types
+from numba.experimental import structref
+
+from .compiled import INDEX_TABLE, INDICES, MATRIX, VECTOR, Structure, kernel, structure
 from .model import Model, ModelError, State, state_labels
+
+
+@structref.register
+class CouplingDataType(types.StructRef):
+    """The numba type of a coupling's arrays and scratch (:data:`COUPLING_DATA`)."""
+
+
+COUPLING_DATA = CouplingDataType([
+    ("coupling_rows", INDEX_TABLE), ("coupling_multipliers", VECTOR), ("index", INDICES), ("factor", VECTOR),
+    ("rows", INDICES), ("offset", VECTOR), ("M_tree", MATRIX), ("J_c", MATRIX), ("JM_inv", MATRIX), ("L", MATRIX),
+    ("W", MATRIX), ("reduced", MATRIX), ("tree_state", MATRIX), ("tree_accelerations", VECTOR), ("forces", VECTOR),
+    ("drift", VECTOR)])
+"""A coupling as linearization.coupled_linearize_into takes it (c couplings, N_tree and N
+velocities, n_tree joints): coupling_rows (c, 2) tree indices (mimic, source),
+coupling_multipliers (c,), the reduction's index and factor (N_tree,) (CoupledModel.reduction),
+rows = velocity_rows (N,), offset (n_tree,); then the scratch of one thread: M_tree (N_tree,
+N_tree), J_c, J_c M⁻¹ (c, N_tree), a Cholesky factor L (c, c), W (c, N), the reduced
+derivatives (N, 2N), tree_state (3, n_tree) (the tree's s, r, τ), tree_accelerations (N_tree,),
+forces and drift (c,) (zero)."""
+structref.define_boxing(CouplingDataType, Structure)
+
+
+@kernel
+def _new_coupling_data(coupling_rows, coupling_multipliers, index, factor, rows, offset, M_tree, J_c, JM_inv, L, W,
+                       reduced, tree_state, tree_accelerations, forces, drift):
+    coupling = structref.new(COUPLING_DATA)
+    coupling.coupling_rows, coupling.coupling_multipliers, coupling.index = coupling_rows, coupling_multipliers, index
+    coupling.factor, coupling.rows, coupling.offset, coupling.M_tree = factor, rows, offset, M_tree
+    coupling.J_c, coupling.JM_inv, coupling.L, coupling.W, coupling.reduced = J_c, JM_inv, L, W, reduced
+    coupling.tree_state, coupling.tree_accelerations = tree_state, tree_accelerations
+    coupling.forces, coupling.drift = forces, drift
+    return coupling
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +80,7 @@ class CoupledModel:
     independent: np.ndarray = field(repr=False)  # tree index of each independent joint
     coupling_rows: np.ndarray = field(repr=False)  # (k, 2) tree indices (mimic, source)
     coupling_multipliers: np.ndarray = field(repr=False)  # (k,)
+    _local: threading.local = field(default_factory=threading.local, init=False, repr=False)  # (coupling_data)
 
     name = property(lambda self: self.tree.name)
     floating_base = property(lambda self: self.tree.floating_base)
@@ -104,19 +142,19 @@ class CoupledModel:
         index = np.argmax(G != 0.0, axis=1).astype(np.int64)
         return index, G[np.arange(G.shape[0]), index].copy()
 
-    def coupling_arrays(self) -> tuple:
-        """This thread's ``coupling`` argument of linearization.coupled_linearize_into:
-        (coupling_rows, coupling_multipliers, the reduction's index and factor, velocity_rows, offset,
-        and scratch M_tree (N_tree, N_tree), J_c, J_c M⁻¹ (c, N_tree), a Cholesky factor (c, c))."""
-        local = self.tree.thread_local
-        c, N = len(self.coupling_multipliers), self.tree.n_velocities
-        arrays = getattr(local, "coupling_arrays", None)
-        if arrays is None or arrays[0] is not self.coupling_rows:  # (another coupling of the same tree)
-            arrays = local.coupling_arrays = (
-                self.coupling_rows, self.coupling_multipliers, *self.reduction, self.velocity_rows,
-                np.ascontiguousarray(self.offset, dtype=float), np.empty((N, N)),
-                np.empty((c, N)), np.empty((c, N)), np.empty((c, c)))
-        return arrays
+    def coupling_data(self):
+        """This thread's ``coupling`` argument of linearization.coupled_linearize_into
+        (:data:`COUPLING_DATA`), made on its first use in the thread."""
+        data = getattr(self._local, "data", None)
+        if data is None:
+            c, N_tree, N = len(self.coupling_multipliers), self.tree.n_velocities, self.n_velocities
+            data = self._local.data = structure(
+                COUPLING_DATA, _new_coupling_data, np.ascontiguousarray(self.coupling_rows, dtype=np.int64),
+                np.ascontiguousarray(self.coupling_multipliers, dtype=float), *self.reduction, self.velocity_rows,
+                np.ascontiguousarray(self.offset, dtype=float), np.empty((N_tree, N_tree)), np.empty((c, N_tree)),
+                np.empty((c, N_tree)), np.empty((c, c)), np.empty((c, N)), np.empty((N, 2 * N)),
+                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c))
+        return data
 
     def tree_state(self, state: State) -> State:
         """The tree's state for a state of the independent joints."""

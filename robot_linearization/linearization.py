@@ -231,9 +231,9 @@ def coupled_linearize_into(model, data, coupling, state, out):
     """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
     the independent coordinates: out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N)) of the
     reduced model at state = (pose (4, 4), s (n,), twist (6,), r (n,), τ (n,))
-    (model.state_arrays's, independent coordinates), with coupling =
-    CoupledModel.coupling_arrays().  The tree's state is s_tree = G s + o, r_tree = G r, and its
-    torques E τ (zero on the mimic joints).
+    (model.state_arrays's, independent coordinates), with coupling = CoupledModel.coupling_data()
+    (coupling.COUPLING_DATA, which holds the scratch).  The tree's state is s_tree = G s + o,
+    r_tree = G r, and its torques E τ (zero on the mimic joints).
 
     A mimic joint is a reduced-coordinate map ν_tree = Ĝ ν with Ĝ fixed (Ĝ[i, index[i]] =
     factor[i]), not a contact: its constraint J_c ν̇ = 0 (J_c = e_m − a e_j, c rows) has no
@@ -246,7 +246,11 @@ def coupled_linearize_into(model, data, coupling, state, out):
     problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
-    coupling_rows, coupling_multipliers, index, factor, rows, offset, M_tree, J_c, JM_inv, L = coupling
+    coupling_rows, coupling_multipliers, index, factor, rows, offset = (
+        coupling.coupling_rows, coupling.coupling_multipliers, coupling.index, coupling.factor, coupling.rows,
+        coupling.offset)
+    M_tree, J_c, JM_inv, L, W, reduced = coupling.M_tree, coupling.J_c, coupling.JM_inv, coupling.L, coupling.W, \
+        coupling.reduced
     pose, twist = state[0], state[2]
     A, B, M_inv, accelerations = out
     floating_base = model.floating_base
@@ -254,14 +258,15 @@ def coupled_linearize_into(model, data, coupling, state, out):
     N = M_inv.shape[0]
     n_tree = N_tree - (6 if floating_base else 0)
     off = N_tree - n_tree
-    s, r, tau = np.empty(n_tree), np.empty(n_tree), np.zeros(n_tree)
+    s, r, tau = coupling.tree_state[0], coupling.tree_state[1], coupling.tree_state[2]
+    tau[:] = 0.0
     for j in range(n_tree):  # Ĝ: each tree joint is factor × one independent joint (or none: a multiplier 0)
         source, a = index[off + j] - off, factor[off + j]
         s[j] = offset[j] + (a * state[1][source] if a != 0.0 else 0.0)
         r[j] = a * state[3][source] if a != 0.0 else 0.0
     for k in range(off, N):
         tau[rows[k] - off] = state[4][k - off]
-    tree_accelerations = np.empty(N_tree)
+    tree_accelerations = coupling.tree_accelerations
     joint = unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_tree)
     if joint >= 0:
         return joint
@@ -271,8 +276,7 @@ def coupled_linearize_into(model, data, coupling, state, out):
     for i in range(m):
         J_c[i, off + coupling_rows[i, 0]] = 1.0
         J_c[i, off + coupling_rows[i, 1]] -= coupling_multipliers[i]
-    forces = np.empty(m)
-    if not contact_forces_into(J_c, M_tree, data.free, np.zeros(m), JM_inv, L, forces, tree_accelerations):
+    if not contact_forces_into(J_c, M_tree, data.free, coupling.drift, JM_inv, L, coupling.forces, tree_accelerations):
         return -2
     a0 = -g0
     if floating_base:
@@ -286,15 +290,14 @@ def coupled_linearize_into(model, data, coupling, state, out):
             for k in range(i):
                 acc -= L[i, k] * JM_inv[k, col]
             JM_inv[i, col] = acc / L[i, i]
-    W = np.empty((m, N))  # W's independent columns, contiguous for the product below
-    for i in range(N):
+    for i in range(N):  # W's independent columns, contiguous for the product below
         for k in range(m):
             W[k, i] = JM_inv[k, rows[i]]
         for j in range(N):
             M_inv[i, j] = M_tree[rows[i], rows[j]]
     multiply_add_into(W.T, W, -1.0, M_inv)
     # Ĝᵀ ∂ID̄ Ĝ_z (N, 2N), into the tree's derivative rows' first N rows
-    reduced = np.zeros((N, 2 * N))
+    reduced[:] = 0.0
     for i in range(N_tree):
         target, source, a = reduced[index[i]], derivatives[i], factor[i]
         for j in range(N_tree):
@@ -518,7 +521,7 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     ws = workspace(tree)
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(ws.model, ws.data, model.coupling_arrays(), arrays, out)
+    status = coupled_linearize_into(ws.model, ws.data, model.coupling_data(), arrays, out)
     if status != -1:
         raise ValueError(_status_message(tree, status, arrays))
     return _result(model, *out, state, torques, step)
