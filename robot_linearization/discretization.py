@@ -89,14 +89,13 @@ def _skew_into(x, M):
 
 
 @kernel(inline=True)
-def _mm3(X, Y):
-    """X Y for 3×3 matrices, in loops (no BLAS call from compiled code)."""
-    out = np.zeros((3, 3))
+def _mm3_into(X, Y, out):
+    """out = X Y for 3×3 matrices, in loops (no BLAS call from compiled code)."""
+    out[:] = 0.0
     for i in range(3):
         for k in range(3):
             for j in range(3):
                 out[i, j] += X[i, k] * Y[k, j]
-    return out
 
 
 @kernel
@@ -119,18 +118,24 @@ def se3_right_jacobian_into(xi, J):
         b = (theta - np.sin(theta)) / (theta2 * theta)
         c = (0.5 - a) / theta2  # (θ²/2 + cos θ − 1)/θ⁴
         d = 0.5 * (3.0 * (b - 1.0 / 6.0) / theta2 + c)  # ((θ − sin θ − θ³/6)·3/θ⁵ − (1 − θ²/2 − cos θ)/θ⁴)/2
-    P, R = np.empty((3, 3)), np.empty((3, 3))
+    M = np.empty((10, 3, 3))  # (one allocation for the ten 3×3 products)
+    P, R, PP, PR, RP, PRP, PPR, RPP, PRPP, PPRP = M[0], M[1], M[2], M[3], M[4], M[5], M[6], M[7], M[8], M[9]
     _skew_into(phi, P)
     _skew_into(rho, R)
-    PP, PR, RP = _mm3(P, P), _mm3(P, R), _mm3(R, P)
-    PRP = _mm3(PR, P)
-    Q = 0.5 * R + b * (PR + RP + PRP) + c * (_mm3(PP, R) + _mm3(RP, P) - 3.0 * PRP) \
-        + d * (_mm3(PRP, P) + _mm3(P, PRP))
+    _mm3_into(P, P, PP)
+    _mm3_into(P, R, PR)
+    _mm3_into(R, P, RP)
+    _mm3_into(PR, P, PRP)
+    _mm3_into(PP, R, PPR)
+    _mm3_into(RP, P, RPP)
+    _mm3_into(PRP, P, PRPP)
+    _mm3_into(P, PRP, PPRP)
     J[:] = 0.0
     for i in range(3):
         for j in range(3):
             J[i, j] = J[3 + i, 3 + j] = (1.0 if i == j else 0.0) + a * P[i, j] + b * PP[i, j]
-            J[i, 3 + j] = Q[i, j]
+            J[i, 3 + j] = (0.5 * R[i, j] + b * (PR[i, j] + RP[i, j] + PRP[i, j])
+                           + c * (PPR[i, j] + RPP[i, j] - 3.0 * PRP[i, j]) + d * (PRPP[i, j] + PPRP[i, j]))  # Q
 
 
 @kernel
@@ -143,18 +148,17 @@ def exp_adjoint_into(xi, X):
     else:
         theta = np.sqrt(theta2)
         sa, a, b = np.sin(theta) / theta, (1.0 - np.cos(theta)) / theta2, (theta - np.sin(theta)) / (theta2 * theta)
-    P = np.empty((3, 3))
+    M = np.empty((5, 3, 3))  # (one allocation for the 3×3 matrices)
+    P, PP, R, p_hat, pR = M[0], M[1], M[2], M[3], M[4]
     _skew_into(phi, P)
-    PP = _mm3(P, P)
-    R = np.eye(3) + sa * P + a * PP
-    V = np.eye(3) + a * P + b * PP
+    _mm3_into(P, P, PP)
     p = np.zeros(3)
     for i in range(3):
         for j in range(3):
-            p[i] += V[i, j] * xi[j]
-    pR = np.empty((3, 3))
-    _skew_into(p, pR)
-    pR = _mm3(pR, R)
+            R[i, j] = (1.0 if i == j else 0.0) + sa * P[i, j] + a * PP[i, j]
+            p[i] += ((1.0 if i == j else 0.0) + a * P[i, j] + b * PP[i, j]) * xi[j]  # V ρ
+    _skew_into(p, p_hat)
+    _mm3_into(p_hat, R, pR)
     X[:] = 0.0
     for i in range(3):
         for j in range(3):
