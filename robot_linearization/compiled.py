@@ -8,11 +8,14 @@ another (workspace.py, as Pinocchio's algorithms take a Model and a Data), the
 small ones plain arrays.  Set NUMBA_DISABLE_JIT=1 to step through them in Python.
 """
 
+import functools
+import hashlib
 import logging
 import os
 from types import SimpleNamespace
 
 from numba import config, njit, types
+from numba.core import caching
 from numba.experimental import structref
 
 FIRST_COMPILE_SECONDS = (40, 60)
@@ -22,6 +25,51 @@ the 2-core development VM (NUMBA_CACHE_DIR an empty directory): 38 s and 60 s.""
 
 _checked: set = set()  # entry points whose cache was looked for
 _said = False  # the announcement is made at most once per process
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_sources_stamp(package_dir: str = _PACKAGE_DIR) -> bytes:
+    """sha256 of every source file of the package that defines kernels (its text has ``@kernel``),
+    with its path: the stamp of every kernel's on-disk cache.  numba stamps a kernel with its own
+    file only, but the machine code it caches carries the passes it calls from other files, so
+    after a change to one of those (an upgrade, an edit of the checkout) the old code would be
+    loaded; with this stamp any change to a kernel source recompiles all of them."""
+    digest = hashlib.sha256()
+    for root, directories, files in sorted(os.walk(package_dir)):
+        directories[:] = sorted(d for d in directories if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(root, name), "rb") as f:
+                    text = f.read()
+                if b"@kernel" in text:
+                    digest.update(os.path.relpath(os.path.join(root, name), package_dir).encode() + b"\0" + text)
+    return digest.digest()
+
+
+class _PackageStamp:
+    """A numba cache locator for this package's kernels, stamped by :func:`kernel_sources_stamp`."""
+
+    def get_source_stamp(self):
+        return kernel_sources_stamp()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
+            return None
+        return super().from_function(py_func, py_file)
+
+
+_LOCATORS = [type(f"Package{base.__name__}", (_PackageStamp, base), {}) for base in (
+    getattr(caching, "UserProvidedCacheLocator", None), getattr(caching, "InTreeCacheLocator", None),
+    getattr(caching, "UserWideCacheLocator", None)) if base is not None]
+"""numba's own three file locators (its $NUMBA_CACHE_DIR, the package's __pycache__, the user's
+cache directory), in numba's order, with the package's stamp; tried before numba's for this
+package's files only (numba ≥ 0.61 names them as here; an older one keeps its per-file stamps)."""
+if len(_LOCATORS) == 3 and hasattr(caching, "CacheImpl"):
+    caching.CacheImpl._locator_classes[:0] = _LOCATORS
 
 
 def kernel(function=None, *, inline: bool = False):

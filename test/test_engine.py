@@ -106,3 +106,31 @@ def test_kernels_run_uncompiled_with_numba_disabled():
     state = rl.State(base_pose=np.eye(4), joint_positions=r.normal(size=12), base_twist=r.normal(size=6),
                      joint_velocities=r.normal(size=12))
     assert _relative(A_python, rl.linearize(model, state).A) <= 1e-12
+
+
+def test_a_change_to_any_kernel_source_recompiles_every_kernel(tmp_path):
+    """numba stamps a cached kernel with its own file's text only, but the machine code it caches
+    carries the passes it calls from other files: after an upgrade or an edit that changed only
+    discretization.py, linearize_into (linearization.py) would load the old step.  Every kernel of
+    the package is stamped with all its kernel sources instead (compiled.kernel_sources_stamp):
+    a change to a kernel file moves the stamp, a change elsewhere does not, and the kernels'
+    caches use it."""
+    import shutil
+
+    from numba import config
+
+    from robot_linearization import compiled
+
+    copy = tmp_path / "robot_linearization"
+    shutil.copytree(os.path.dirname(compiled.__file__), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    stamp = compiled.kernel_sources_stamp.__wrapped__
+    before = stamp(str(copy))
+    (copy / "cli.py").write_text((copy / "cli.py").read_text() + "\n# no kernels here\n")
+    assert stamp(str(copy)) == before
+    (copy / "discretization.py").write_text((copy / "discretization.py").read_text() + "\n# a pass changed\n")
+    assert stamp(str(copy)) != before
+    if not config.DISABLE_JIT:
+        from robot_linearization.linearization import linearize_into
+
+        locator = linearize_into._cache._impl._locator
+        assert locator.get_source_stamp() == compiled.kernel_sources_stamp()
