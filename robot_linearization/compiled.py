@@ -37,15 +37,16 @@ def kernel_sources_stamp(package_dir: str = _PACKAGE_DIR) -> bytes:
     file only, but the machine code it caches carries the passes it calls from other files, so
     after a change to one of those (an upgrade, an edit of the checkout) the old code would be
     loaded; with this stamp any change to a kernel source recompiles all of them."""
+    paths = []
+    for root, directories, files in os.walk(package_dir):
+        directories[:] = [d for d in directories if d != "__pycache__"]
+        paths += [os.path.join(root, name) for name in files if name.endswith(".py")]
     digest = hashlib.sha256()
-    for root, directories, files in sorted(os.walk(package_dir)):
-        directories[:] = sorted(d for d in directories if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                with open(os.path.join(root, name), "rb") as f:
-                    text = f.read()
-                if b"@kernel" in text:
-                    digest.update(os.path.relpath(os.path.join(root, name), package_dir).encode() + b"\0" + text)
+    for path in sorted(paths):
+        with open(path, "rb") as f:
+            text = f.read()
+        if b"@kernel" in text:
+            digest.update(os.path.relpath(path, package_dir).encode() + b"\0" + text)
     return digest.digest()
 
 
