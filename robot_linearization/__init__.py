@@ -21,7 +21,8 @@ from .algorithms import (
 from .algorithms.constrained_dynamics import constrained_forward_dynamics
 from .contacts import Contact, ContactError
 from .coupling import CoupledModel
-from .discretization import discretize, step
+from .discretization import discretize
+from .integrator import step
 from .contact_margins import ContactMargins, contact_margins
 from .impacts import Impact, impact
 from .joints import Joint, JointType

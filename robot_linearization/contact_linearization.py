@@ -32,6 +32,7 @@ from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_force
 from .algorithms.forward_dynamics import bias_accelerations_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
+from .discretization import euler_step_into
 from .coupling import CoupledModel
 from .model import State, invalid_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message
@@ -217,10 +218,12 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
 
 
 @kernel
-def constrained_linearize_into(model, data, contacts, state, out):
+def constrained_linearize_into(model, data, contacts, state, out, dt):
     """The constrained linearization (module docstring) of one state = (pose (4, 4), s (n,),
     twist (6,), r (n,), τ (n,)) (model.state_arrays's) into out = (A (2N, 2N),
-    B (2N, n), M_inv (N, N), ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)).  Returns 0; 1, with J
+    B (2N, n), M_inv (N, N), ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n), A_d, B_d); dt > 0:
+    also A_d (2N, 2N), B_d (2N, n) of one Euler step (discretization.euler_step_into), else
+    they are not touched.  Returns 0; 1, with J
     and M_inv filled for the error message, when the contact set is degenerate; 2 + j when the
     mass matrix is singular at this state because of joint j; −1 when the result is not finite
     (an overflow); −10 − p when the state is not (model.invalid_state's problem p; nothing
@@ -229,7 +232,7 @@ def constrained_linearize_into(model, data, contacts, state, out):
     if problem != 0:
         return -10 - problem
     pose, s, twist, r, tau = state
-    A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau = out
+    A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau, A_d, B_d = out
     floating_base = model.floating_base
     N = M_inv.shape[0]
     n = N - (6 if floating_base else 0)
@@ -279,22 +282,28 @@ def constrained_linearize_into(model, data, contacts, state, out):
                     B[N + row, col] += factor * d_forces_dtau[i, col]
     total = (finite_sum(A) + finite_sum(B) + finite_sum(M_inv) + finite_sum(accelerations) + finite_sum(forces)
              + finite_sum(d_forces) + finite_sum(d_forces_dtau))
-    return 0 if np.isfinite(total) else -1
+    if not np.isfinite(total):
+        return -1
+    if dt > 0.0:
+        euler_step_into(A, B, twist, accelerations, floating_base, dt, A_d, B_d)
+    return 0
 
 
-def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace):
+def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace, dt: float = 0.0):
     """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with the contact set ``arrays``
     (constrained_dynamics.contact_arrays) rigidly held (and, for a CoupledModel, its mimic
-    joints following their sources).
+    joints following their sources); dt > 0 (a Model, not a CoupledModel): then A_d, B_d of
+    one Euler step of dt seconds after them (discretization.euler_step_into).
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
-    ∂λ/∂τ (m, n), in the model's (independent) coordinates.  ``workspace``: the
-    tree's per-thread workspace.  ContactError for a redundant or degenerate
-    contact set.
+    ∂λ/∂τ (m, n), A_d as A, B_d as B, in the model's (independent) coordinates.
+    ``workspace``: the tree's per-thread workspace.  ContactError for a redundant or
+    degenerate contact set.
     """
     torques = np.asarray(joint_torques, dtype=float)
     coupled = isinstance(model, CoupledModel)
     tree = model.tree if coupled else model
+    dt = 0.0 if coupled else dt  # (a CoupledModel's step is taken in its reduced coordinates, by the caller)
     if coupled:  # (checked here, on the independent coordinates, then the tree's)
         pose, s, twist, r, torques = (x[0] for x in stack_states(model, [state], torques[None]))
         tree_state = (pose, model.coupling @ s + model.offset, twist, model.coupling @ r, model.tree_torques(torques))
@@ -303,9 +312,10 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
     contacts, scratch = arrays.data(N)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
-           np.empty((m, 2 * N)), np.empty((m, n)))
+           np.empty((m, 2 * N)), np.empty((m, n))) + (
+        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else _NO_STEP)
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(workspace.model, workspace.data, contacts, tree_state, out)
+    status = constrained_linearize_into(workspace.model, workspace.data, contacts, tree_state, out, dt)
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:
@@ -314,7 +324,12 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
         raise ValueError(singular_state_message(tree, status - 2))
     if status == -1:
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    return _reduced(model, arrays, scratch.J, out) if coupled else out
+    if coupled:
+        return _reduced(model, arrays, scratch.J, out[:7])
+    return out if dt > 0.0 else out[:7]
+
+
+_NO_STEP = (np.empty((0, 0)),) * 2  # A_d, B_d when no step is asked for (never written)
 
 
 def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):

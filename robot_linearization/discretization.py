@@ -1,7 +1,7 @@
-"""One integrator step on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ and its exact Jacobians (what an MPC consumes).
+"""The exact Jacobians of one integrator step on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ (what an MPC consumes).
 
-Semi-implicit (symplectic) Euler, with ν̇ from the forward dynamics (with contacts:
-the constrained ones):
+The step is integrator.py's semi-implicit (symplectic) Euler, with ν̇ from the forward
+dynamics (with contacts: the constrained ones):
 
     ν⁺ = ν + dt·ν̇(x, τ),   H⁺ = H·exp(dt·v⁺^),   s⁺ = s + dt·r⁺
 
@@ -24,60 +24,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import expm
 
-from .algorithms.constrained_dynamics import constrained_forward_dynamics
-from .algorithms.forward_dynamics import forward_dynamics
-from .arguments import check_linearization, choice, joint_vector, positive_number, real_array
+from .arguments import check_linearization, choice, positive_number, real_array
 from .compiled import kernel
-from .contacts import resolve
-from .coupling import CoupledModel
-from .impacts import impact, restitution_coefficient, touchdown
-from .model import Model, State, check_state
-from .spatial import se3_exp
+from .model import Model, State
 
 METHODS = ("euler", "zoh")
-"""discretize's methods: the Jacobians of :func:`step` (semi-implicit Euler), or the
+"""discretize's methods: the Jacobians of integrator.step (semi-implicit Euler), or the
 zero-order hold of the continuous (A, B)."""
-
-
-def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, previous_contacts=None,
-         restitution: float = 0.0) -> State:
-    """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring) with
-    ``contacts`` held over it.
-
-    previous_contacts: the set held over the step before.  If ``contacts`` closes one that
-    was not in it (a touchdown, :func:`~robot_linearization.impacts.touchdown`), the step
-    starts with the rigid impact of ``state`` on ``contacts`` (:func:`~robot_linearization.impact`,
-    restitution e ∈ [0, 1]) and integrates from the post-impact state; docs/impacts.md.
-    None (the default): no impact.
-    """
-    check_state(model, state)
-    torques = joint_vector(model, joint_torques, "joint_torques")
-    dt = positive_number(dt, "dt", "seconds")
-    state = impact_before_step(model, state, contacts, previous_contacts, restitution)
-    if contacts or isinstance(model, CoupledModel):
-        nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
-    else:
-        base, joints = forward_dynamics(model, state, torques)
-        nu_dot = joints if base is None else np.concatenate([base, joints])
-    off = 6 if model.floating_base else 0
-    r = state.joint_velocities + dt * nu_dot[off:]
-    s = state.joint_positions + dt * r
-    if not model.floating_base:
-        return State(joint_positions=s, joint_velocities=r)
-    v = state.base_twist + dt * nu_dot[:6]
-    return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
-
-
-def impact_before_step(model: Model, state: State, contacts, previous_contacts, restitution):
-    """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
-    state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
-    e = restitution_coefficient(restitution)
-    if previous_contacts is None:
-        return state
-    resolve(model, previous_contacts)  # (a ContactError for a frame the model has not)
-    if not touchdown(previous_contacts, contacts):
-        return state
-    return impact(model, state, contacts, e).state
 
 
 @kernel(inline=True)
@@ -168,7 +121,7 @@ def exp_adjoint_into(xi, X):
 
 @kernel
 def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_base, dt, A_d, B_d):
-    """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of :func:`step` from the continuous
+    """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of integrator.step from the continuous
     A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v (K, 6) and
     accelerations v̇ (the first six columns of base_accelerations, (K, ≥ 6)) they were
     evaluated at (module docstring)."""
@@ -209,6 +162,16 @@ def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_ba
                 for m in range(6):
                     total += J[i, m] * Bd[N + m, j]
                 Bd[i, j] = dt * total
+
+
+@kernel
+def euler_step_into(A, B, twist, accelerations, floating_base, dt, A_d, B_d):
+    """:func:`euler_step_jacobians_into` of one state: A_d (2N, 2N), B_d (2N, n) from A (2N, 2N),
+    B (2N, n), the base twist v (6,) and ν̇ (N,) (its first six entries v̇ for a floating base)."""
+    N, n = A.shape[0] // 2, B.shape[1]
+    euler_step_jacobians_into(A.reshape((1, 2 * N, 2 * N)), B.reshape((1, 2 * N, n)), twist.reshape((1, 6)),
+                              accelerations.reshape((1, N)), floating_base, dt, A_d.reshape((1, 2 * N, 2 * N)),
+                              B_d.reshape((1, 2 * N, n)))
 
 
 def se3_right_jacobian(xi) -> np.ndarray:

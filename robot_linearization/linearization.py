@@ -28,7 +28,7 @@ from .compiled import announce_compilation, finite_sum, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, resolve
 from .coupling import CoupledModel, tree_of
-from .discretization import METHODS, euler_step_jacobians_into, step_jacobians
+from .discretization import METHODS, euler_step_into, euler_step_jacobians_into, step_jacobians
 from .impacts import impact, restitution_coefficient, touchdown
 from .model import (Model, State, check_state, first_invalid_state, invalid_state, stack_states, state_arrays,
                     state_problem)
@@ -188,7 +188,7 @@ def linearize_state_into(model, data, state, out):
 def linearize_into(model, data, state, out, dt):
     """The control cycle's entry: one state (model.state_arrays) into out = (A, B, M_inv, ν̇,
     A_d, B_d) by :func:`linearize_state_into`; dt > 0: also A_d (2N, 2N), B_d (2N, n) of one
-    Euler step (discretization.euler_step_jacobians_into), else they are not touched.
+    Euler step (discretization.euler_step_into), else they are not touched.
     Returns linearize_state_into's status, or −10 − p when the state is not valid
     (model.invalid_state's problem p; nothing computed)."""
     problem = invalid_state(*state)
@@ -197,10 +197,7 @@ def linearize_into(model, data, state, out, dt):
     A, B, M_inv, accelerations, A_d, B_d = out
     status = linearize_state_into(model, data, state, (A, B, M_inv, accelerations))
     if dt > 0.0:
-        N, n = M_inv.shape[0], B.shape[1]
-        euler_step_jacobians_into(A.reshape((1, 2 * N, 2 * N)), B.reshape((1, 2 * N, n)), state[2].reshape((1, 6)),
-                                  accelerations.reshape((1, N)), model.floating_base, dt,
-                                  A_d.reshape((1, 2 * N, 2 * N)), B_d.reshape((1, 2 * N, n)))
+        euler_step_into(A, B, state[2], accelerations, model.floating_base, dt, A_d, B_d)
     return status
 
 
@@ -527,11 +524,14 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
     arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
-    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = linearize_with_contacts(
-        model, state, torques, arrays, workspace(tree_of(model)))
+    fused = step["dt"] is not None and step["discretization"] == "euler" and not isinstance(model, CoupledModel)
+    out = linearize_with_contacts(model, state, torques, arrays, workspace(tree_of(model)),
+                                  step["dt"] if fused else 0.0)  # (fused: with A_d, B_d)
+    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out[:7]
+    jacobians = out[7:] if fused else None
     if not arrays.contacts:  # a CoupledModel without contacts: no contact fields
-        return _result(model, A, B, M_inv, nu_dot, state, torques, step)
-    return _result(model, A, B, M_inv, nu_dot, state, torques, step, fields={
+        return _result(model, A, B, M_inv, nu_dot, state, torques, step, jacobians)
+    return _result(model, A, B, M_inv, nu_dot, state, torques, step, jacobians, fields={
         "contact_forces": forces, "contact_forces_state_jacobian": d_forces,
         "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
 

@@ -17,7 +17,8 @@ from .contacts import as_contacts
 from .coupling import CoupledModel
 from .algorithms.mass_matrix import mass_matrix
 from .arguments import check_linearization, joint_vector, positive_number
-from .discretization import step as integrator_step, zero_order_hold
+from .discretization import zero_order_hold
+from .integrator import step as integrator_step
 from .impacts import impact
 from .model import Model, State, check_state
 from .spatial import se3_exp, se3_log

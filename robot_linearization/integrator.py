@@ -1,0 +1,62 @@
+"""One semi-implicit Euler step on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ: what :func:`step` (``rl.step``) does, and
+what the step Jacobians A_d, B_d of discretization.py differentiate (docs/discretization.md).
+
+    ν⁺ = ν + dt·ν̇(x, τ),   H⁺ = H·exp(dt·v⁺^),   s⁺ = s + dt·r⁺
+
+with ν̇ from the forward dynamics (with contacts or mimic couplings: the constrained ones), and,
+at a touchdown, the rigid impact first (docs/impacts.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .algorithms.constrained_dynamics import constrained_forward_dynamics
+from .algorithms.forward_dynamics import forward_dynamics
+from .arguments import joint_vector, positive_number
+from .contacts import resolve
+from .coupling import CoupledModel
+from .impacts import impact, restitution_coefficient, touchdown
+from .model import Model, State, check_state
+from .spatial import se3_exp
+
+
+def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, previous_contacts=None,
+         restitution: float = 0.0) -> State:
+    """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring) with
+    ``contacts`` held over it.
+
+    previous_contacts: the set held over the step before.  If ``contacts`` closes one that
+    was not in it (a touchdown, :func:`~robot_linearization.impacts.touchdown`), the step
+    starts with the rigid impact of ``state`` on ``contacts`` (:func:`~robot_linearization.impact`,
+    restitution e ∈ [0, 1]) and integrates from the post-impact state; docs/impacts.md.
+    None (the default): no impact.
+    """
+    check_state(model, state)
+    torques = joint_vector(model, joint_torques, "joint_torques")
+    dt = positive_number(dt, "dt", "seconds")
+    state = impact_before_step(model, state, contacts, previous_contacts, restitution)
+    if contacts or isinstance(model, CoupledModel):
+        nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
+    else:
+        base, joints = forward_dynamics(model, state, torques)
+        nu_dot = joints if base is None else np.concatenate([base, joints])
+    off = 6 if model.floating_base else 0
+    r = state.joint_velocities + dt * nu_dot[off:]
+    s = state.joint_positions + dt * r
+    if not model.floating_base:
+        return State(joint_positions=s, joint_velocities=r)
+    v = state.base_twist + dt * nu_dot[:6]
+    return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
+
+
+def impact_before_step(model: Model, state: State, contacts, previous_contacts, restitution):
+    """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
+    state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
+    e = restitution_coefficient(restitution)
+    if previous_contacts is None:
+        return state
+    resolve(model, previous_contacts)  # (a ContactError for a frame the model has not)
+    if not touchdown(previous_contacts, contacts):
+        return state
+    return impact(model, state, contacts, e).state
