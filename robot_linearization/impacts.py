@@ -178,7 +178,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     if hasattr(model, "tree"):
         raise ValueError(f"impact: model '{model.name}' has coupled mimic joints (CoupledModel), which the impact "
                          "map does not support yet: load it with mimic_joints='independent'")
-    pre_impact = state_arrays(model, state, np.zeros(model.n_joints))  # (values: the kernel)
+    pre_impact = state_arrays(model, state, None)  # (values: the kernel)
     contacts = as_contacts(contacts)
     e = restitution_coefficient(restitution)
     arrays = contact_arrays(model, contacts)
@@ -198,5 +198,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
         raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
     post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
-    return Impact(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
-                  impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)
+    jump = object.__new__(Impact)  # (Impact(...) sets its 8 frozen fields one by one: ≈ 2 µs of a cycle)
+    jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
+                         impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)
+    return jump

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -366,8 +367,8 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
         return _linearize_coupled(model, state, joint_torques, step)
     if contacts:
         return _linearize_with_contacts(model, state, joint_torques, contacts, step)
-    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
-    arrays = state_arrays(model, state, torques)  # (the kernel checks the values)
+    arrays = state_arrays(model, state, joint_torques)  # (the kernel checks the values)
+    torques = arrays[4]
     N, n = model.n_velocities, model.n_joints
     fused = dt is not None and step["discretization"] == "euler"
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
@@ -445,10 +446,15 @@ def _check_step(model, dt, discretization) -> dict:
     if dt is None:
         if discretization is not None:
             raise ValueError(f"discretization={discretization!r} needs dt, the step in seconds")
-        return {"dt": None, "discretization": "euler"}
+        return _CONTINUOUS
+    if type(dt) is float and 0.0 < dt < math.inf and discretization is None:  # (the control cycle's case)
+        return {"dt": dt, "discretization": "euler"}
     return {"dt": positive_number(dt, "dt", "seconds"),
             "discretization": "euler" if discretization is None else choice(discretization, "discretization",
                                                                               METHODS)}
+
+
+_CONTINUOUS = {"dt": None, "discretization": "euler"}  # _check_step without a step (read, never written)
 
 
 @functools.lru_cache(maxsize=None)
@@ -509,8 +515,8 @@ def _result(model: Model, A, B, M_inv, nu_dot, state, joint_torques, step: dict,
 
 def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -> Linearization:
     """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
-    torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
-    arrays = state_arrays(model, state, torques)  # (values: the kernel)
+    arrays = state_arrays(model, state, joint_torques)  # (values: the kernel)
+    torques = arrays[4]
     tree, N = model.tree, model.n_velocities
     ws = workspace(tree)
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arguments import check_model, did_you_mean, real_array
+from .arguments import check_model, did_you_mean, joint_vector, real_array
 from .compiled import kernel
 from .joints import Joint
 from .spatial import quaternion_rotation
@@ -265,14 +265,16 @@ _FIXED_BASE_POSE, _FIXED_BASE_TWIST = np.eye(4), np.zeros(6)  # (read by the ker
 
 
 def state_arrays(model: Model, state: State, joint_torques) -> tuple:
-    """One state and its torques τ (n,) float64 as the single-state kernels take them:
-    (base pose (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a
-    fixed base: the identity and zeros).  Shapes are checked here (ValueError as
-    :func:`stack_states`'), values by the kernel (:func:`invalid_state`)."""
+    """One state and its torques τ (n,) as the single-state kernels take them: (base pose
+    (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a fixed base:
+    the identity and zeros), τ as float64 (None: zeros).  Shapes are checked here (ValueError
+    naming ``joint_torques`` as arguments.joint_vector, or the state as :func:`stack_states`),
+    values by the kernel (:func:`invalid_state`)."""
     n = model.n_joints
-    if isinstance(state, State) and type(joint_torques) is np.ndarray and joint_torques.shape == (n,) \
-            and joint_torques.dtype == np.float64 and state.joint_positions.shape == state.joint_velocities.shape \
-            == (n,):
+    if not (type(joint_torques) is np.ndarray and joint_torques.shape == (n,) and joint_torques.dtype == np.float64
+            and joint_torques.flags.c_contiguous):
+        joint_torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
+    if isinstance(state, State) and state.joint_positions.shape == state.joint_velocities.shape == (n,):
         pose, twist = state.base_pose, state.base_twist
         if model.floating_base:
             if pose is not None and twist is not None and pose.shape == (4, 4) and twist.shape == (6,):
