@@ -218,8 +218,9 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
 
 
 @kernel
-def constrained_linearize_into(model, data, contacts, state, out, dt):
-    """The constrained linearization (module docstring) of one state = (pose (4, 4), s (n,),
+def constrained_linearize_into(contacts, state, out, dt):
+    """The constrained linearization (module docstring), on the contact set's workspace
+    contacts.workspace (and its model), of one state = (pose (4, 4), s (n,),
     twist (6,), r (n,), τ (n,)) (model.state_arrays's) into out = (A (2N, 2N),
     B (2N, n), M_inv (N, N), ν̇ (N), λ (m), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n), A_d, B_d); dt > 0:
     also A_d (2N, 2N), B_d (2N, n) of one Euler step (discretization.euler_step_into), else
@@ -231,6 +232,8 @@ def constrained_linearize_into(model, data, contacts, state, out, dt):
     problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
+    data = contacts.workspace
+    model = data.model
     pose, s, twist, r, tau = state
     A, B, M_inv, accelerations, forces, d_forces, d_forces_dtau, A_d, B_d = out
     floating_base = model.floating_base
@@ -310,12 +313,12 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     else:  # (the values checked by the kernel)
         tree_state = state_arrays(model, state, torques)
     m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
-    contacts, scratch = arrays.data(N)
+    contacts, scratch = arrays.data(workspace)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n))) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else _NO_STEP)
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(workspace.model, workspace.data, contacts, tree_state, out, dt)
+    status = constrained_linearize_into(contacts, tree_state, out, dt)
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:

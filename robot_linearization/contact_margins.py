@@ -353,7 +353,7 @@ def _frame_rotations(model, state, contacts):
     body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
     base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
     ws.v[:], ws.a[:] = 0.0, 0.0
-    data, scratch = arrays.data(tree.n_velocities)
+    data, scratch = arrays.data(ws)
     base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
     contact_kinematics_into(ws.model, ws.data, data, base_rotation)
     rotation, J_local = scratch.rotation.copy(), scratch.J_local.copy()

@@ -27,6 +27,7 @@ from numba.experimental import structref
 
 from .compiled import INDEX_TABLE, INDICES, MATRIX, VECTOR, Structure, kernel, structure
 from .model import Model, ModelError, State, state_labels
+from .workspace import DATA, workspace
 
 
 @structref.register
@@ -38,26 +39,26 @@ COUPLING_DATA = CouplingDataType([
     ("coupling_rows", INDEX_TABLE), ("coupling_multipliers", VECTOR), ("index", INDICES), ("factor", VECTOR),
     ("rows", INDICES), ("offset", VECTOR), ("M_tree", MATRIX), ("J_c", MATRIX), ("JM_inv", MATRIX), ("L", MATRIX),
     ("W", MATRIX), ("reduced", MATRIX), ("tree_state", MATRIX), ("tree_accelerations", VECTOR), ("forces", VECTOR),
-    ("drift", VECTOR)])
+    ("drift", VECTOR), ("workspace", DATA)])
 """A coupling as linearization.coupled_linearize_into takes it (c couplings, N_tree and N
 velocities, n_tree joints): coupling_rows (c, 2) tree indices (mimic, source),
 coupling_multipliers (c,), the reduction's index and factor (N_tree,) (CoupledModel.reduction),
 rows = velocity_rows (N,), offset (n_tree,); then the scratch of one thread: M_tree (N_tree,
 N_tree), J_c, J_c M⁻¹ (c, N_tree), a Cholesky factor L (c, c), W (c, N), the reduced
 derivatives (N, 2N), tree_state (3, n_tree) (the tree's s, r, τ), tree_accelerations (N_tree,),
-forces and drift (c,) (zero)."""
+forces and drift (c,) (zero), and the tree's workspace of the same thread (workspace.DATA)."""
 structref.define_boxing(CouplingDataType, Structure)
 
 
 @kernel
 def _new_coupling_data(coupling_rows, coupling_multipliers, index, factor, rows, offset, M_tree, J_c, JM_inv, L, W,
-                       reduced, tree_state, tree_accelerations, forces, drift):
+                       reduced, tree_state, tree_accelerations, forces, drift, workspace):
     coupling = structref.new(COUPLING_DATA)
     coupling.coupling_rows, coupling.coupling_multipliers, coupling.index = coupling_rows, coupling_multipliers, index
     coupling.factor, coupling.rows, coupling.offset, coupling.M_tree = factor, rows, offset, M_tree
     coupling.J_c, coupling.JM_inv, coupling.L, coupling.W, coupling.reduced = J_c, JM_inv, L, W, reduced
     coupling.tree_state, coupling.tree_accelerations = tree_state, tree_accelerations
-    coupling.forces, coupling.drift = forces, drift
+    coupling.forces, coupling.drift, coupling.workspace = forces, drift, workspace
     return coupling
 
 
@@ -153,7 +154,7 @@ class CoupledModel:
                 np.ascontiguousarray(self.coupling_multipliers, dtype=float), *self.reduction, self.velocity_rows,
                 np.ascontiguousarray(self.offset, dtype=float), np.empty((N_tree, N_tree)), np.empty((c, N_tree)),
                 np.empty((c, N_tree)), np.empty((c, c)), np.empty((c, N)), np.empty((N, 2 * N)),
-                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c))
+                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c), workspace(self.tree).data)
         return data
 
     def tree_state(self, state: State) -> State:

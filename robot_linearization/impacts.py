@@ -92,17 +92,19 @@ def restitution_coefficient(value) -> float:
 
 
 @kernel
-def impact_into(model, data, contacts, state, e, out):
+def impact_into(contacts, state, e, out):
     """The impact map (module docstring) of the pre-impact state = (pose (4, 4), s (n,),
     twist (6,), r (n,), τ (n,), unused) (model.state_arrays's) with restitution e,
     into out = (M_inv (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus
-    ν⁺ (N)).  Scratch: the model's workspace (workspace.DATA) and the contact set's
-    (CONTACT_DATA).  Returns 0; 1 when the contact set is degenerate (J, M_inv filled for the
+    ν⁺ (N)).  Scratch: the contact set's (CONTACT_DATA) and its workspace contacts.workspace
+    (workspace.DATA, with the model).  Returns 0; 1 when the contact set is degenerate (J, M_inv filled for the
     message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
     is not valid (model.invalid_state's problem p; nothing computed)."""
     problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
+    data = contacts.workspace
+    model = data.model
     M_inv, A, impulses, d_impulses, nu_plus = out
     floating_base = model.floating_base
     s, base_rotation = state[1], state[0][:3, :3].copy()
@@ -184,12 +186,11 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     arrays = contact_arrays(model, contacts)
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     m = arrays.m
-    ws = workspace(model)
-    data, scratch = arrays.data(N)
+    contact_data, scratch = arrays.data(workspace(model))
     M_inv, A, impulses, d_impulses, nu_plus = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
                                                np.empty((m, 2 * N)), np.empty(N))
     announce_compilation(impact_into)
-    status = impact_into(ws.model, ws.data, data, pre_impact, e, (M_inv, A, impulses, d_impulses, nu_plus))
+    status = impact_into(contact_data, pre_impact, e, (M_inv, A, impulses, d_impulses, nu_plus))
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:

@@ -186,8 +186,9 @@ def linearize_state_into(model, data, state, out):
 
 
 @kernel
-def linearize_into(model, data, state, out, dt):
-    """The control cycle's entry: one state (model.state_arrays) into out = (A, B, M_inv, ν̇,
+def linearize_into(data, state, out, dt):
+    """The control cycle's entry, on the workspace ``data`` (and its model): one state
+    (model.state_arrays) into out = (A, B, M_inv, ν̇,
     A_d, B_d) by :func:`linearize_state_into`; dt > 0: also A_d (2N, 2N), B_d (2N, n) of one
     Euler step (discretization.euler_step_into), else they are not touched.
     Returns linearize_state_into's status, or −10 − p when the state is not valid
@@ -195,6 +196,7 @@ def linearize_into(model, data, state, out, dt):
     problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
+    model = data.model
     A, B, M_inv, accelerations, A_d, B_d = out
     status = linearize_state_into(model, data, state, (A, B, M_inv, accelerations))
     if dt > 0.0:
@@ -203,13 +205,14 @@ def linearize_into(model, data, state, out, dt):
 
 
 @kernel
-def linearize_states_into(model, data, states, out, dt):
-    """K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6), joint
+def linearize_states_into(data, states, out, dt):
+    """On the workspace ``data`` (and its model), K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6), joint
     velocities (K, n), torques (K, n)) into out = (A, B, M_inv, accelerations, status, A_d,
     B_d), each with a leading axis K, by :func:`linearize_state_into` (status[k]: its return);
     dt > 0: also A_d, B_d of one Euler step, else they are not touched.  Returns
     model.first_invalid_state of the inputs, (0, 0) when they are valid (nothing computed
     otherwise)."""
+    model = data.model
     base_poses, joint_positions, base_twists, joint_velocities, torques = states
     A, B, M_inv, accelerations, status, A_d, B_d = out
     invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
@@ -225,12 +228,12 @@ def linearize_states_into(model, data, states, out, dt):
 
 
 @kernel
-def coupled_linearize_into(model, data, coupling, state, out):
+def coupled_linearize_into(coupling, state, out):
     """The linearization of a tree whose mimic joints follow their sources (coupling.py), in
     the independent coordinates: out = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N)) of the
     reduced model at state = (pose (4, 4), s (n,), twist (6,), r (n,), τ (n,))
     (model.state_arrays's, independent coordinates), with coupling = CoupledModel.coupling_data()
-    (coupling.COUPLING_DATA, which holds the scratch).  The tree's state is s_tree = G s + o,
+    (coupling.COUPLING_DATA, which holds the scratch and the tree's workspace).  The tree's state is s_tree = G s + o,
     r_tree = G r, and its torques E τ (zero on the mimic joints).
 
     A mimic joint is a reduced-coordinate map ν_tree = Ĝ ν with Ĝ fixed (Ĝ[i, index[i]] =
@@ -244,6 +247,8 @@ def coupled_linearize_into(model, data, coupling, state, out):
     problem = invalid_state(*state)
     if problem != 0:
         return -10 - problem
+    data = coupling.workspace
+    model = data.model
     coupling_rows, coupling_multipliers, index, factor, rows, offset = (
         coupling.coupling_rows, coupling.coupling_multipliers, coupling.index, coupling.factor, coupling.rows,
         coupling.offset)
@@ -314,7 +319,7 @@ def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
     ValueError for a NaN/inf or non-rigid input."""
     announce_compilation(linearize_states_into)
     ws = workspace(model)
-    k, problem = linearize_states_into(ws.model, ws.data, tuple(arrays), tuple(out), dt)
+    k, problem = linearize_states_into(ws.data, tuple(arrays), tuple(out), dt)
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 
@@ -375,7 +380,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else _NO_STEP)
     ws = workspace(model)
     announce_compilation(linearize_into)
-    status = linearize_into(ws.model, ws.data, arrays, out, dt if fused else 0.0)
+    status = linearize_into(ws.data, arrays, out, dt if fused else 0.0)
     if status != -1:
         raise ValueError(_status_message(model, status, arrays))
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
@@ -517,13 +522,12 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     """A CoupledModel without contacts: coupled_linearize_into on the tree's workspace."""
     arrays = state_arrays(model, state, joint_torques)  # (values: the kernel)
     torques = arrays[4]
-    tree, N = model.tree, model.n_velocities
-    ws = workspace(tree)
+    N = model.n_velocities
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(ws.model, ws.data, model.coupling_data(), arrays, out)
+    status = coupled_linearize_into(model.coupling_data(), arrays, out)
     if status != -1:
-        raise ValueError(_status_message(tree, status, arrays))
+        raise ValueError(_status_message(model.tree, status, arrays))
     return _result(model, *out, state, torques, step)
 
 

@@ -2,7 +2,10 @@
 
 A kernel reads the robot's arrays from one structure (``model.parent``, ``model.I``) and its
 scratch from another (``data.X_up``, ``data.columns``), instead of some forty positional
-arrays.  Both are per model and per thread (:func:`workspace`).
+arrays.  Both are per model and per thread (:func:`workspace`).  The workspace also holds
+its model (``data.model``): the control cycle's entry kernels take ``data`` alone, since each
+structure a compiled call receives from Python costs about a microsecond of numba's argument
+typing (an array a tenth of that), and pass both on to the passes they call.
 """
 
 from __future__ import annotations
@@ -65,11 +68,12 @@ class DataType(types.StructRef):
 
 
 DATA = DataType([
-    ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX), ("c", MATRIX),
+    ("model", MODEL_ARRAYS), ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX), ("c", MATRIX),
     ("p", MATRIX), ("a", MATRIX), ("f", MATRIX), ("F", MATRICES), ("P", MATRICES), ("R", MATRICES), ("t", MATRIX),
     ("axes", MATRIX), ("U_base", MATRIX), ("derivatives", MATRIX), ("Y", MATRICES), ("Y_rate", MATRICES),
     ("columns", MATRICES), ("g0", VECTOR), ("free", VECTOR)])
-"""One linearization's scratch, n+1 bodies and N velocities: the body transforms i_X_λ(i)
+"""One linearization's scratch, n+1 bodies and N velocities, and the compiled model it is for
+(model, :data:`MODEL_ARRAYS`): the body transforms i_X_λ(i)
 X_up (n+1, 6, 6); the ABAmb's articulated inertias I_A (n+1, 6, 6), U (n+1, 6), pivots D
 (n+1,), body twists v, velocity-product accelerations c, bias wrenches p, accelerations a and
 wrenches f (n+1, 6); the IMMAmb's F, P (n+1, N, 6) and U_base (n+1, 6); the body poses in the
@@ -80,8 +84,10 @@ structref.define_boxing(DataType, Structure)
 
 
 @kernel
-def _new_data(X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns, g0, free):
+def _new_data(model, X_up, I_A, U, D, v, c, p, a, f, F, P, R, t, axes, U_base, derivatives, Y, Y_rate, columns, g0,
+              free):
     data = structref.new(DATA)
+    data.model = model
     data.X_up, data.I_A, data.U, data.D = X_up, I_A, U, D
     data.v, data.c, data.p, data.a, data.f = v, c, p, a, f
     data.F, data.P, data.R, data.t, data.axes, data.U_base = F, P, R, t, axes, U_base
@@ -118,15 +124,15 @@ class Workspace:
         self.Y, self.Y_rate = np.empty((n_bodies, 6, 6)), np.empty((n_bodies, 6, 6))
         self.columns = np.empty((7, N, 6))
         self.g0, self.free = np.zeros(6), np.empty(N)
-        self.data = structure(DATA, _new_data, *self.arrays())
+        self.data = structure(DATA, _new_data, self.model, *self.arrays())
 
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays())
 
     def arrays(self) -> tuple:
-        """The arrays of ``data``, in :data:`DATA`'s order."""
-        return tuple(getattr(self, name) for name in DATA.field_dict)
+        """The arrays of ``data``, in :data:`DATA`'s order (after its model)."""
+        return tuple(getattr(self, name) for name in DATA.field_dict if name != "model")
 
 
 def workspace(model: Model) -> Workspace:

@@ -27,7 +27,7 @@ from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
 from ..spatial import mat_mat_into, skew_entry
-from ..workspace import workspace
+from ..workspace import DATA, workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
 from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into
@@ -47,25 +47,27 @@ CONTACT_DATA = ContactDataType([
     ("bodies", INDICES), ("X_cb", MATRICES), ("dims", INDICES), ("world_aligned", FLAGS), ("starts", INDICES),
     ("coupling_rows", INDEX_TABLE), ("coupling_multipliers", VECTOR), ("J", MATRIX), ("drift", VECTOR),
     ("J_local", MATRICES), ("rotation", MATRICES), ("body_X_base", MATRICES), ("T", MATRICES), ("JM_inv", MATRIX),
-    ("L", MATRIX), ("wrenches", MATRIX), ("d_accel", MATRIX)])
+    ("L", MATRIX), ("wrenches", MATRIX), ("d_accel", MATRIX), ("workspace", DATA)])
 """A contact set bound to a model (k contacts, m rows, N velocities), as the kernels take it:
 the set, :class:`ContactArrays`'s bodies … coupling_multipliers; then the scratch of one
 thread: J (m, N), γ = drift (m,), J_local (k, 6, N) each frame's body Jacobian in its own
 axes, rotation (k, 3, 3) = A_R_c, body_X_base (k, 6, 6) = b_X_0, T (k, 6, 6) = c_X_0,
 JM_inv (m, N) = J M⁻¹, L (m, m) the Cholesky factor of J M⁻¹ Jᵀ, wrenches (k, 6) each λ_c
-in its frame's axes, d_accel (m, 2N) ∂a of the contact accelerations."""
+in its frame's axes, d_accel (m, 2N) ∂a of the contact accelerations; and that thread's
+workspace of the model's tree (workspace.DATA, with its model), which the entry kernels
+(contact_linearization.constrained_linearize_into, impacts.impact_into) run on."""
 structref.define_boxing(ContactDataType, Structure)
 
 
 @kernel
 def _new_contact_data(bodies, X_cb, dims, world_aligned, starts, coupling_rows, coupling_multipliers, J, drift,
-                      J_local, rotation, body_X_base, T, JM_inv, L, wrenches, d_accel):
+                      J_local, rotation, body_X_base, T, JM_inv, L, wrenches, d_accel, workspace):
     contacts = structref.new(CONTACT_DATA)
     contacts.bodies, contacts.X_cb, contacts.dims, contacts.world_aligned = bodies, X_cb, dims, world_aligned
     contacts.starts, contacts.coupling_rows, contacts.coupling_multipliers = starts, coupling_rows, coupling_multipliers
     contacts.J, contacts.drift, contacts.J_local, contacts.rotation = J, drift, J_local, rotation
     contacts.body_X_base, contacts.T, contacts.JM_inv, contacts.L = body_X_base, T, JM_inv, L
-    contacts.wrenches, contacts.d_accel = wrenches, d_accel
+    contacts.wrenches, contacts.d_accel, contacts.workspace = wrenches, d_accel, workspace
     return contacts
 
 
@@ -94,20 +96,23 @@ class ContactArrays:
                                                          dtype=float)
         self.m = self.m_contacts + len(self.coupling_multipliers)
 
-    def data(self, N: int):
-        """(compiled, scratch): this thread's :data:`CONTACT_DATA` for N velocities, and its
-        scratch arrays by name (J, drift, …) for Python to read."""
-        data = getattr(self._local, "data", None)
-        if data is None or data[1].J.shape[1] != N:
-            k, m = len(self.contacts), self.m
+    def data(self, tree_workspace):
+        """(compiled, scratch): this thread's :data:`CONTACT_DATA` on ``tree_workspace`` (the
+        thread's :func:`~robot_linearization.workspace.workspace` of the model's tree), and
+        its scratch arrays by name (J, drift, …) for Python to read."""
+        local = self._local
+        if getattr(local, "workspace", None) is not tree_workspace:
+            k, m, N = len(self.contacts), self.m, tree_workspace.free.shape[0]
             scratch = SimpleNamespace(
                 J=np.empty((m, N)), drift=np.empty(m), J_local=np.empty((k, 6, N)), rotation=np.empty((k, 3, 3)),
                 body_X_base=np.empty((k, 6, 6)), T=np.empty((k, 6, 6)), JM_inv=np.empty((m, N)), L=np.empty((m, m)),
                 wrenches=np.empty((k, 6)), d_accel=np.empty((m, 2 * N)))
-            data = self._local.data = (structure(
+            local.data = (structure(
                 CONTACT_DATA, _new_contact_data, self.bodies, self.X_contact_body, self.dims, self.world_aligned,
-                self.starts, self.coupling_rows, self.coupling_multipliers, *vars(scratch).values()), scratch)
-        return data
+                self.starts, self.coupling_rows, self.coupling_multipliers, *vars(scratch).values(),
+                tree_workspace.data), scratch)
+            local.workspace = tree_workspace
+        return local.data
 
 
 @functools.lru_cache(maxsize=256)
@@ -391,7 +396,7 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     ws = workspace(tree)
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
     base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
-    data, scratch = arrays.data(tree.n_velocities)
+    data, scratch = arrays.data(ws)
     base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
     contact_kinematics_into(ws.model, ws.data, data, base_rotation)
     return scratch.J.copy(), scratch.drift.copy()
