@@ -137,12 +137,13 @@ def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
 
 
 def test_dense_product_equals_numpy_for_every_remainder(rng):
-    """multiply_add_into (out += sign · A B[:, :w]) sweeps two rows of out per four rows of B: an odd
-    number of rows, a depth that is not a multiple of 4, a transposed A (the KKT elimination's
-    (J M⁻¹)ᵀ) and w narrower than B each take their own branch; numpy's product is the reference."""
+    """multiply_add_into (out += sign · A B[:, :w]) sweeps four rows of out per four rows of B: a
+    number of rows that is not a multiple of 4 (the rest one by one), a depth that is not a multiple
+    of 4, a transposed A (the KKT elimination's (J M⁻¹)ᵀ) and w narrower than B each take their own
+    branch; numpy's product is the reference."""
     from robot_linearization.algorithms.constrained_dynamics import multiply_add_into
 
-    for p in (1, 2, 3, 6, 9, 18):
+    for p in (1, 2, 3, 4, 5, 6, 7, 8, 9, 18):
         for q in (1, 2, 3, 4, 5, 7, 12):
             for transposed in (False, True):
                 A = rng.normal(size=(q, p)).T if transposed else rng.normal(size=(p, q))
