@@ -93,8 +93,9 @@ index arrays of 1–2 axes, a boolean array."""
 
 class Structure(structref.StructRefProxy):
     """Python's handle on a compiled structure (numba structref): a fixed set of named arrays
-    that a kernel takes as one argument and reads as ``model.parent``, ``data.X_up`` — the
-    way Pinocchio's algorithms take a Model and a Data.  Build with :func:`structure`."""
+    (and structures: a workspace holds its model, ``data.model``) that a kernel takes as one
+    argument and reads as ``model.parent``, ``data.X_up`` — the way Pinocchio's algorithms take
+    a Model and a Data.  Build with :func:`structure`."""
 
 
 def structure(struct_type, constructor, *values):
