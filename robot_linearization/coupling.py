@@ -154,7 +154,8 @@ class CoupledModel:
                 np.ascontiguousarray(self.coupling_multipliers, dtype=float), *self.reduction, self.velocity_rows,
                 np.ascontiguousarray(self.offset, dtype=float), np.empty((N_tree, N_tree)), np.empty((c, N_tree)),
                 np.empty((c, N_tree)), np.empty((c, c)), np.empty((c, N)), np.empty((N, 2 * N)),
-                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c), workspace(self.tree).data)
+                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c),
+                workspace(self.tree).data)
         return data
 
     def tree_state(self, state: State) -> State:

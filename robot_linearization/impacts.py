@@ -97,8 +97,8 @@ def impact_into(contacts, state, e, out):
     twist (6,), r (n,), τ (n,), unused) (model.state_arrays's) with restitution e,
     into out = (M_inv (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus
     ν⁺ (N)).  Scratch: the contact set's (CONTACT_DATA) and its workspace contacts.workspace
-    (workspace.DATA, with the model).  Returns 0; 1 when the contact set is degenerate (J, M_inv filled for the
-    message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
+    (workspace.DATA, with the model).  Returns 0; 1 when the contact set is degenerate (J,
+    M_inv filled for the message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
     is not valid (model.invalid_state's problem p; nothing computed)."""
     problem = invalid_state(*state)
     if problem != 0:

@@ -206,9 +206,10 @@ def linearize_into(data, state, out, dt):
 
 @kernel
 def linearize_states_into(data, states, out, dt):
-    """On the workspace ``data`` (and its model), K states = (base poses (K, 4, 4), joint positions (K, n), base twists (K, 6), joint
-    velocities (K, n), torques (K, n)) into out = (A, B, M_inv, accelerations, status, A_d,
-    B_d), each with a leading axis K, by :func:`linearize_state_into` (status[k]: its return);
+    """On the workspace ``data`` (and its model), K states = (base poses (K, 4, 4), joint
+    positions (K, n), base twists (K, 6), joint velocities (K, n), torques (K, n)) into out =
+    (A, B, M_inv, accelerations, status, A_d, B_d), each with a leading axis K, by
+    :func:`linearize_state_into` (status[k]: its return);
     dt > 0: also A_d, B_d of one Euler step, else they are not touched.  Returns
     model.first_invalid_state of the inputs, (0, 0) when they are valid (nothing computed
     otherwise)."""

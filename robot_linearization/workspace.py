@@ -68,9 +68,9 @@ class DataType(types.StructRef):
 
 
 DATA = DataType([
-    ("model", MODEL_ARRAYS), ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX), ("c", MATRIX),
-    ("p", MATRIX), ("a", MATRIX), ("f", MATRIX), ("F", MATRICES), ("P", MATRICES), ("R", MATRICES), ("t", MATRIX),
-    ("axes", MATRIX), ("U_base", MATRIX), ("derivatives", MATRIX), ("Y", MATRICES), ("Y_rate", MATRICES),
+    ("model", MODEL_ARRAYS), ("X_up", MATRICES), ("I_A", MATRICES), ("U", MATRIX), ("D", VECTOR), ("v", MATRIX),
+    ("c", MATRIX), ("p", MATRIX), ("a", MATRIX), ("f", MATRIX), ("F", MATRICES), ("P", MATRICES), ("R", MATRICES),
+    ("t", MATRIX), ("axes", MATRIX), ("U_base", MATRIX), ("derivatives", MATRIX), ("Y", MATRICES), ("Y_rate", MATRICES),
     ("columns", MATRICES), ("g0", VECTOR), ("free", VECTOR)])
 """One linearization's scratch, n+1 bodies and N velocities, and the compiled model it is for
 (model, :data:`MODEL_ARRAYS`): the body transforms i_X_λ(i)
