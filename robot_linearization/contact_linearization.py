@@ -32,7 +32,7 @@ from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_force
 from .algorithms.forward_dynamics import bias_accelerations_into
 from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
-from .discretization import euler_step_into
+from .discretization import NO_STEP, euler_step_into
 from .coupling import CoupledModel
 from .model import State, invalid_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message
@@ -295,8 +295,9 @@ def constrained_linearize_into(contacts, state, out, dt):
 def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace, dt: float = 0.0):
     """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with the contact set ``arrays``
     (constrained_dynamics.contact_arrays) rigidly held (and, for a CoupledModel, its mimic
-    joints following their sources); dt > 0 (a Model, not a CoupledModel): then A_d, B_d of
-    one Euler step of dt seconds after them (discretization.euler_step_into).
+    joints following their sources), then A_d, B_d of one Euler step of dt seconds
+    (discretization.euler_step_into) when dt > 0 and the model is not a CoupledModel, else
+    two empty arrays.
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
     ∂λ/∂τ (m, n), A_d as A, B_d as B, in the model's (independent) coordinates.
@@ -316,7 +317,7 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     contacts, scratch = arrays.data(workspace)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n))) + (
-        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else _NO_STEP)
+        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else NO_STEP)
     announce_compilation(constrained_linearize_into)
     status = constrained_linearize_into(contacts, tree_state, out, dt)
     if status <= -10:
@@ -327,12 +328,7 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
         raise ValueError(singular_state_message(tree, status - 2))
     if status == -1:
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    if coupled:
-        return _reduced(model, arrays, scratch.J, out[:7])
-    return out if dt > 0.0 else out[:7]
-
-
-_NO_STEP = (np.empty((0, 0)),) * 2  # A_d, B_d when no step is asked for (never written)
+    return _reduced(model, arrays, scratch.J, out[:7]) + NO_STEP if coupled else out
 
 
 def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):

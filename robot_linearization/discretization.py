@@ -174,6 +174,10 @@ def euler_step_into(A, B, twist, accelerations, floating_base, dt, A_d, B_d):
                               B_d.reshape((1, 2 * N, n)))
 
 
+NO_STEP = (np.empty((0, 0)),) * 2
+"""euler_step_into's A_d, B_d for a one-state kernel asked for no step (shared, never written)."""
+
+
 def se3_right_jacobian(xi) -> np.ndarray:
     """J_r(ξ) (6, 6) of a twist ξ = [v; ω] (:func:`se3_right_jacobian_into`)."""
     J = np.empty((6, 6))

@@ -29,7 +29,7 @@ from .compiled import announce_compilation, finite_sum, kernel
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, as_contacts, resolve
 from .coupling import CoupledModel, tree_of
-from .discretization import METHODS, euler_step_into, euler_step_jacobians_into, step_jacobians
+from .discretization import METHODS, NO_STEP, euler_step_into, euler_step_jacobians_into, step_jacobians
 from .impacts import impact, restitution_coefficient, touchdown
 from .model import (Model, State, check_state, first_invalid_state, invalid_state, stack_states, state_arrays,
                     state_problem)
@@ -334,7 +334,7 @@ def _allocate(model: Model, K: int, step: bool):
                                             else _NO_STEPS)
 
 
-_NO_STEP, _NO_STEPS = (np.empty((0, 0)),) * 2, (np.empty((0, 0, 0)),) * 2  # A_d, B_d without a step (1, K states)
+_NO_STEPS = (np.empty((0, 0, 0)),) * 2  # A_d, B_d of K states without a step (never written)
 
 
 def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
@@ -378,7 +378,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     N, n = model.n_velocities, model.n_joints
     fused = dt is not None and step["discretization"] == "euler"
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
-        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else _NO_STEP)
+        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else NO_STEP)
     ws = workspace(model)
     announce_compilation(linearize_into)
     status = linearize_into(ws.data, arrays, out, dt if fused else 0.0)
