@@ -10,7 +10,8 @@ checks that the matrices agree, so speed is never bought with wrong numbers.
 Then the same with rigid contacts (solo12 on 4 point feet, talos on 2 6d soles)
 against Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives; the
 discrete step Jacobians (dt=) against our continuous call and Crocoddyl's
-IntegratedActionModelEuler calc + calcDiff; the impact map of a touchdown (rl.impact)
+IntegratedActionModelEuler calc + calcDiff, by rl.linearize and by an rl.Linearizer (its
+arrays allocated once, as Crocoddyl's ActionData); the impact map of a touchdown (rl.impact)
 against Pinocchio's impulseDynamics + computeImpulseDynamicsDerivatives; coupled mimic
 joints against the same robot with them independent; the contact margins' cost against the
 linearization; the MPC-horizon API, the first-call cost and
@@ -328,8 +329,10 @@ def step_rows(details, rng, repeat):
     us = 1e6
     print(f"\ndiscrete step Jacobians A_d, B_d (semi-implicit Euler, dt = {STEP_DT * 1e3:g} ms): median µs; Crocoddyl "
           f"{crocoddyl_version()} with pin {ours_pin_version()}")
+    print("(Linearizer: rl.Linearizer(model, contacts=, dt=).linearize(state, τ), its arrays allocated once and "
+          "filled in place, as Crocoddyl's calc/calcDiff fill the ActionData that createData allocated once)")
     print(f"{'robot':<18}{'continuous':>11}{'dt=':>8}{'dt=/cont':>10}{'zoh':>8}{'crocoddyl':>11}{'dt=/croco':>11}"
-          f"{'err vs croco':>14}{'err vs FD':>11}")
+          f"{'Linearizer':>12}{'/croco':>8}{'err vs croco':>14}{'err vs FD':>11}")
     for name in ("solo12", "talos"):
         if name not in details:
             continue
@@ -342,17 +345,22 @@ def step_rows(details, rng, repeat):
                 break
             P = np.concatenate([croco.pinocchio.perm, croco.pinocchio.perm + len(croco.pinocchio.perm)])
             joints = croco.pinocchio._joint_order()
-            times = {"continuous": [], "dt": [], "zoh": [], "croco": []}
+            times = {"continuous": [], "dt": [], "zoh": [], "croco": [], "linearizer": []}
+            linearizer = rl.Linearizer(model, contacts=contacts, dt=STEP_DT)
             err_croco = 0.0
             for state, tau in list(zip(states, torques))[:5]:
                 times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts),
                                                        repeat))
                 times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts,
                                                                     dt=STEP_DT), repeat))
+                times["linearizer"].append(median_time(lambda: linearizer.linearize(state, tau), repeat))
                 x, u = croco.inputs(state, tau)
                 times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
                 lin = rl.linearize(model, state, tau, contacts=contacts, dt=STEP_DT)
                 F_x, F_u = croco.jacobians(x, u)
+                linearizer.linearize(state, tau)
+                if not (np.array_equal(linearizer.A_d, lin.A_d) and np.array_equal(linearizer.B_d, lin.B_d)):
+                    raise AssertionError(f"{name}: the Linearizer's A_d, B_d differ from rl.linearize's")
                 for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
                     err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
             # zoh last: scipy's expm runs threaded BLAS, whose threads spin on the other core for a while
@@ -367,7 +375,8 @@ def step_rows(details, rng, repeat):
             t = {k: float(np.median(v)) for k, v in times.items()}
             label = f"{name} {len(contacts)}×{contacts[0].kind}" if contacts else name
             print(f"{label:<18}{t['continuous'] * us:>11.0f}{t['dt'] * us:>8.0f}{t['dt'] / t['continuous']:>10.2f}"
-                  f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}{err_croco:>14.1e}"
+                  f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}"
+                  f"{t['linearizer'] * us:>12.0f}{t['linearizer'] / t['croco']:>8.2f}{err_croco:>14.1e}"
                   f"{err_fd:>11.1e}")
 
 

@@ -28,6 +28,7 @@ from .impacts import Impact, impact
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
+from .linearizer import Linearizer
 from .builder import ModelBuilder
 from .model import Model, ModelError, State
 from .urdf import load_urdf
@@ -43,6 +44,7 @@ __all__ = [
     "Joint",
     "JointType",
     "Linearization",
+    "Linearizer",
     "Model",
     "ModelBuilder",
     "ModelError",

@@ -34,7 +34,7 @@ from .compiled import announce_compilation, finite_sum, kernel
 from .contacts import ContactError
 from .discretization import NO_STEP, euler_step_into
 from .coupling import CoupledModel
-from .model import State, invalid_state, stack_states, state_arrays, state_problem
+from .model import Model, State, invalid_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message
 from .spatial import cross_motion_into, mat_vec_into, skew_entry
 
@@ -314,21 +314,30 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     else:  # (the values checked by the kernel)
         tree_state = state_arrays(model, state, torques)
     m, n, N = arrays.m, tree.n_bodies - 1, tree.n_velocities
-    contacts, scratch = arrays.data(workspace)
+    data = arrays.data(workspace)
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n))) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else NO_STEP)
+    run_constrained_linearize_into(tree, arrays, data, tree_state, out, dt)
+    return _reduced(model, arrays, data[1].J, out[:7]) + NO_STEP if coupled else out
+
+
+def run_constrained_linearize_into(tree: Model, arrays, data: tuple, tree_state: tuple, out: tuple, dt: float) -> None:
+    """:func:`constrained_linearize_into` on the contact set ``arrays`` (``data``: ``arrays.data(workspace)``) at
+    ``tree_state`` (model.state_arrays of the tree), into ``out`` = (A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ,
+    A_d, B_d) of the shapes :func:`linearize_with_contacts` returns (with dt = 0.0, A_d and B_d are
+    discretization.NO_STEP).  ContactError for a redundant or degenerate contact set, ValueError
+    at a state without a linearization (then ``out`` holds no result)."""
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(contacts, tree_state, out, dt)
+    status = constrained_linearize_into(data[0], tree_state, out, dt)
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:
-        raise ContactError(degeneracy_reason(arrays.contacts, scratch.J, out[2]))
+        raise ContactError(degeneracy_reason(arrays.contacts, data[1].J, out[2]))
     if status >= 2:
         raise ValueError(singular_state_message(tree, status - 2))
     if status == -1:
         raise ValueError("the linearization overflows at this state: inf/NaN in the result")
-    return _reduced(model, arrays, scratch.J, out[:7]) + NO_STEP if coupled else out
 
 
 def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):

@@ -379,12 +379,19 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     fused = dt is not None and step["discretization"] == "euler"
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else NO_STEP)
-    ws = workspace(model)
+    run_linearize_into(model, workspace(model).data, arrays, out, dt if fused else 0.0)
+    return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
+
+
+def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float) -> None:
+    """:func:`linearize_into` on a workspace's ``data``, the :func:`~robot_linearization.model.state_arrays`
+    ``arrays`` and ``out`` = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), A_d, B_d) (with dt > 0 an
+    Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP).  ValueError at a state that has
+    no linearization (then ``out`` holds no result)."""
     announce_compilation(linearize_into)
-    status = linearize_into(ws.data, arrays, out, dt if fused else 0.0)
+    status = linearize_into(data, arrays, out, dt)
     if status != -1:
         raise ValueError(_status_message(model, status, arrays))
-    return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,

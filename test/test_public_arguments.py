@@ -146,6 +146,8 @@ def _add_body(**arguments):
 
 GOOD_JOINT = rl.Joint("j", JointType.REVOLUTE, (0.0, 0.0, 1.0))
 
+LINEARIZER = rl.Linearizer(FLOATING, contacts=[FOOT], dt=0.002)
+
 # name -> (callable, valid keyword arguments, {argument: kind of its bad inputs})
 CALLS = {
     "linearize": (rl.linearize, dict(model=FLOATING, state=STATE, joint_torques=np.zeros(N_JOINTS), contacts=[FOOT],
@@ -153,6 +155,11 @@ CALLS = {
                   {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "contacts": "contacts",
                    "dt": "optional_seconds", "discretization": "discretization",
                    "previous_contacts": "previous_contacts", "restitution": "restitution"}),
+    "Linearizer": (rl.Linearizer, dict(model=FLOATING, contacts=[FOOT], dt=0.002, discretization="euler"),
+                   {"model": "model", "contacts": "contacts", "dt": "optional_seconds",
+                    "discretization": "discretization"}),
+    "Linearizer.linearize": (lambda **a: LINEARIZER.linearize(**a), dict(state=STATE, joint_torques=np.zeros(N_JOINTS)),
+                             {"state": "state", "joint_torques": "joint_vector_or_none"}),
     "linearize_trajectory": (rl.linearize_trajectory, dict(model=FLOATING, states=[STATE, STATE],
                                                            joint_torques=np.zeros((2, N_JOINTS)), dt=0.002,
                                                            contacts=[[], [FOOT]], restitution=0.5),

@@ -97,22 +97,27 @@ class ContactArrays:
         self.m = self.m_contacts + len(self.coupling_multipliers)
 
     def data(self, tree_workspace):
-        """(compiled, scratch): this thread's :data:`CONTACT_DATA` on ``tree_workspace`` (the
-        thread's :func:`~robot_linearization.workspace.workspace` of the model's tree), and
-        its scratch arrays by name (J, drift, …) for Python to read."""
+        """(compiled, scratch): this thread's :meth:`new_data` on ``tree_workspace`` (the
+        thread's :func:`~robot_linearization.workspace.workspace` of the model's tree), kept for
+        the thread's next call."""
         local = self._local
         if getattr(local, "workspace", None) is not tree_workspace:
-            k, m, N = len(self.contacts), self.m, tree_workspace.free.shape[0]
-            scratch = SimpleNamespace(
-                J=np.empty((m, N)), drift=np.empty(m), J_local=np.empty((k, 6, N)), rotation=np.empty((k, 3, 3)),
-                body_X_base=np.empty((k, 6, 6)), T=np.empty((k, 6, 6)), JM_inv=np.empty((m, N)), L=np.empty((m, m)),
-                wrenches=np.empty((k, 6)), d_accel=np.empty((m, 2 * N)))
-            local.data = (structure(
-                CONTACT_DATA, _new_contact_data, self.bodies, self.X_contact_body, self.dims, self.world_aligned,
-                self.starts, self.coupling_rows, self.coupling_multipliers, *vars(scratch).values(),
-                tree_workspace.data), scratch)
+            local.data = self.new_data(tree_workspace)
             local.workspace = tree_workspace
         return local.data
+
+    def new_data(self, tree_workspace):
+        """(compiled, scratch): a new :data:`CONTACT_DATA` on ``tree_workspace`` (a
+        :class:`~robot_linearization.workspace.Workspace` of the model's tree), and its scratch
+        arrays by name (J, drift, …) for Python to read."""
+        k, m, N = len(self.contacts), self.m, tree_workspace.free.shape[0]
+        scratch = SimpleNamespace(
+            J=np.empty((m, N)), drift=np.empty(m), J_local=np.empty((k, 6, N)), rotation=np.empty((k, 3, 3)),
+            body_X_base=np.empty((k, 6, 6)), T=np.empty((k, 6, 6)), JM_inv=np.empty((m, N)), L=np.empty((m, m)),
+            wrenches=np.empty((k, 6)), d_accel=np.empty((m, 2 * N)))
+        return structure(CONTACT_DATA, _new_contact_data, self.bodies, self.X_contact_body, self.dims,
+                         self.world_aligned, self.starts, self.coupling_rows, self.coupling_multipliers,
+                         *vars(scratch).values(), tree_workspace.data), scratch
 
 
 @functools.lru_cache(maxsize=256)

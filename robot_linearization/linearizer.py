@@ -1,0 +1,100 @@
+"""A linearization whose arrays are allocated once and filled at every call: what a control
+loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .algorithms.constrained_dynamics import contact_arrays
+from .contact_linearization import run_constrained_linearize_into
+from .contacts import as_contacts
+from .coupling import CoupledModel, tree_of
+from .discretization import NO_STEP
+from .linearization import _check_step, linearize, run_linearize_into
+from .model import Model, State, state_arrays
+from .workspace import Workspace
+
+class Linearizer:
+    """:func:`~robot_linearization.linearize` of one model, contact set and step, at state after
+    state, into the same arrays::
+
+        linearizer = rl.Linearizer(model, contacts=["FL_FOOT", "FR_FOOT"], dt=0.001)  # allocates
+        lin = linearizer.linearize(state, joint_torques)  # the linearizer itself, filled in place
+        lin.A, lin.B, lin.M_inv, lin.A_d, lin.B_d, lin.contact_forces, ...
+
+    Its fields are :class:`~robot_linearization.Linearization`'s, of the same shapes, frames and
+    state order (docs/conventions.md), and equal to ``rl.linearize(model, state, joint_torques,
+    contacts=…, dt=…, discretization=…)``'s bit for bit; every call overwrites them (``np.copy``
+    what you keep).  On a tree :class:`~robot_linearization.Model`, without a step or with the
+    Euler step, the compiled kernel writes straight into them: no array is allocated per call.
+    For a :class:`~robot_linearization.CoupledModel` or ``discretization="zoh"`` they are
+    rl.linearize's result, copied in.  A touchdown's impact (``previous_contacts``) changes the
+    result's fields: call rl.linearize for it.
+
+    A Linearizer owns its workspace: use one per thread.  After a ValueError or ContactError its
+    arrays hold no result and ``state`` is None.
+    """
+
+    def __init__(self, model: Model, *, contacts=None, dt: float | None = None, discretization: str | None = None):
+        step = _check_step(model, dt, discretization)
+        self.model = model
+        contact_set = contact_arrays(model, as_contacts(contacts)) if contacts else None
+        if contact_set is not None and not contact_set.contacts:
+            contact_set = None
+        N, n, m = model.n_velocities, model.n_joints, len(contact_set.labels) if contact_set else 0
+        self.dt, self.discretization = step["dt"], step["discretization"] if step["dt"] is not None else None
+        self._direct = not isinstance(model, CoupledModel) and step["discretization"] == "euler"
+        self._dt = self.dt if self.dt is not None and self._direct else 0.0
+        out = [np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)]
+        if contact_set:
+            out += [np.empty(m), np.empty((m, 2 * N)), np.empty((m, n))]
+        out += [np.empty((2 * N, 2 * N)), np.empty((2 * N, n))] if self.dt is not None else NO_STEP
+        self._out = tuple(out)
+        self._contact_set = contact_set
+        self.A, self.B, self.M_inv = out[:3]
+        self.A_d, self.B_d = (out[-2], out[-1]) if self.dt is not None else (None, None)
+        if contact_set:
+            self.contact_forces, self.contact_forces_state_jacobian, self.contact_forces_input_jacobian = out[4:7]
+            self.contact_labels, self.contacts = contact_set.labels, contact_set.contacts
+        else:
+            self.contact_forces = self.contact_forces_state_jacobian = self.contact_forces_input_jacobian = None
+            self.contact_labels, self.contacts = (), ()
+        floating = model.floating_base
+        self.base_acceleration = out[3][:6] if floating else None  # (views of ν̇, which the kernel fills)
+        self.joint_accelerations = out[3][6:] if floating else out[3]
+        self.state_labels = model.state_labels
+        self.impact = self.previous_contacts = None
+        self.state: State | None = None
+        self.joint_torques: np.ndarray | None = None
+        if self._direct:
+            workspace = Workspace(tree_of(model))
+            self._data = contact_set.new_data(workspace) if contact_set else workspace.data
+
+    def linearize(self, state: State, joint_torques=None) -> "Linearizer":
+        """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
+        Every argument is checked as rl.linearize checks it (ValueError naming it)."""
+        self.state = None
+        if self._direct:
+            arrays = state_arrays(self.model, state, joint_torques)  # (the kernel checks the values)
+            if self._contact_set is None:
+                run_linearize_into(self.model, self._data, arrays, self._out, self._dt)
+            else:
+                run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out,
+                                               self._dt)
+            self.state, self.joint_torques = state, arrays[4]
+            return self
+        result = linearize(self.model, state, joint_torques, contacts=self.contacts or None, dt=self.dt,
+                           discretization=self.discretization)
+        for name in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "contact_forces",
+                     "contact_forces_state_jacobian", "contact_forces_input_jacobian", "A_d", "B_d"):
+            if getattr(self, name) is not None:
+                np.copyto(getattr(self, name), getattr(result, name))
+        self.state, self.joint_torques = state, result.joint_torques
+        return self
+
+    def __repr__(self) -> str:
+        contacts = f"{len(self.contacts)} contacts" if self.contacts else "no contacts"
+        step = "" if self.dt is None else f", A_d and B_d of a {self.discretization} step of {self.dt:g} s"
+        filled = "not filled" if self.state is None else "filled"
+        return (f"<Linearizer of '{self.model.name}': A {self.A.shape}, B {self.B.shape}, M_inv {self.M_inv.shape}, "
+                f"{contacts}{step}; {filled}>")

@@ -1,0 +1,101 @@
+"""rl.Linearizer: the arrays of rl.linearize's result, allocated once and filled in place at state
+after state.  rl.linearize itself is checked against Pinocchio, Crocoddyl and finite differences
+elsewhere (test_linearization, test_contacts, test_discretization, test_mimic); here every field
+must equal its result bit for bit at every state of a sequence, in the same array objects."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+
+from conftest import example_robot_path, load_example, random_state
+
+FIELDS = ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "contact_forces",
+          "contact_forces_state_jacobian", "contact_forces_input_jacobian", "A_d", "B_d")
+SOLO_FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+CASES = {  # name -> (model loader, contacts)
+    "bundled quadruped": (lambda: rl.load_urdf(rl.robots.bundled_urdf_path()), None),
+    "solo12 4 point": (lambda: load_example("solo12"), [rl.Contact(f) for f in SOLO_FEET]),
+    "talos 2×6d local": (lambda: load_example("talos"),
+                         [rl.Contact(f, "6d", "local") for f in ("left_sole_link", "right_sole_link")]),
+    "panda fixed": (lambda: load_example("panda"), None),
+    "panda coupled": (lambda: rl.load_urdf(example_robot_path("panda"), floating_base=False), None),
+    "panda coupled, a held hand": (lambda: rl.load_urdf(example_robot_path("panda"), floating_base=False),
+                                   [rl.Contact("panda_hand", "6d")]),
+}
+STEPS = {"no step": {}, "euler": {"dt": 1e-3}, "zoh": {"dt": 2e-3, "discretization": "zoh"}}
+
+
+def _equal(value, reference) -> bool:
+    if reference is None or value is None:
+        return value is None and reference is None
+    return value.shape == reference.shape and np.array_equal(value, reference)
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("case", CASES)
+def test_every_field_equals_linearize_bit_for_bit_in_the_same_arrays(case, step, rng):
+    load, contacts = CASES[case]
+    model = load()
+    options = dict(contacts=contacts, **STEPS[step])
+    linearizer = rl.Linearizer(model, **options)
+    arrays = {name: getattr(linearizer, name) for name in FIELDS}
+    for _ in range(3):
+        state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+        assert linearizer.linearize(state, torques) is linearizer
+        reference = rl.linearize(model, state, torques, **options)
+        for name in FIELDS:
+            assert getattr(linearizer, name) is arrays[name], name  # filled in place, never replaced
+            assert _equal(getattr(linearizer, name), getattr(reference, name)), f"{case}, {step}: {name}"
+        assert linearizer.state is state and np.array_equal(linearizer.joint_torques, torques)
+        assert linearizer.state_labels == reference.state_labels
+        assert linearizer.contact_labels == reference.contact_labels and linearizer.contacts == reference.contacts
+        assert (linearizer.dt, linearizer.discretization) == (reference.dt, reference.discretization)
+
+
+def test_validate_takes_a_linearizer_as_a_linearization(rng):
+    model = load_example("solo12")
+    linearizer = rl.Linearizer(model, contacts=[rl.Contact(f) for f in SOLO_FEET], dt=1e-3)
+    report = rl.validate(model, linearizer.linearize(random_state(model, rng), rng.normal(size=12)))
+    assert report.passed(1e-6), report.summary()
+
+
+def test_a_linearizer_does_not_disturb_the_threads_own_linearize(rng):
+    """Its workspace is its own: rl.linearize calls between its calls, on the same model and
+    contacts, neither change its arrays nor see its state."""
+    model = load_example("solo12")
+    contacts = [rl.Contact(f) for f in SOLO_FEET]
+    linearizer = rl.Linearizer(model, contacts=contacts, dt=1e-3)
+    first, other = random_state(model, rng), random_state(model, rng)
+    linearizer.linearize(first)
+    kept = {name: getattr(linearizer, name).copy() for name in ("A", "B", "A_d", "contact_forces")}
+    rl.linearize(model, other, contacts=contacts, dt=1e-3)
+    for name, value in kept.items():
+        assert np.array_equal(getattr(linearizer, name), value)
+    again = rl.linearize(model, first, contacts=contacts, dt=1e-3)
+    assert np.array_equal(again.A_d, kept["A_d"])
+
+
+def test_bad_input_is_a_one_line_error_and_leaves_no_result(rng):
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    linearizer = rl.Linearizer(model, dt=1e-3)
+    state = random_state(model, rng)
+    linearizer.linearize(state)
+    with pytest.raises(ValueError, match=r"^joint_torques: expected shape \(12,\)"):
+        linearizer.linearize(state, np.zeros(3))
+    assert linearizer.state is None
+    nan_state = rl.State(base_pose=state.base_pose, joint_positions=np.full(model.n_joints, np.nan),
+                         base_twist=state.base_twist, joint_velocities=state.joint_velocities)
+    with pytest.raises(ValueError, match="joint_positions"):
+        linearizer.linearize(nan_state)
+    assert linearizer.state is None and "not filled" in repr(linearizer)
+    assert linearizer.linearize(state).state is state  # and it goes on
+    reference = rl.linearize(model, state, dt=1e-3)
+    assert np.array_equal(linearizer.A_d, reference.A_d)
+    with pytest.raises(ValueError, match="dt"):
+        rl.Linearizer(model, dt=-1.0)
+    with pytest.raises(ValueError, match="discretization"):
+        rl.Linearizer(model, discretization="zoh")
+    with pytest.raises(TypeError):
+        rl.Linearizer(model, previous_contacts=["FL_FOOT"])  # an impact is rl.linearize's
