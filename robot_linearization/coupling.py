@@ -145,18 +145,23 @@ class CoupledModel:
 
     def coupling_data(self):
         """This thread's ``coupling`` argument of linearization.coupled_linearize_into
-        (:data:`COUPLING_DATA`), made on its first use in the thread."""
+        (:meth:`new_coupling_data` on the thread's workspace of the tree), made on its first use
+        in the thread."""
         data = getattr(self._local, "data", None)
         if data is None:
-            c, N_tree, N = len(self.coupling_multipliers), self.tree.n_velocities, self.n_velocities
-            data = self._local.data = structure(
-                COUPLING_DATA, _new_coupling_data, np.ascontiguousarray(self.coupling_rows, dtype=np.int64),
-                np.ascontiguousarray(self.coupling_multipliers, dtype=float), *self.reduction, self.velocity_rows,
-                np.ascontiguousarray(self.offset, dtype=float), np.empty((N_tree, N_tree)), np.empty((c, N_tree)),
-                np.empty((c, N_tree)), np.empty((c, c)), np.empty((c, N)), np.empty((N, 2 * N)),
-                np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c),
-                workspace(self.tree).data)
+            data = self._local.data = self.new_coupling_data(workspace(self.tree))
         return data
+
+    def new_coupling_data(self, tree_workspace):
+        """A new :data:`COUPLING_DATA` on ``tree_workspace`` (a
+        :class:`~robot_linearization.workspace.Workspace` of the tree)."""
+        c, N_tree, N = len(self.coupling_multipliers), self.tree.n_velocities, self.n_velocities
+        return structure(
+            COUPLING_DATA, _new_coupling_data, np.ascontiguousarray(self.coupling_rows, dtype=np.int64),
+            np.ascontiguousarray(self.coupling_multipliers, dtype=float), *self.reduction, self.velocity_rows,
+            np.ascontiguousarray(self.offset, dtype=float), np.empty((N_tree, N_tree)), np.empty((c, N_tree)),
+            np.empty((c, N_tree)), np.empty((c, c)), np.empty((c, N)), np.empty((N, 2 * N)),
+            np.empty((3, self.tree.n_joints)), np.empty(N_tree), np.empty(c), np.zeros(c), tree_workspace.data)
 
     def tree_state(self, state: State) -> State:
         """The tree's state for a state of the independent joints."""

@@ -365,7 +365,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d").
     Every argument is checked first: ValueError names the one that is wrong.
     """
-    step = _check_step(model, dt, discretization)
+    step = check_step(model, dt, discretization)
     if previous_contacts is not None:
         return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step)
     restitution_coefficient(restitution)
@@ -429,7 +429,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     K = len(states)
     if K == 0:
         raise ValueError("states: expected at least one state, got none")
-    step = _check_step(model, dt, discretization)
+    step = check_step(model, dt, discretization)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers: expected a positive number of threads, got {workers!r}")
     restitution = restitution_coefficient(restitution)
@@ -452,7 +452,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     return _result(model, *out[:4], tuple(states), arrays[-1], step, out[5:] if fused else None)
 
 
-def _check_step(model, dt, discretization) -> dict:
+def check_step(model, dt, discretization) -> dict:
     """{"dt", "discretization"} checked (and the model), ValueError before any work; a
     method without a step is an error, not ignored."""
     check_model(model)
@@ -467,7 +467,7 @@ def _check_step(model, dt, discretization) -> dict:
                                                                               METHODS)}
 
 
-_CONTINUOUS = {"dt": None, "discretization": "euler"}  # _check_step without a step (read, never written)
+_CONTINUOUS = {"dt": None, "discretization": "euler"}  # check_step without a step (read, never written)
 
 
 @functools.lru_cache(maxsize=None)
@@ -503,7 +503,7 @@ def _status_message(model: Model, status: int, state, where: str = "") -> str:
 def _result(model: Model, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
             fields: dict | None = None) -> Linearization:
     """The Linearization of (A, B, M_inv, ν̇) at ``state`` and ``joint_torques``; ``step``:
-    _check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
+    check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
     computed them); ``fields``: the other fields (contacts, impact).  Built by dict assignments,
     not keyword arguments: ≈ 1.5 µs of every control cycle."""
     self = Linearization._make(fields or {})
@@ -532,11 +532,19 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     torques = arrays[4]
     N = model.n_velocities
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
+    run_coupled_linearize_into(model, model.coupling_data(), arrays, out)
+    return _result(model, *out, state, torques, step)
+
+
+def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out: tuple) -> None:
+    """:func:`coupled_linearize_into` on ``coupling`` (``model.coupling_data()`` or a
+    ``new_coupling_data``), the independent coordinates' state_arrays ``arrays``, and ``out`` =
+    (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,)) in them.  ValueError at a state that has no
+    linearization (then ``out`` holds no result)."""
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(model.coupling_data(), arrays, out)
+    status = coupled_linearize_into(coupling, arrays, out)
     if status != -1:
         raise ValueError(_status_message(model.tree, status, arrays))
-    return _result(model, *out, state, torques, step)
 
 
 def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step) -> Linearization:
@@ -574,7 +582,7 @@ def _linearize_after_impact(model: Model, state: State, joint_torques, contacts,
 
 
 def _step_arguments(step: dict) -> dict:
-    """linearize's dt and discretization from a checked _check_step (no method without dt)."""
+    """linearize's dt and discretization from a checked check_step (no method without dt)."""
     return step if step["dt"] is not None else {"dt": None}
 
 

@@ -9,8 +9,8 @@ from .algorithms.constrained_dynamics import contact_arrays
 from .contact_linearization import run_constrained_linearize_into
 from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
-from .discretization import NO_STEP
-from .linearization import _check_step, linearize, run_linearize_into
+from .discretization import NO_STEP, euler_step_into
+from .linearization import check_step, linearize, run_coupled_linearize_into, run_linearize_into
 from .model import Model, State, state_arrays
 from .workspace import Workspace
 
@@ -25,10 +25,11 @@ class Linearizer:
     Its fields are :class:`~robot_linearization.Linearization`'s, of the same shapes, frames and
     state order (docs/conventions.md), and equal to ``rl.linearize(model, state, joint_torques,
     contacts=…, dt=…, discretization=…)``'s bit for bit; every call overwrites them (``np.copy``
-    what you keep).  On a tree :class:`~robot_linearization.Model`, without a step or with the
-    Euler step, the compiled kernel writes straight into them: no array is allocated per call.
-    For a :class:`~robot_linearization.CoupledModel` or ``discretization="zoh"`` they are
-    rl.linearize's result, copied in.  A touchdown's impact (``previous_contacts``) changes the
+    what you keep).  Without a step or with the Euler step, on a
+    :class:`~robot_linearization.Model` (with contacts or without) or a
+    :class:`~robot_linearization.CoupledModel` without contacts, the compiled kernels write straight
+    into them: no array is allocated per call.  A CoupledModel with contacts or
+    ``discretization="zoh"``: rl.linearize's result, copied in.  A touchdown's impact (``previous_contacts``) changes the
     result's fields: call rl.linearize for it.
 
     A Linearizer owns its workspace: use one per thread.  After a ValueError or ContactError its
@@ -36,14 +37,15 @@ class Linearizer:
     """
 
     def __init__(self, model: Model, *, contacts=None, dt: float | None = None, discretization: str | None = None):
-        step = _check_step(model, dt, discretization)
+        step = check_step(model, dt, discretization)
         self.model = model
         contact_set = contact_arrays(model, as_contacts(contacts)) if contacts else None
         if contact_set is not None and not contact_set.contacts:
             contact_set = None
         N, n, m = model.n_velocities, model.n_joints, len(contact_set.labels) if contact_set else 0
         self.dt, self.discretization = step["dt"], step["discretization"] if step["dt"] is not None else None
-        self._direct = not isinstance(model, CoupledModel) and step["discretization"] == "euler"
+        coupled = isinstance(model, CoupledModel)
+        self._direct = step["discretization"] == "euler" and not (coupled and contact_set)
         self._dt = self.dt if self.dt is not None and self._direct else 0.0
         out = [np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)]
         if contact_set:
@@ -68,7 +70,10 @@ class Linearizer:
         self.joint_torques: np.ndarray | None = None
         if self._direct:
             workspace = Workspace(tree_of(model))
-            self._data = contact_set.new_data(workspace) if contact_set else workspace.data
+            self._data = (model.new_coupling_data(workspace) if coupled else
+                          contact_set.new_data(workspace) if contact_set else workspace.data)
+            self._run = (self._run_coupled if coupled else self._run_with_contacts if contact_set else
+                         self._run_free)
 
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
@@ -76,11 +81,7 @@ class Linearizer:
         self.state = None
         if self._direct:
             arrays = state_arrays(self.model, state, joint_torques)  # (the kernel checks the values)
-            if self._contact_set is None:
-                run_linearize_into(self.model, self._data, arrays, self._out, self._dt)
-            else:
-                run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out,
-                                               self._dt)
+            self._run(arrays)
             self.state, self.joint_torques = state, arrays[4]
             return self
         result = linearize(self.model, state, joint_torques, contacts=self.contacts or None, dt=self.dt,
@@ -91,6 +92,20 @@ class Linearizer:
                 np.copyto(getattr(self, name), getattr(result, name))
         self.state, self.joint_torques = state, result.joint_torques
         return self
+
+    def _run_free(self, arrays):
+        run_linearize_into(self.model, self._data, arrays, self._out, self._dt)
+
+    def _run_with_contacts(self, arrays):
+        run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt)
+
+    def _run_coupled(self, arrays):
+        """The coupled kernel has no step inside: its Euler step's Jacobians are a second call, as
+        rl.linearize takes them (discretization.step_jacobians)."""
+        A, B, M_inv, nu_dot, A_d, B_d = self._out
+        run_coupled_linearize_into(self.model, self._data, arrays, (A, B, M_inv, nu_dot))
+        if self._dt:
+            euler_step_into(A, B, arrays[2], nu_dot, self.model.floating_base, self._dt, A_d, B_d)
 
     def __repr__(self) -> str:
         contacts = f"{len(self.contacts)} contacts" if self.contacts else "no contacts"
