@@ -201,7 +201,7 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
     J, JM_inv, L, d_accel, derivatives = contacts.J, contacts.JM_inv, contacts.L, contacts.d_accel, data.derivatives
     w = d_nu.shape[1]
     d_nu[:] = 0.0
-    tree_multiply_add_into(model, M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
+    tree_multiply_add_into(model, data, M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
     if model.floating_base:
         for row in range(3):
             for q in range(3):

@@ -125,12 +125,10 @@ def _set_minus_skew(A, row, col, x):
 
 
 @kernel
-def _assemble_into(model, M_inv, derivatives, tree_sparsity, twist, g0, A, B):
-    """A = [[−v×, 0, I, 0], [0, 0, 0, I], −M⁻¹[D₁ID̄ … D₄ID̄]] (3.42) and B = [0; M⁻¹S] (3.29)
-    from M⁻¹ (N, N) and [0 | D₂ | D₃ | D₄]ID̄ (N, 2N) (D₁ID̄ left zero: it is gravity's, below),
-    the base twist v and g_0.  tree_sparsity: D has the tree's zeros
-    (constrained_dynamics.tree_multiply_add_into), else the product is dense.  Returns whether
-    A and M⁻¹ are finite."""
+def _assemble_into(model, M_inv, twist, g0, A, B):
+    """A = [[−v×, 0, I, 0], [0, 0, 0, I], [−M⁻¹D₁ID̄, 0, 0, 0]] (3.42) and B = [0; M⁻¹S] (3.29) from
+    M⁻¹ (N, N), the base twist v and g_0: the caller then adds −M⁻¹[0 | D₂ | D₃ | D₄]ID̄ into
+    A[N:] (its z_H columns are zero, so the gravity block written here stays as it is)."""
     floating_base = model.floating_base
     N = M_inv.shape[0]
     n = B.shape[1]
@@ -141,17 +139,11 @@ def _assemble_into(model, M_inv, derivatives, tree_sparsity, twist, g0, A, B):
         _set_minus_skew(A, 0, 0, twist[3:])
         _set_minus_skew(A, 0, 3, twist[:3])
         _set_minus_skew(A, 3, 3, twist[3:])
-    if tree_sparsity:
-        tree_multiply_add_into(model, M_inv, derivatives, -1.0, A[N:])
-    else:
-        multiply_add_into(M_inv, derivatives, -1.0, A[N:])
-    if floating_base:
         # H enters only through gravity, as a base acceleration: D₁ID̄ = M[:, :6] ∂a_0/∂z_H, so
         # −M⁻¹D₁ID̄ = [−∂a_0/∂z_H; 0] exactly, with −∂a_0/∂z_H = [[0, (R^T g)^], [0, 0]].
         _set_minus_skew(A, N, 3, -g0[:3])
     B[:] = 0.0
     B[N:, :] = M_inv[:, N - n:]
-    return np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
 
 
 @kernel
@@ -179,7 +171,9 @@ def linearize_state_into(model, data, state, out):
     base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
     base_frame_derivatives_into(model, data, twist, a0, g0, r, accelerations[N - n:], False)
     inverse_mass_matrix_into(model, data, M_inv)
-    finite = _assemble_into(model, M_inv, data.derivatives, True, twist, g0, A, B)
+    _assemble_into(model, M_inv, twist, g0, A, B)
+    tree_multiply_add_into(model, data, M_inv, data.derivatives, -1.0, A[N:])
+    finite = np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
     if singular < 0 and not (finite and np.isfinite(finite_sum(accelerations))):
         return -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     return singular
@@ -311,7 +305,9 @@ def coupled_linearize_into(coupling, state, out):
                 target[N + index[j]] += scale * source[N_tree + j]
     for i in range(N):
         accelerations[i] = tree_accelerations[rows[i]]
-    finite = _assemble_into(model, M_inv, reduced, False, twist, g0, A, B)  # (Ĝ merges rows: no tree zeros)
+    _assemble_into(model, M_inv, twist, g0, A, B)
+    multiply_add_into(M_inv, reduced, -1.0, A[N:])  # (dense: Ĝ merges rows, so no tree zeros)
+    finite = np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
     return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 

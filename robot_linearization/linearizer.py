@@ -29,8 +29,8 @@ class Linearizer:
     :class:`~robot_linearization.Model` (with contacts or without) or a
     :class:`~robot_linearization.CoupledModel` without contacts, the compiled kernels write straight
     into them: no array is allocated per call.  A CoupledModel with contacts or
-    ``discretization="zoh"``: rl.linearize's result, copied in.  A touchdown's impact (``previous_contacts``) changes the
-    result's fields: call rl.linearize for it.
+    ``discretization="zoh"``: rl.linearize's result, copied in.  A touchdown's impact
+    (``previous_contacts``) changes the result's fields: call rl.linearize for it.
 
     A Linearizer owns its workspace: use one per thread.  After a ValueError or ContactError its
     arrays hold no result and ``state`` is None.

@@ -26,20 +26,37 @@ class ModelArraysType(types.StructRef):
 MODEL_ARRAYS = ModelArraysType([
     ("parent", INDICES), ("S", MATRIX), ("tree_X", MATRICES), ("I", MATRICES), ("ancestors", INDEX_TABLE),
     ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR),
-    ("sparse_derivatives", types.boolean)])
+    ("derivative_products", types.int64)])
 """The model's arrays as the kernels read them (Model's attributes of the same meaning):
 parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 6),
 I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
-floating_base, gravity (3,) in the world frame; sparse_derivatives: whether the tree leaves
-fewer than SPARSE_BELOW of the EIDAmb derivatives non-zero (:func:`derivative_density`)."""
+floating_base, gravity (3,) in the world frame; derivative_products: how M⁻¹ multiplies the
+EIDAmb derivatives D (:func:`derivative_products`)."""
 structref.define_boxing(ModelArraysType, Structure)
 
+DENSE_PRODUCTS, TREE_PRODUCTS, ARTICULATED_PRODUCTS = 0, 1, 2
+"""How products with the EIDAmb derivatives D, M⁻¹D, are taken (constrained_dynamics.tree_multiply_add_into):
+the dense product with M⁻¹; column by column over D's non-zeros on the tree; or without M⁻¹, by the
+IMMAmb's passes (inverse_mass_matrix.inverse_mass_matrix_product_into, O(N) per column)."""
+
 SPARSE_BELOW = 0.2
-"""Products with the EIDAmb derivatives D go column by column over D's non-zeros
-(constrained_dynamics.tree_multiply_add_into) when the tree leaves fewer than this fraction of D
-non-zero: each of those multiply-adds costs about five of the dense product's (measured on
-talos, 2026-11-25), so the dense product is faster on limbed robots of tens of joints (talos:
-0.37 of D) and the sparse one on large branched trees (200 random joints: ≈ 0.1, 2.7× faster)."""
+"""TREE_PRODUCTS when the tree leaves fewer than this fraction of D non-zero: each of those
+multiply-adds costs about five of the dense product's (measured on talos, 2026-11-25), so the
+dense product is faster on limbed robots of tens of joints (talos: 0.37 of D) and the sparse one
+on large branched trees (200 random joints: ≈ 0.1, 2.7× faster)."""
+
+ARTICULATED_FROM = 80
+"""ARTICULATED_PRODUCTS, when D is not that sparse, from this many velocities N on: the IMMAmb's
+passes cost O(n) per column against the dense product's O(N²), but their six-row sweeps run at
+≈ 3.5 flops a nanosecond against the product's 12, so they win only on long chains (2026-11-25,
+this VM: N = 56 74 against 57 µs, N = 106 248 against 370 µs, N = 206 1155 against 2723 µs)."""
+
+
+def derivative_products(model: Model) -> int:
+    """DENSE_PRODUCTS, TREE_PRODUCTS or ARTICULATED_PRODUCTS for ``model`` (chosen once per workspace)."""
+    if derivative_density(model) < SPARSE_BELOW:
+        return TREE_PRODUCTS
+    return ARTICULATED_PRODUCTS if model.n_velocities >= ARTICULATED_FROM else DENSE_PRODUCTS
 
 
 def derivative_density(model: Model) -> float:
@@ -54,11 +71,11 @@ def derivative_density(model: Model) -> float:
 
 @kernel
 def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
-                      sparse_derivatives):
+                      derivative_products):
     model = structref.new(MODEL_ARRAYS)
     model.parent, model.S, model.tree_X, model.I = parent, S, tree_X, I
     model.ancestors, model.depth, model.subtree_end = ancestors, depth, subtree_end
-    model.floating_base, model.gravity, model.sparse_derivatives = floating_base, gravity, sparse_derivatives
+    model.floating_base, model.gravity, model.derivative_products = floating_base, gravity, derivative_products
     return model
 
 
@@ -111,7 +128,7 @@ class Workspace:
         self.model = structure(MODEL_ARRAYS, _new_model_arrays, *(np.array(a) for a in (
             model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
             model.depth, model.subtree_end)), model.floating_base, np.array(model.gravity, dtype=float),
-            derivative_density(model) < SPARSE_BELOW)
+            derivative_products(model))
         self.X_up = np.empty((n_bodies, 6, 6))
         self.I_A = np.empty((n_bodies, 6, 6))
         self.U = np.zeros((n_bodies, 6))

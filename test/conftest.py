@@ -56,12 +56,14 @@ def random_physical_inertia(rng: np.random.Generator) -> np.ndarray:
     return spatial_inertia(mass, rng.normal(scale=0.1, size=3), R @ np.diag(principal) @ R.T)
 
 
-def random_tree(rng: np.random.Generator, n_joints: int, floating_base: bool = True) -> rl.Model:
-    """A random branched tree with revolute, prismatic and helical joints about random axes."""
+def random_tree(rng: np.random.Generator, n_joints: int, floating_base: bool = True,
+                branched: bool = True) -> rl.Model:
+    """A random branched tree (or, not ``branched``, a chain) with revolute, prismatic and helical
+    joints about random axes."""
     builder = rl.ModelBuilder("b0", random_physical_inertia(rng), floating_base=floating_base, name="random_tree")
     types = [JointType.REVOLUTE, JointType.PRISMATIC, JointType.HELICAL]
     for i in range(1, n_joints + 1):
-        parent = int(rng.integers(0, i)) if i > 1 else 0
+        parent = (int(rng.integers(0, i)) if branched else i - 1) if i > 1 else 0
         joint_type = types[i % 3]
         joint = Joint(f"j{i}", joint_type, tuple(rng.normal(size=3)),
                       pitch=0.1 if joint_type is JointType.HELICAL else 0.0)

@@ -110,6 +110,42 @@ def _tree_pattern(model, N):
     return np.hstack([mask, mask])
 
 
+
+def test_inverse_mass_matrix_product_solves_with_the_crba(rng):
+    """inverse_mass_matrix_product_into (M⁻¹ rhs by the IMMAmb's passes, without M⁻¹) equals
+    numpy's solve with the CRBA's M, on branched trees (helical joints too), a fixed base, solo12
+    and a 100-joint chain, for widths below N, of N, of a block and a remainder, and of 2N."""
+    from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_product_into
+    from robot_linearization.workspace import workspace
+
+    for model in _models(rng) + [random_tree(rng, 100, branched=False)]:
+        N = model.n_velocities
+        s = random_state(model, rng).joint_positions
+        rl.inverse_mass_matrix(model, s)  # (leaves this thread's workspace at s, as the kernels' IMMAmb does)
+        M = rl.mass_matrix(model, s)
+        for width in (3, N, N + 5, 2 * N):
+            rhs = rng.normal(size=(N, 2 * N))
+            out = rng.normal(size=(N, width))
+            expected = out - 0.5 * np.linalg.solve(M, rhs[:, :width])
+            inverse_mass_matrix_product_into(workspace(model).model, workspace(model).data, rhs, -0.5, out)
+            assert np.abs(out - expected).max() <= 1e-9 * np.abs(expected).max(), (model.name, width)
+
+
+def test_a_long_chain_linearizes_by_the_articulated_products(rng):
+    """A chain of 100 joints takes −M⁻¹D (and, with a contact, M⁻¹∂R) by the IMMAmb's passes
+    (workspace.ARTICULATED_PRODUCTS): A, B, M⁻¹, λ and ∂λ validate against finite differences
+    and inv(CRBA)."""
+    from robot_linearization.workspace import ARTICULATED_PRODUCTS, derivative_products
+
+    model = random_tree(rng, 100, branched=False)
+    assert derivative_products(model) == ARTICULATED_PRODUCTS
+    state = random_state(model, rng, scale=0.3)
+    torques = rng.normal(size=model.n_joints)
+    for contacts in (None, [rl.Contact(model.body_names[-1], "6d")]):
+        report = rl.validate(model, rl.linearize(model, state, torques, contacts=contacts))
+        assert report.passed(1e-6), report.summary()
+
+
 def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
     """tree_multiply_add_into (the −M⁻¹D of A and the M⁻¹∂R of the contact path) skips the
     entries a joint's row of D cannot have on a large branched tree: the sweep's D is zero
@@ -117,10 +153,11 @@ def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
     trees), and the product equals the dense one, for w = 2N and w = N (the impact map's),
     both where it goes dense and where it goes sparse (the 120-joint tree)."""
     from robot_linearization.algorithms.constrained_dynamics import tree_multiply_add_into
-    from robot_linearization.workspace import workspace
+    from robot_linearization.workspace import ARTICULATED_PRODUCTS, derivative_products, workspace
 
     for model in _models(rng) + [load_example("talos_full"), load_example("ur5"), random_tree(rng, 120)]:
         N = model.n_velocities
+        assert derivative_products(model) != ARTICULATED_PRODUCTS  # (M here is not M⁻¹: that way has its tests)
         for _ in range(2):
             state = random_state(model, rng)
             base_acc = rng.normal(size=6) if model.floating_base else None
@@ -132,7 +169,7 @@ def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
             for width in (2 * N, N):
                 out = rng.normal(size=(N, width))
                 expected = out + 0.5 * M @ D[:, :width]
-                tree_multiply_add_into(workspace(model).model, M, D, 0.5, out)
+                tree_multiply_add_into(workspace(model).model, workspace(model).data, M, D, 0.5, out)
                 assert np.abs(out - expected).max() <= 1e-13 * np.abs(expected).max(), (model.name, width)
 
 

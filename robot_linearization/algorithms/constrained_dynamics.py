@@ -27,10 +27,10 @@ from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
 from ..model import Model, State, check_state
 from ..spatial import mat_mat_into, skew_entry
-from ..workspace import DATA, workspace
+from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
-from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into
+from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into, inverse_mass_matrix_product_into
 from .kinematics import base_frame_poses_into, base_gravity_into, base_twist, body_transforms, body_transforms_into
 
 DEGENERACY_TOLERANCE = 1e-10
@@ -187,16 +187,21 @@ def multiply_add_into(A, B, sign, out):
 
 
 @kernel
-def tree_multiply_add_into(model, A, D, sign, out):
-    """out += sign · A D[:, :w] (w = out.shape[1] ≤ 2N) for a symmetric A (N, N) (M⁻¹) and D
-    (N, ≥ w) with the sparsity of the EIDAmb's derivatives on the tree: row c of D (a joint's)
-    is zero but in the columns of the joints above it (the base's too) and of its subtree, in
-    both halves (z_q, z_v); a base row is full.  Dense (:func:`multiply_add_into`) unless the
-    model says that pattern is sparse (model.sparse_derivatives, workspace.SPARSE_BELOW); then
-    column by column over D's non-zero entries, each adding a row of A (= its column)."""
+def tree_multiply_add_into(model, data, M_inv, D, sign, out):
+    """out += sign · M⁻¹ D[:, :w] (w = out.shape[1] ≤ 2N) for M⁻¹ (N, N) at data's configuration (the
+    IMMAmb's, which leaves data ready for the third way) and D (N, ≥ w) with the sparsity of the
+    EIDAmb's derivatives on the tree: row c of D (a joint's) is zero but in the columns of the
+    joints above it (the base's too) and of its subtree, in both halves (z_q, z_v); a base row is
+    full.  The way is the model's (model.derivative_products, workspace.derivative_products): the
+    dense product (:func:`multiply_add_into`); column by column over D's non-zero entries, each
+    adding a row of M⁻¹ (= its column); or without M⁻¹, by the IMMAmb's passes
+    (inverse_mass_matrix.inverse_mass_matrix_product_into)."""
     N, w = D.shape[0], out.shape[1]
-    if not model.sparse_derivatives:
-        multiply_add_into(A, D, sign, out)
+    if model.derivative_products == DENSE_PRODUCTS:
+        multiply_add_into(M_inv, D, sign, out)
+        return
+    if model.derivative_products == ARTICULATED_PRODUCTS:
+        inverse_mass_matrix_product_into(model, data, D, sign, out)
         return
     column = np.empty(N)
     for c in range(w):
@@ -204,7 +209,7 @@ def tree_multiply_add_into(model, A, D, sign, out):
         for r in range(N):
             factor = D[r, c]
             if factor != 0.0:
-                A_r = A[r]
+                A_r = M_inv[r]
                 for i in range(N):
                     column[i] += factor * A_r[i]
         for i in range(N):

@@ -17,6 +17,9 @@ world-frame M⁻¹ in Pinocchio), leaving one transform of U_i per body.
 * Forward pass: row i −= D_i⁻¹ U_iᵀ P_λ(i), then P_i = P_λ(i) + J_i row_i, for the
   columns c ≥ i only (descendants need no others), and M⁻¹ is filled by symmetry
   (Tables C.3–C.4 correct the original IMMA's version of this pass).
+
+The same passes with any inputs instead of the unit vectors give M⁻¹·rhs without M⁻¹, O(n) per
+column (:func:`inverse_mass_matrix_product_into`: −M⁻¹D on long chains).
 """
 
 from __future__ import annotations
@@ -103,3 +106,82 @@ def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray
     M_inv = np.empty((model.n_velocities, model.n_velocities))
     inverse_mass_matrix_into(ws.model, ws.data, M_inv)
     return M_inv
+
+
+@kernel
+def inverse_mass_matrix_product_into(model, data, rhs, sign, out):
+    """out += sign · M⁻¹ rhs[:, :w] for rhs (N, ≥ w), out (N, w), w = out.shape[1], without M⁻¹: the
+    IMMAmb's passes above run with the columns of rhs as the extended inputs τ̄ (the unit vectors
+    there), O(n) per column instead of a product's O(N²).  Needs the pivots data.D, the base's
+    data.I_A[0], data.U_base and axes that :func:`inverse_mass_matrix_into` left at this
+    configuration; data.F and P (scratch) are seen as (n+1, 6, N), columns innermost, so the
+    columns go in blocks of N.  Backward, F_i is passed on to the parent and its row 0 then keeps
+    D_i⁻¹(τ̄_i − J_iᵀF_i) for the forward pass; a body none of whose children has passed it
+    anything (a leaf) has F_i = 0, so nothing is zeroed."""
+    parent, floating_base = model.parent, model.floating_base
+    axes, I_A, D, U_base = data.axes, data.I_A, data.D, data.U_base
+    n_bodies, N = U_base.shape[0], rhs.shape[0]
+    off = 6 if floating_base else 0
+    F, P = data.F.reshape((n_bodies, 6, N)), data.P.reshape((n_bodies, 6, N))
+    LU, pivots, b, x = np.empty((6, 6)), np.empty(6, dtype=np.int64), np.empty(6), np.empty(6)
+    values, passed = np.empty(N), np.empty(n_bodies, dtype=np.bool_)
+    if floating_base:
+        lu_factor6(I_A[0], LU, pivots)
+    for start in range(0, out.shape[1], N):
+        w = min(N, out.shape[1] - start)
+        passed[:] = False
+        for i in range(n_bodies - 1, 0, -1):
+            p, row = parent[i], off + i - 1
+            inverse_pivot = 1.0 / D[i]
+            if passed[i]:
+                J0, J1, J2 = axes[row, 0], axes[row, 1], axes[row, 2]
+                J3, J4, J5 = axes[row, 3], axes[row, 4], axes[row, 5]
+                for c in range(w):
+                    values[c] = (rhs[row, start + c] - (J0 * F[i, 0, c] + J1 * F[i, 1, c] + J2 * F[i, 2, c]
+                                                        + J3 * F[i, 3, c] + J4 * F[i, 4, c] + J5 * F[i, 5, c])
+                                 ) * inverse_pivot
+            else:
+                for c in range(w):
+                    values[c] = rhs[row, start + c] * inverse_pivot
+            for q in range(6):
+                factor = U_base[i, q]
+                if passed[i] and passed[p]:
+                    for c in range(w):
+                        F[p, q, c] += F[i, q, c] + factor * values[c]
+                elif passed[i]:
+                    for c in range(w):
+                        F[p, q, c] = F[i, q, c] + factor * values[c]
+                elif passed[p]:
+                    for c in range(w):
+                        F[p, q, c] += factor * values[c]
+                else:
+                    for c in range(w):
+                        F[p, q, c] = factor * values[c]
+            passed[p] = True
+            for c in range(w):
+                F[i, 0, c] = values[c]
+        if floating_base:
+            for c in range(w):
+                for q in range(6):
+                    b[q] = rhs[q, start + c] - (F[0, q, c] if passed[0] else 0.0)
+                lu_solve6(LU, pivots, b, x)
+                for q in range(6):
+                    P[0, q, c] = x[q]
+                    out[q, start + c] += sign * x[q]
+        else:
+            P[0, :, :w] = 0.0
+        for i in range(1, n_bodies):
+            p, row = parent[i], off + i - 1
+            inverse_pivot = 1.0 / D[i]
+            W0, W1, W2, W3, W4, W5 = (U_base[i, 0] * inverse_pivot, U_base[i, 1] * inverse_pivot,
+                                      U_base[i, 2] * inverse_pivot, U_base[i, 3] * inverse_pivot,
+                                      U_base[i, 4] * inverse_pivot, U_base[i, 5] * inverse_pivot)
+            for c in range(w):
+                value = F[i, 0, c] - (W0 * P[p, 0, c] + W1 * P[p, 1, c] + W2 * P[p, 2, c] + W3 * P[p, 3, c]
+                                      + W4 * P[p, 4, c] + W5 * P[p, 5, c])
+                values[c] = value
+                out[row, start + c] += sign * value
+            for q in range(6):
+                factor = axes[row, q]
+                for c in range(w):
+                    P[i, q, c] = P[p, q, c] + factor * values[c]
