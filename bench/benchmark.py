@@ -523,7 +523,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--states", type=int, default=20, help="random states per robot")
     parser.add_argument("--repeat", type=int, default=200, help="timing repetitions per state")
-    parser.add_argument("--robots", nargs="*", default=list(ROBOTS))
+    parser.add_argument("--robots", nargs="*", default=list(ROBOTS), choices=list(ROBOTS),
+                        help="the robots of the per-robot rows (none: only --scaling's rows)")
     parser.add_argument("--horizon", type=int, default=32)
     parser.add_argument("--scaling", action="store_true",
                         help="also the cost against nv: chains and random trees of 25-200 joints")
@@ -589,10 +590,11 @@ def main() -> None:
         print(f"  first call in a new process (import + load + linearize, compiled cache warm): "
               f"{first_call_cost(path, floating, options):.2f} s")
 
-    name = next(iter(details))
-    _, path, floating, options, *_ = details[name]
-    print(f"\nfirst call with an empty compile cache (fresh install), {name}: "
-          f"{first_call_cost(path, floating, options, cold=True):.1f} s")
+    if details:  # (none with an empty --robots: the scaling rows alone)
+        name = next(iter(details))
+        _, path, floating, options, *_ = details[name]
+        print(f"\nfirst call with an empty compile cache (fresh install), {name}: "
+              f"{first_call_cost(path, floating, options, cold=True):.1f} s")
 
 
 if __name__ == "__main__":
