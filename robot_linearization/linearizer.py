@@ -14,6 +14,7 @@ from .linearization import check_step, linearize, run_coupled_linearize_into, ru
 from .model import Model, State, state_arrays
 from .workspace import Workspace
 
+
 class Linearizer:
     """:func:`~robot_linearization.linearize` of one model, contact set and step, at state after
     state, into the same arrays::

@@ -146,6 +146,27 @@ def test_a_long_chain_linearizes_by_the_articulated_products(rng):
         assert report.passed(1e-6), report.summary()
 
 
+
+def test_a_long_chains_results_by_either_product_agree(monkeypatch):
+    """The same 100-joint chain's A, A_d, λ's Jacobian and touchdown impact map, with −M⁻¹D and
+    M⁻¹∂R by the IMMAmb's passes and (its workspace made with the choice forced) by the dense
+    product: equal to the rounding of a chain whose M⁻¹ spans many decades."""
+    import robot_linearization.workspace as workspace_module
+
+    results = []
+    for products in (workspace_module.ARTICULATED_PRODUCTS, workspace_module.DENSE_PRODUCTS):
+        monkeypatch.setattr(workspace_module, "derivative_products", lambda model, products=products: products)
+        rng = np.random.default_rng(3)
+        model = random_tree(rng, 100, branched=False)  # (a new model: a new workspace, made with the choice)
+        state, torques = random_state(model, rng, scale=0.3), rng.normal(size=model.n_joints)
+        contacts = [rl.Contact(model.body_names[-1], "6d")]
+        free = rl.linearize(model, state, torques, dt=1e-3)
+        held = rl.linearize(model, state, torques, contacts=contacts, dt=1e-3, previous_contacts=[])
+        results.append((free.A, free.A_d, held.A, held.A_d, held.contact_forces_state_jacobian, held.impact.A))
+    for ours, dense in zip(*results):
+        assert np.abs(ours - dense).max() <= 1e-10 * np.abs(dense).max()
+
+
 def test_tree_product_equals_the_dense_product_on_the_sweeps_derivatives(rng):
     """tree_multiply_add_into (the −M⁻¹D of A and the M⁻¹∂R of the contact path) skips the
     entries a joint's row of D cannot have on a large branched tree: the sweep's D is zero
