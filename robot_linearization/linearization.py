@@ -146,6 +146,13 @@ def _assemble_into(model, M_inv, twist, g0, A, B):
     B[N:, :] = M_inv[:, N - n:]
 
 
+
+@kernel
+def _finite(A, M_inv):
+    """Whether A's dynamics rows (after −M⁻¹D was added into them) and M⁻¹ (N, N) are finite."""
+    N = M_inv.shape[0]
+    return np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
+
 @kernel
 def linearize_state_into(model, data, state, out):
     """One state = (base pose (4, 4), s (n,), base twist (6,), r (n,), τ (n,)) into out = (A (2N, 2N),
@@ -173,7 +180,7 @@ def linearize_state_into(model, data, state, out):
     inverse_mass_matrix_into(model, data, M_inv)
     _assemble_into(model, M_inv, twist, g0, A, B)
     tree_multiply_add_into(model, data, M_inv, data.derivatives, -1.0, A[N:])
-    finite = np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
+    finite = _finite(A, M_inv)
     if singular < 0 and not (finite and np.isfinite(finite_sum(accelerations))):
         return -2  # overflowed (e.g. joint velocities of 1e200); B is M⁻¹'s columns
     return singular
@@ -307,7 +314,7 @@ def coupled_linearize_into(coupling, state, out):
         accelerations[i] = tree_accelerations[rows[i]]
     _assemble_into(model, M_inv, twist, g0, A, B)
     multiply_add_into(M_inv, reduced, -1.0, A[N:])  # (dense: Ĝ merges rows, so no tree zeros)
-    finite = np.isfinite(finite_sum(A[N:]) + finite_sum(M_inv))
+    finite = _finite(A, M_inv)
     return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 
