@@ -9,7 +9,12 @@ what was given:
     joint_torques: expected shape (12,) (one per joint of model 'solo'), got shape (2, 12)
 
 Integers are accepted (and converted to float64); booleans, complex numbers,
-strings, None and objects are not.
+strings, None and objects are not.  Whatever the layout a caller's array has — the
+other byte order (``np.fromfile(f, '>f8')``, a big-endian log), Fortran order,
+strides, float32, read-only, unaligned, a memory map — the kernels get a copy that is
+native-endian, C-contiguous, aligned, writeable float64 (:func:`kernel_ready`): numba
+reads raw bytes (a big-endian array would be silently misread) and compiles another
+version of a kernel for each other layout (tens of seconds in a control cycle).
 """
 
 from __future__ import annotations
@@ -31,14 +36,20 @@ def _given(value) -> str:
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
+def kernel_ready(value) -> bool:
+    """Whether ``value`` is an array exactly as the kernels take it: a plain ndarray of
+    native-endian float64, C-contiguous, aligned and writeable (numpy's CARRAY flag)."""
+    return type(value) is np.ndarray and value.dtype.char == "d" and value.dtype.isnative and value.flags.carray
+
+
 def real_array(value, name: str, shape: tuple, *, what: str = "", finite: bool = True,
                error: type = ValueError) -> np.ndarray:
-    """``value`` as a C-contiguous float64 array of ``shape`` (−1: any length there);
+    """``value`` as a :func:`kernel_ready` float64 array of ``shape`` (−1: any length there);
     ``error`` (a ValueError) naming ``name`` otherwise.  ``what`` explains the shape
     ("one per joint of model 'x'"), or is a function returning that text (called only for an
     error message: an f-string per call costs a control cycle ≈ 0.3 µs).  finite=False leaves
     NaN/inf to the caller (a kernel that checks them itself)."""
-    if type(value) is np.ndarray and value.dtype.char == "d" and value.flags.c_contiguous \
+    if kernel_ready(value) \
             and (value.shape == shape or shape == (-1,) and value.ndim == 1) and (not finite or _all_finite(value)):
         return value  # the control cycle's case, in under a microsecond
     if isinstance(value, np.ndarray):
@@ -56,9 +67,11 @@ def real_array(value, name: str, shape: tuple, *, what: str = "", finite: bool =
         raise error(f"{name}: expected real numbers ({_expected(shape, what)}), got {kind}")
     if len(shape) != array.ndim or any(s not in (-1, a) for s, a in zip(shape, array.shape)):
         raise error(f"{name}: expected {_expected(shape, what)}, got shape {array.shape}")
-    if array.dtype != np.float64 or not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array, dtype=np.float64)
+    if not kernel_ready(array):
+        array = np.array(array, dtype=np.float64, order="C")
     if finite and not _all_finite(array):
+        if array.ndim == 0:
+            raise error(f"{name}: is {float(array)}, expected a finite number")
         bad = np.unravel_index(int(np.flatnonzero(~np.isfinite(array))[0]), array.shape)
         index = bad[0] if len(bad) == 1 else tuple(int(i) for i in bad)
         raise error(f"{name}: contains NaN or inf (entry {index} is {array[bad]})")
@@ -73,8 +86,8 @@ def _all_finite(array: np.ndarray) -> bool:
 
 
 def _expected(shape, what) -> str:
-    if shape == ():
-        text = "a number"
+    if shape == ():  # what names the number ("a positive number of seconds"), or it is any number
+        return (what() if callable(what) else what) or "a number"
     elif shape == (-1,):
         text = "a 1-D array"
     else:
@@ -99,11 +112,13 @@ def six_vector(value, name: str, what: str = "[linear; angular]") -> np.ndarray:
 
 
 def positive_number(value, name: str, unit: str = "") -> float:
-    """A positive, finite number (a step in seconds, a finite-difference step)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not 0 < value < math.inf:
-        raise ValueError(f"{name}: expected a positive number{unit and ' of ' + unit}, got {_given(value)}")
-    return float(value)
+    """A positive, finite number (a step in seconds, a finite-difference step): a Python or
+    numpy number, or a 0-d array."""
+    expected = f"a positive number{unit and ' of ' + unit}"
+    number = float(real_array(value, name, (), what=expected, finite=False))
+    if not 0 < number < math.inf:
+        raise ValueError(f"{name}: expected {expected}, got {_given(value)}")
+    return number
 
 
 def choice(value, name: str, options: Sequence[str]) -> str:

@@ -51,10 +51,9 @@ class Joint:
         norm = np.linalg.norm(axis)
         if norm < 1e-9:
             raise ValueError(f"joint '{self.name}': axis {self.axis} is not a non-zero 3-vector")
-        number = isinstance(self.pitch, (int, float, np.integer, np.floating)) and not isinstance(self.pitch, bool)
-        if not number or not np.isfinite(self.pitch):
-            raise ValueError(f"joint '{self.name}': pitch must be a finite number [m/rad], got {self.pitch!r}")
+        pitch = real_array(self.pitch, f"joint '{self.name}': pitch", (), what="a finite number [m/rad]")
         object.__setattr__(self, "axis", tuple(axis / norm))
+        object.__setattr__(self, "pitch", float(pitch))
 
     @property
     def motion_subspace(self) -> np.ndarray:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arguments import check_model, did_you_mean, joint_vector, real_array
+from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, real_array
 from .compiled import kernel
 from .joints import Joint
 from .spatial import quaternion_rotation
@@ -271,8 +271,7 @@ def state_arrays(model: Model, state: State, joint_torques) -> tuple:
     naming ``joint_torques`` as arguments.joint_vector, or the state as :func:`stack_states`),
     values by the kernel (:func:`invalid_state`)."""
     n = model.n_joints
-    if not (type(joint_torques) is np.ndarray and joint_torques.shape == (n,) and joint_torques.dtype == np.float64
-            and joint_torques.flags.c_contiguous):
+    if not (kernel_ready(joint_torques) and joint_torques.shape == (n,)):
         joint_torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     if isinstance(state, State) and state.joint_positions.shape == state.joint_velocities.shape == (n,):
         pose, twist = state.base_pose, state.base_twist

@@ -90,7 +90,7 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) ->
     Returns [[m I, -m c^], [m c^, I_c - m c^ c^]], so that the momentum of a
     body with twist [v; ω] is M [v; ω].
     """
-    mass = float(real_array(mass, "mass", (), what="in kg"))
+    mass = float(real_array(mass, "mass", (), what="a mass in kg"))
     c = skew(real_array(com, "com", (3,), what="centre of mass in the body frame [m]"))
     M = np.zeros((6, 6))
     M[:3, :3] = mass * np.eye(3)

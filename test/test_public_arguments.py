@@ -378,3 +378,147 @@ def test_the_bounds_checked_pass_really_checks_bounds():
     X_up = np.empty((FLOATING.n_bodies, 6, 6))
     with pytest.raises(IndexError):
         body_transforms_into(FLOATING.motion_subspaces, FLOATING.tree_transforms, np.zeros(N_JOINTS - 1), X_up)
+
+
+# ---- layouts: the same numbers in every array layout a user can hand over -------------------
+
+ARRAY_KINDS = {"joint_vector", "joint_vector_or_none", "six_vector", "twist_array", "vector", "pose_array", "matrix3",
+               "position3", "matrix4", "matrix6", "gravity", "axis", "normal", "quaternion"}
+SCALAR_KINDS = {"seconds", "optional_seconds", "positive", "number", "pitch", "restitution"}
+# arrays the table checks through another kind of test (a horizon's torques (K, n), a sole's size)
+EXTRA_LAYOUT_ARGUMENTS = [("linearize_trajectory", "joint_torques"), ("contact_margins", "sole_size")]
+
+
+def _memmap(canonical, directory):
+    path = directory / f"memmap-{canonical.size}-{canonical.ndim}.f8"
+    mapped = np.memmap(path, dtype=np.float64, mode="w+", shape=canonical.shape)
+    mapped[...] = canonical
+    return mapped
+
+
+def _unaligned(canonical):
+    buffer = bytearray(canonical.nbytes + 1)
+    array = np.frombuffer(buffer, dtype=np.float64, count=canonical.size, offset=1).reshape(canonical.shape)
+    array[...] = canonical
+    assert not array.flags.aligned
+    return array
+
+
+def _read_only(canonical):
+    array = canonical.copy()
+    array.flags.writeable = False
+    return array
+
+
+def _reversed_twice(canonical):
+    """The same values in an array whose strides are all negative."""
+    flipped = canonical[(slice(None, None, -1),) * canonical.ndim].copy()
+    return flipped[(slice(None, None, -1),) * canonical.ndim]
+
+
+def _layouts(value, directory):
+    """(label, the same numbers laid out otherwise) of a valid array argument."""
+    canonical = np.array(value, dtype=np.float64)
+    layouts = {"big-endian": canonical.astype(">f8"), "negative strides": _reversed_twice(canonical),
+               "strided": np.repeat(canonical, 2, axis=-1)[..., ::2], "float32": canonical.astype(np.float32),
+               "integer": np.rint(canonical).astype(np.int64), "read-only": _read_only(canonical),
+               "unaligned": _unaligned(canonical), "memmap": _memmap(canonical, directory),
+               "0-d": np.array(canonical.ravel()[0]),
+               "list of numpy scalars": [np.float64(x) for x in canonical] if canonical.ndim == 1
+               else [[np.float32(x) for x in row] for row in canonical]}
+    if canonical.ndim == 2:
+        layouts["Fortran order"] = np.asfortranarray(canonical)
+        layouts["big-endian, Fortran order"] = np.asfortranarray(canonical).astype(">f8", order="F")
+    return layouts
+
+
+def _scalar_layouts(value):
+    return {"0-d": np.array(value), "0-d big-endian": np.array(value, dtype=">f8"), "0-d read-only":
+            _read_only(np.array(value)), "numpy float32": np.float32(value), "numpy float64": np.float64(value)}
+
+
+def _numbers(result, depth=0):
+    """Every number a result holds, flattened in a fixed order, and every array it holds."""
+    if isinstance(result, np.ndarray):
+        return [result]
+    if isinstance(result, (bool, int, float, np.number)):
+        return [np.asarray(result)]
+    if isinstance(result, (str, type(None))) or depth > 3:
+        return []
+    if isinstance(result, (list, tuple)):
+        return [a for item in result for a in _numbers(item, depth + 1)]
+    if isinstance(result, dict):
+        return [a for key in sorted(result, key=str) for a in _numbers(result[key], depth + 1)]
+    fields = getattr(result, "__dict__", None) or {}
+    return [a for key in sorted(fields) if not key.startswith("_") for a in _numbers(fields[key], depth + 1)]
+
+
+def _outcome(function, arguments):
+    """(result, None) or (None, the ValueError); a Linearizer is filled at STATE first (its arrays
+    hold nothing before)."""
+    try:
+        result = function(**arguments)
+    except ValueError as error:
+        return None, error
+    return (result.linearize(STATE) if isinstance(result, rl.Linearizer) else result), None
+
+
+LAYOUT_CASES = [pytest.param(name, argument, id=f"{name}-{argument}")
+                for name, (_, arguments, checked) in CALLS.items() for argument, kind in checked.items()
+                if kind in ARRAY_KINDS | SCALAR_KINDS and arguments.get(argument) is not None] \
+    + [pytest.param(name, argument, id=f"{name}-{argument}") for name, argument in EXTRA_LAYOUT_ARGUMENTS]
+
+
+@pytest.mark.parametrize("name, argument", LAYOUT_CASES)
+def test_every_array_layout_gives_the_canonical_arrays_numbers_or_one_line(name, argument, tmp_path):
+    """Big-endian, Fortran order, negative or other strides, float32, integers, read-only, unaligned,
+    a memory map, 0-d, lists of numpy scalars: each call gives exactly what the same numbers as a
+    native C-contiguous float64 array give, or the same one-line ValueError; every array of the
+    result is native-endian (a State keeps no big-endian copy for a kernel to misread)."""
+    function, arguments, checked = CALLS[name]
+    value = arguments[argument]
+    if checked.get(argument) in SCALAR_KINDS:
+        layouts = _scalar_layouts(value)
+    elif isinstance(value, dict):  # sole_size per frame: the layouts of each frame's size
+        layouts = {label: {frame: variant} for frame, size in value.items()
+                   for label, variant in _layouts(size, tmp_path).items()}
+    else:
+        layouts = _layouts(value, tmp_path)
+    for label, variant in layouts.items():
+        if isinstance(variant, dict):
+            same = {frame: np.array(v, dtype=np.float64) for frame, v in variant.items()}
+        else:
+            same = np.array(variant, dtype=np.float64)  # the same numbers, canonical
+        expected, expected_error = _outcome(function, {**arguments, argument: same})
+        result, error = _outcome(function, {**arguments, argument: variant})
+        if error is not None:
+            message = str(error)
+            assert "\n" not in message and len(message) < 400, (label, message)
+            assert expected_error is not None or any(
+                w in message for w in (argument, "0-d", "shape", "number")), (label, message)
+            continue
+        assert expected_error is None, f"{label}: accepted what the canonical array is refused for: {expected_error}"
+        ours, theirs = _numbers(result), _numbers(expected)
+        assert len(ours) == len(theirs), label
+        for a, b in zip(ours, theirs):
+            assert a.dtype.isnative, f"{label}: the result holds a {a.dtype.str} array"
+            np.testing.assert_array_equal(a, b, err_msg=label)
+
+
+def test_big_endian_inputs_of_the_control_cycle_give_the_same_linearization():
+    """The issue's cases by name: torques and a State's positions from a big-endian source, and
+    rl.step with big-endian torques (a raw numba TypingError before)."""
+    rng = np.random.default_rng(7)
+    torques = rng.normal(size=N_JOINTS)
+    reference = rl.linearize(FLOATING, STATE, torques, contacts=[FOOT], dt=0.002)
+    big = rl.linearize(FLOATING, _with(STATE, joint_positions=STATE.joint_positions.astype(">f8"),
+                                       base_pose=STATE.base_pose.astype(">f8")), torques.astype(">f8"),
+                       contacts=[FOOT], dt=0.002)
+    for field in ("A", "B", "M_inv", "A_d", "B_d", "contact_forces"):
+        np.testing.assert_array_equal(getattr(big, field), getattr(reference, field), err_msg=field)
+    stepped = rl.step(FLOATING, STATE, torques.astype(">f8"), 0.002, contacts=[FOOT])
+    expected = rl.step(FLOATING, STATE, torques, 0.002, contacts=[FOOT])
+    for a, b in zip(_numbers(stepped), _numbers(expected)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(LINEARIZER.linearize(STATE, torques.astype(">f8")).A,
+                                  LINEARIZER.linearize(STATE, torques).A.copy())

@@ -202,6 +202,11 @@ def test_inputs_read_from_cdr_equal_the_deserialized_messages(rng, little_endian
         raw = TYPESTORE.serialize_cdr(msg, "sensor_msgs/msg/JointState", little_endian=little_endian)
         fields = reader.joint_state(raw)
         assert fields.stamp_ns == 1_700_000_000_123_456_789 + k and fields.name == tuple(names)
+        for read, sent in zip(fields[2:], (msg.position, msg.velocity, msg.effort)):  # the numbers that were sent
+            np.testing.assert_array_equal(read, sent)
+        reading = joint_state_arrays(fields, joints, need_effort=True)
+        assert all(a.dtype == np.float64 and a.dtype.isnative for a in reading[:3])  # what the kernels get
+        np.testing.assert_array_equal(reading.positions, [msg.position[names.index(j)] for j in joints])
         expected = joint_state_arrays(TYPESTORE.deserialize_cdr(raw, "sensor_msgs/msg/JointState"), joints,
                                       need_effort=True)
         for ours, theirs in zip(joint_state_arrays(fields, joints, need_effort=True), expected):
