@@ -306,26 +306,25 @@ def _facets(facets):
 
 
 def _sole_sizes(sole_size, soles) -> dict:
-    """{frame: (length, width)} for the 6d contacts ``soles``."""
-    if not soles:
-        return {}
+    """{frame: (length, width)} for the 6d contacts ``soles``; every size given is checked, also
+    when no contact uses it."""
     if sole_size is None:
-        raise ValueError(f"sole_size: required for the 6d contacts {soles}: (length along x, width along y) [m], "
-                         "or a mapping frame → (length, width)")
-    if isinstance(sole_size, Mapping):
-        missing = [f for f in soles if f not in sole_size]
-        if missing:
-            raise ValueError(f"sole_size: no size for the 6d contacts {missing}")
-        sizes = {f: sole_size[f] for f in soles}
-    else:
-        sizes = {f: sole_size for f in soles}
-    out = {}
-    for frame, size in sizes.items():
+        if soles:
+            raise ValueError(f"sole_size: required for the 6d contacts {soles}: (length along x, width along y) [m], "
+                             "or a mapping frame → (length, width)")
+        return {}
+    given = sole_size.items() if isinstance(sole_size, Mapping) else [(frame, sole_size) for frame in soles or [""]]
+    checked = {}
+    for frame, size in given:
         size = real_array(size, "sole_size", (2,), what="length along the sole's x, width along its y, in m")
         if not (size > 0).all():
-            raise ValueError(f"sole_size: expected positive lengths, got {size.tolist()} for '{frame}'")
-        out[frame] = (float(size[0]), float(size[1]))
-    return out
+            raise ValueError(f"sole_size: expected positive lengths, got {size.tolist()}"
+                             + (f" for '{frame}'" if frame else ""))
+        checked[frame] = (float(size[0]), float(size[1]))
+    missing = [f for f in soles if f not in checked]
+    if missing:
+        raise ValueError(f"sole_size: no size for the 6d contacts {missing}")
+    return {f: checked[f] for f in soles}
 
 
 def _shortest_rotation(n) -> np.ndarray:

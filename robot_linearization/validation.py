@@ -12,12 +12,12 @@ import numpy as np
 
 from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from .algorithms.forward_dynamics import forward_dynamics
-from .algorithms.kinematics import body_transforms
+from .algorithms.inverse_dynamics import extended_inverse_dynamics, inverse_dynamics
+from .algorithms.kinematics import body_transforms, frame_poses
 from .contacts import as_contacts
-from .coupling import CoupledModel
+from .coupling import CoupledModel, tree_of
 from .algorithms.mass_matrix import mass_matrix
 from .arguments import check_linearization, joint_vector, positive_number
-from .discretization import zero_order_hold
 from .integrator import step as integrator_step
 from .impacts import impact
 from .model import Model, State, check_state
@@ -58,9 +58,7 @@ def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) 
         nu_dot = joint_accelerations if base_acceleration is None else np.concatenate(
             [base_acceleration, joint_accelerations])
         forces = np.zeros(0)
-    velocities = state.joint_velocities if not model.floating_base else np.concatenate(
-        [state.base_twist, state.joint_velocities])
-    return np.concatenate([velocities, nu_dot, forces])
+    return np.concatenate([_velocities(model, state), nu_dot, forces])
 
 
 def _extrapolated(estimate, largest_step: float, shrink: float = 2.0, levels: int = 12):
@@ -239,6 +237,103 @@ def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) 
             return (z_q(z, h) - z_q(-z, h) - z_q(z, -h) + z_q(-z, -h)) / (4 * h * h)
         rows[:, j] = _extrapolated(mixed, step / max(1.0, speed))[0]
     return rows
+
+
+def _frame_jacobian_and_drift(model: Model, state: State, contact, step: float = DEFAULT_STEP):
+    """(J (d, N), γ (d,)) of one contact from its frame's world pose T(q) alone
+    (:func:`~robot_linearization.algorithms.kinematics.frame_poses`), by extrapolated differences
+    (:func:`_extrapolated`) of ξ = log(T₀⁻¹ T):
+
+    - the body Jacobian's column j is ∂ξ/∂z_j along q·exp(h e_j);
+    - along the flow q(t) = q·exp(t [ν; 0]), at constant ν (so ν̇ = 0), the frame's body
+      acceleration is ξ̈(0) = [ξ(t) + ξ(−t)]/t² as t → 0 (the ½ ad_ξ̇ ξ̇ term of the SE(3)
+      Jacobian vanishes).
+    Then the rows of docs/contacts.md's table: a 6d contact's [v; ω] and [a; α], a point contact's
+    linear rows with γ = a + ω × v (the origin's classical acceleration), each rotated by
+    blockdiag(A_R_c) when world-aligned.  Nothing of the contact kinematics of the engine is used."""
+    N = model.n_velocities
+    T0_inverse = np.linalg.inv(frame_poses(model, state, [contact.frame])[0])
+
+    def xi(z):
+        return se3_log(T0_inverse @ frame_poses(model, perturb(model, state, z), [contact.frame])[0])
+
+    def unit(j, h):
+        z = np.zeros(2 * N)
+        z[j] = h
+        return z
+
+    J = np.column_stack([_extrapolated(lambda h, j=j: (xi(unit(j, h)) - xi(unit(j, -h))) / (2.0 * h), step)[0]
+                         for j in range(N)])
+    nu = _velocities(model, state)
+    flow = np.concatenate([nu, np.zeros(N)])
+    a = _extrapolated(lambda t: (xi(t * flow) + xi(-t * flow)) / (t * t),
+                      step / max(1.0, float(np.abs(nu).max(initial=0.0))))[0]
+    twist = J @ nu
+    if contact.kind == "point":
+        J, gamma = J[:3], a[:3] + np.cross(twist[3:], twist[:3])
+    else:
+        gamma = a
+    if contact.reference != "local":
+        R = np.linalg.inv(T0_inverse)[:3, :3]
+        rotation = np.kron(np.eye(len(gamma) // 3), R)
+        J, gamma = rotation @ J, rotation @ gamma
+    return J, gamma
+
+
+def _velocities(model: Model, state: State) -> np.ndarray:
+    return state.joint_velocities if not model.floating_base else np.concatenate(
+        [state.base_twist, state.joint_velocities])
+
+
+def reference_constrained_dynamics(model: Model, state: State, joint_torques, contacts, step: float = DEFAULT_STEP):
+    """(ν̇ (N,), λ (m,)) of M ν̇ + h = Sτ + Jᵀλ, J ν̇ + γ = 0 by a dense solve of the KKT system
+    [M Jᵀ; J 0] [ν̇; −λ] = [Sτ − h; −γ], from parts that share nothing with the engine's
+    constrained dynamics: M by the CRBA, h by the Newton–Euler inverse dynamics at ν̇ = 0 (both on
+    a CoupledModel's tree, reduced by Ĝ), J and γ from differences of each contact frame's pose
+    (:func:`_frame_jacobian_and_drift`)."""
+    tree = tree_of(model)
+    full = model.tree_state(state) if tree is not model else state
+    torques = joint_vector(model, joint_torques, "joint_torques")
+    if tree.floating_base:
+        h = np.concatenate(extended_inverse_dynamics(tree, full, np.zeros(6), np.zeros(tree.n_joints)))
+    else:
+        h = inverse_dynamics(tree, full, np.zeros(tree.n_joints))[0]
+    applied = np.concatenate([np.zeros(6 if tree.floating_base else 0),
+                              model.tree_torques(torques) if tree is not model else torques])
+    generalized = applied - h
+    if tree is not model:
+        generalized = model.velocity_map.T @ generalized
+    M = _mass_matrix(model, state)
+    parts = [_frame_jacobian_and_drift(model, state, contact, step) for contact in as_contacts(contacts)]
+    m, N = sum(len(gamma) for _, gamma in parts), model.n_velocities
+    if not m:
+        return np.linalg.solve(M, generalized), np.zeros(0)
+    J, gamma = np.vstack([J for J, _ in parts]), np.concatenate([gamma for _, gamma in parts])
+    kkt = np.block([[M, J.T], [J, np.zeros((m, m))]])
+    solution = np.linalg.solve(kkt, np.concatenate([generalized, -gamma]))
+    return solution[:N], -solution[N:]
+
+
+def held_input_flow(A, B, dt: float):
+    """(A_d, B_d) of ż = A z + B w over dt with w held, integrated: Φ' = AΦ, Ψ' = AΨ + B from
+    (I, 0), by classical Runge–Kutta in k steps of dt·‖A‖₁/k ≤ 0.02 (local error ~10⁻¹⁰ of the
+    flow) — the zero-order hold's reference, which shares nothing with its matrix exponential."""
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    steps = max(8, int(np.ceil(dt * np.abs(A).sum(axis=0).max(initial=0.0) / 0.02)))
+    h = dt / steps
+
+    def rate(Phi, Psi):
+        return A @ Phi, A @ Psi + B
+
+    Phi, Psi = np.eye(A.shape[0]), np.zeros(B.shape)
+    for _ in range(steps):
+        k1 = rate(Phi, Psi)
+        k2 = rate(Phi + 0.5 * h * k1[0], Psi + 0.5 * h * k1[1])
+        k3 = rate(Phi + 0.5 * h * k2[0], Psi + 0.5 * h * k2[1])
+        k4 = rate(Phi + h * k3[0], Psi + h * k3[1])
+        Phi = Phi + h / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
+        Psi = Psi + h / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
+    return Phi, Psi
 
 
 @dataclass(frozen=True)
@@ -455,10 +550,11 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     """Check a :class:`~robot_linearization.Linearization` against finite
     differences (A, B, :func:`finite_difference_linearization`) and inv(CRBA) (M⁻¹);
     with contacts (linearization.contacts) against differences of the constrained
-    forward dynamics, ∂λ included, and λ against the constrained forward dynamics.
+    forward dynamics, ∂λ included, and λ against a dense KKT solve built from the CRBA, the inverse
+    dynamics and the contact frames' poses (:func:`reference_constrained_dynamics`).
 
     With a step (lin.A_d, lin.dt) also A_d, B_d: against finite differences of
-    :func:`~robot_linearization.step` ("euler"), or the zero-order hold of the
+    :func:`~robot_linearization.step` ("euler"), or the integrated flow (:func:`held_input_flow`) of the
     differenced A, B ("zoh").  Each block is measured against the size of the terms
     it is made of (:func:`term_magnitudes`, :func:`compare`).
 
@@ -481,13 +577,13 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
         A_fd, B_fd, dz_fd, dtau_fd = finite_difference_linearization(model, state, torques, step, contacts)
         forces = (lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian)
         forces_ref = (dz_fd, dtau_fd)
-        lam, lam_ref = lin.contact_forces, constrained_forward_dynamics(model, state, torques, contacts)[1]
+        lam, lam_ref = lin.contact_forces, reference_constrained_dynamics(model, state, torques, contacts, step)[1]
     else:
         A_fd, B_fd = finite_difference_linearization(model, state, torques, step)
     if lin.A_d is not None:
         steps = (lin.A_d, lin.B_d)
         if lin.discretization == "zoh":
-            steps_ref = zero_order_hold(A_fd, B_fd, lin.dt)
+            steps_ref = held_input_flow(A_fd, B_fd, lin.dt)
             if jump is not None:
                 steps_ref = (steps_ref[0] @ finite_difference_impact(model, before, contacts, jump.restitution,
                                                                      step)[0], steps_ref[1])

@@ -352,3 +352,68 @@ def test_a_linearization_without_contacts_or_sole_sizes_is_refused(rng):
     with pytest.raises(ValueError, match="^linearization: contact_margins takes one state's"):
         contact_margins(model, rl.linearize_trajectory(model, [state, state], contacts=["left_sole_link"], dt=1e-3),
                         friction=0.5)
+
+
+def test_the_exact_cone_at_zero_tangential_force_has_the_minimal_norm_subgradient():
+    """A box resting on one point contact at its centre of mass: λ is exactly vertical (f_t = 0),
+    where ‖f_t‖ has no derivative; the margin is μ f_n and its Jacobians are μ ∂f_n — the
+    minimal-norm subgradient of −‖f_t‖ is 0 — finite, never the 0/0 of the smooth formula."""
+    from robot_linearization.joints import Joint, JointType
+    from robot_linearization.spatial import spatial_inertia
+
+    builder = rl.ModelBuilder("box", spatial_inertia(2.0, np.zeros(3), np.diag([0.02, 0.03, 0.04])), name="box")
+    builder.add_body("lid", parent="box", joint=Joint("hinge", JointType.REVOLUTE, (0.0, 0.0, 1.0)),
+                     placement=np.eye(4), inertia=spatial_inertia(0.5, np.zeros(3), np.diag([0.01, 0.01, 0.02])))
+    builder.add_frame("bottom", body="box", placement=np.eye(4))
+    model = builder.build()
+    state = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(1), base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(1))
+    lin = rl.linearize(model, state, contacts=["bottom"])
+    assert lin.contact_forces[0] == 0.0 and lin.contact_forces[1] == 0.0 and lin.contact_forces[2] > 0
+    margins = contact_margins(model, lin, friction=0.5)
+    assert margins.labels == ("bottom:friction", "bottom:unilateral")
+    assert margins.margins[0] == 0.5 * lin.contact_forces[2]
+    assert np.isfinite(margins.state_jacobian).all() and np.isfinite(margins.input_jacobian).all()
+    np.testing.assert_array_equal(margins.state_jacobian[0], 0.5 * lin.contact_forces_state_jacobian[2])
+    np.testing.assert_array_equal(margins.input_jacobian[0], 0.5 * lin.contact_forces_input_jacobian[2])
+
+
+def test_margins_of_a_mimic_coupled_robot_match_finite_differences(rng):
+    """The bundled quadruped with its front right knee mimicking the front left one (reduced
+    coordinates), both front feet in local point contacts: the frames' turning term of λ's
+    rotation into the cone goes through the coupling Ĝ (reduced velocities), checked against
+    differences of the margins recomputed from the constrained dynamics and the frames' poses."""
+    from robot_linearization.algorithms.kinematics import frame_poses
+
+    with open(rl.robots.bundled_urdf_path()) as f:
+        model = rl.load_urdf(f.read().replace(
+            '<joint name="front_right_knee" type="revolute">',
+            '<joint name="front_right_knee" type="revolute"><mimic joint="front_left_knee" multiplier="-0.8"/>'))
+    assert isinstance(model, rl.CoupledModel)
+    feet = [rl.Contact(frame, reference="local") for frame in rl.robots.BUNDLED_FEET[:2]]
+    normal, mu = np.array(TILTED) / np.linalg.norm(TILTED), 0.6
+
+    def reference(state, tau):
+        _, forces = rl.constrained_forward_dynamics(model, state, tau, feet)
+        out = []
+        for k, R in enumerate(frame_poses(model, state, [c.frame for c in feet])[:, :3, :3]):
+            world = R @ forces[3 * k:3 * k + 3]
+            f_n = normal @ world
+            out += [mu * f_n - np.linalg.norm(world - f_n * normal), f_n]
+        return np.array(out)
+
+    state, tau = random_state(model, rng, scale=0.7), rng.normal(scale=5.0, size=model.n_joints)
+    margins = contact_margins(model, rl.linearize(model, state, tau, contacts=feet), friction=mu, normal=TILTED)
+    assert relative(margins.margins, reference(state, tau)) < 1e-9
+    d_state, d_tau = finite_differences(reference, model, state, tau)
+    assert relative(margins.state_jacobian, d_state) < 1e-6, relative(margins.state_jacobian, d_state)
+    assert relative(margins.input_jacobian, d_tau) < 1e-6, relative(margins.input_jacobian, d_tau)
+
+
+def test_a_negative_sole_size_is_refused_even_without_6d_contacts(rng):
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    lin = rl.linearize(model, random_state(model, rng), contacts=list(rl.robots.BUNDLED_FEET))
+    for bad in ((0.2, -0.1), {"front_left_foot": (-0.2, 0.1)}, (0.2,)):
+        with pytest.raises(ValueError, match="sole_size") as caught:
+            contact_margins(model, lin, friction=0.6, sole_size=bad)
+        assert "\n" not in str(caught.value)

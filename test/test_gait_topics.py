@@ -15,6 +15,7 @@ import robot_linearization as rl
 from robot_linearization.cli import main
 from robot_linearization.contact_margins import contact_margins
 from robot_linearization.contacts import as_contacts
+from robot_linearization.impacts import touchdown
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.ros.bag import replay
 from robot_linearization.ros.messages import (OUTPUT_TYPES, RosbagsFactory, joint_state_message, matrix_from_message,
@@ -373,3 +374,47 @@ def test_cli_replay_gait_options_and_their_errors(tmp_path, rng, capsys):
             main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), *arguments])
         assert message in capsys.readouterr().err
         assert not (tmp_path / "o2").exists()
+
+
+def test_a_swap_between_contact_sets_of_the_same_size_is_a_touchdown(rng):
+    """FL+HR → FR+HL directly (a trot's switch with no double support): the new feet close, so the
+    cycle carries their impact — in the pipeline, rl.linearize and rl.step alike (a rule comparing
+    the sizes of the two sets would call it nothing)."""
+    FL, FR, HL, HR = BUNDLED_FEET
+    assert touchdown([FL, HR], [FR, HL]) and not touchdown([FL, HR], [HR, FL]) and not touchdown([FL, HR], [FL])
+    state = rl.State(base_pose=BASE, joint_positions=POSTURE, base_twist=landing_velocities(rng)[1],
+                     joint_velocities=landing_velocities(rng)[0])
+    lin = rl.linearize(MODEL, state, contacts=[FR, HL], previous_contacts=[FL, HR], dt=1e-3)
+    assert lin.impact is not None and {c.frame for c in lin.impact.contacts} == {FR, HL}
+    jump = rl.impact(MODEL, state, [FR, HL])
+    stepped = rl.step(MODEL, state, None, 1e-3, contacts=[FR, HL], previous_contacts=[FL, HR])
+    assert np.abs(stepped.joint_velocities - rl.step(MODEL, state, None, 1e-3, contacts=[FR, HL]).joint_velocities
+                  ).max() > 1e-3  # the impact changed the velocities
+    np.testing.assert_allclose(stepped.joint_velocities,
+                               rl.step(MODEL, jump.state, None, 1e-3, contacts=[FR, HL]).joint_velocities, atol=1e-12)
+    pipeline = LinearizationPipeline(PipelineConfig(contacts=as_contacts(f"{FL}, {HR}")))
+    assert pipeline.set_description(URDF) is None
+    r, v = landing_velocities(rng)
+    (first,) = feed(pipeline, 10 * SEC, r, v)
+    assert first.impact is None
+    assert pipeline.set_contacts(f"{FR}, {HL}") is None
+    (swapped,) = feed(pipeline, 10 * SEC + MS, r, v)
+    assert swapped.impact is not None and {c.frame for c in swapped.impact.contacts} == {FR, HL}
+
+
+def test_a_new_robot_is_not_a_touchdown(rng):
+    """The held contact set goes with the robot it was held on: contacts added just before a robot
+    swap close on the new robot's first cycle without an impact (set_model resets it)."""
+    FL, FR = BUNDLED_FEET[:2]
+    pipeline = LinearizationPipeline(PipelineConfig(contacts=as_contacts(FL)))
+    assert pipeline.set_description(URDF) is None
+    r, v = landing_velocities(rng)
+    (first,) = feed(pipeline, 10 * SEC, r, v)
+    assert first.impact is None
+    assert pipeline.set_contacts(f"{FL}, {FR}") is None
+    assert pipeline.set_description(URDF.replace('name="rl_quadruped"', 'name="rl_quadruped_2"')) is None
+    (after,) = feed(pipeline, 10 * SEC + MS, r, v)
+    assert after.model.name == "rl_quadruped_2" and after.impact is None
+    assert pipeline.set_contacts(f"{FL}, {FR}, {BUNDLED_FEET[2]}") is None  # a real touchdown still is one
+    (touch,) = feed(pipeline, 10 * SEC + 2 * MS, r, v)
+    assert touch.impact is not None

@@ -99,3 +99,21 @@ def test_bad_input_is_a_one_line_error_and_leaves_no_result(rng):
         rl.Linearizer(model, discretization="zoh")
     with pytest.raises(TypeError):
         rl.Linearizer(model, previous_contacts=["FL_FOOT"])  # an impact is rl.linearize's
+
+
+@pytest.mark.parametrize("empty", [[], (), "", "none"], ids=["[]", "()", "empty text", "none"])
+@pytest.mark.parametrize("step", ["no step", "euler"])
+def test_an_empty_contact_set_is_free_floating_as_in_linearize(empty, step, rng):
+    """Linearizer(model, contacts=[]) is the free-floating linearizer: rl.linearize(contacts=[])'s
+    result, which is rl.linearize's without contacts, bit for bit, with no contact fields."""
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    linearizer = rl.Linearizer(model, contacts=empty, **STEPS[step])
+    assert linearizer.contacts == () and linearizer.contact_labels == () and linearizer.contact_forces is None
+    for _ in range(2):
+        state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+        linearizer.linearize(state, torques)
+        free, with_empty = rl.linearize(model, state, torques, **STEPS[step]), \
+            rl.linearize(model, state, torques, contacts=empty, **STEPS[step])
+        for name in FIELDS:
+            assert _equal(getattr(linearizer, name), getattr(free, name)), name
+            assert _equal(getattr(with_empty, name), getattr(free, name)), name

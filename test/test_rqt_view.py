@@ -183,6 +183,13 @@ def test_the_spectrum_of_known_systems():
     re_min, re_max, im_min, im_max = crowded.bounds()  # a short step: about 1, not the whole circle
     assert re_min < 1 < re_max and im_min < crowded.eigenvalues.imag.min() < crowded.eigenvalues.imag.max() < im_max
     assert re_max - re_min < 0.01 and im_max - im_min < 0.01
+    # the rounding of a zero eigenvalue beside eigenvalues of 10⁶ is ~10⁻⁵: marginal against the
+    # spectrum's own size (MARGIN·max|λ|), not unstable against an unscaled 10⁻⁹
+    stiff = spectrum(np.diag([-1e6, 3e-6, -2.0]))
+    assert stiff.unstable == 0 and "0 of 3" in stiff.summary
+    assert spectrum(np.diag([-1e6, 2e-3, -2.0])).unstable == 1  # beyond it: unstable
+    stiff_step = spectrum(np.diag([1e6, 1.0 + 3e-6]), discrete=True)
+    assert stiff_step.unstable == 1  # the 10⁶ itself; the other is marginal
     with pytest.raises(ValueError, match="square"):
         spectrum(np.zeros((2, 3)))
 
@@ -423,3 +430,24 @@ def test_a_matrix_that_does_not_fit_its_names_is_not_drawn(qt, view, quadruped):
     view.show_data({"A": np.zeros((10, 10))}, model.state_labels, lin.contact_labels)
     assert "10×10" in view.status.text() and view.heatmap.matrix is None
     assert "waiting" in view.status.text()
+
+
+def test_each_name_is_drawn_beside_its_own_row_and_column(qt, view, quadruped):
+    """One name at a time (the others blank): its ink lies within its own row's (column's) band of
+    cells, not the next one's — a drawing shifted by one row would put it one cell away."""
+    model, lin = quadruped
+    view.show_data(published(lin), model.state_labels, lin.contact_labels)
+    heatmap = view.heatmap
+    count = len(model.state_labels)
+    for index in (0, 7, count // 2, count - 1):
+        names = tuple("H:x" if k == index else " " for k in range(count))
+        heatmap.rows = heatmap.cols = type(heatmap.rows)(names, heatmap.rows.blocks)
+        g = heatmap.geometry_of_cells()
+        assert g.label_stride(heatmap.fontMetrics().height()) == 1
+        dark = pixels(heatmap).sum(axis=2) < 300
+        ink_rows = np.flatnonzero(dark[g.top:, : g.left - 2].any(axis=1)) + g.top
+        ink_cols = np.flatnonzero(dark[: g.top - 2, g.left:].any(axis=0)) + g.left
+        _, y, _, h = g.cell_rect(index, 0)
+        x, _, w, _ = g.cell_rect(0, index)
+        assert ink_rows.size and y - 1 <= ink_rows.min() and ink_rows.max() <= y + h + 1, (index, ink_rows, y, h)
+        assert ink_cols.size and x - 1 <= ink_cols.min() and ink_cols.max() <= x + w + 1, (index, ink_cols, x, w)

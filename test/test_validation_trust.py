@@ -151,3 +151,100 @@ def test_finite_difference_reference_is_accurate_where_a_fixed_step_was_not():
     dz = finite_difference_linearization(model, state, contacts=feet)[2]
     ours = lin.contact_forces_state_jacobian
     assert np.abs(dz - ours).max() < 1e-9 * np.abs(ours).max()
+
+
+def _refuse(*_, **__):
+    raise AssertionError("the reference used the engine's constrained dynamics")
+
+
+@pytest.mark.parametrize("robot, contacts", [
+    ("quadruped", list(BUNDLED_FEET)),
+    ("quadruped", [BUNDLED_FEET[0] + ":6d", BUNDLED_FEET[3] + ":point:local"]),
+    ("quadruped", [BUNDLED_FEET[1] + ":6d:local"]),
+    ("fixed quadruped", [BUNDLED_FEET[2] + ":point:local"]),
+    ("coupled quadruped", [BUNDLED_FEET[0], BUNDLED_FEET[1] + ":6d"]),
+])
+def test_the_lambda_reference_is_a_dense_kkt_solve_that_shares_nothing_with_the_engine(robot, contacts, monkeypatch):
+    """validate's λ row: M by the CRBA, h by the inverse dynamics, J and γ by differences of the
+    contact frames' poses, a dense KKT solve — with every function of the engine's constrained
+    dynamics replaced by one that fails, it still gives the engine's λ and ν̇ (to the differences'
+    accuracy), so a mistake in that shared kernel shows in the λ row (a flipped drift sign in
+    contact_forces_into gives 0.56 there; the row printed exactly 0 when it compared the kernel with
+    itself)."""
+    import robot_linearization.algorithms.constrained_dynamics as constrained
+    import robot_linearization.validation as validation
+
+    path = rl.robots.bundled_urdf_path()
+    if robot == "coupled quadruped":
+        with open(path) as f:
+            model = rl.load_urdf(f.read().replace(
+                '<joint name="front_right_knee" type="revolute">',
+                '<joint name="front_right_knee" type="revolute"><mimic joint="front_left_knee" multiplier="-1"/>'))
+    else:
+        model = rl.load_urdf(path, floating_base=robot != "fixed quadruped")
+    rng = np.random.default_rng(3)
+    state = random_state(model, rng, scale=0.5)
+    torques = rng.normal(size=model.n_joints)
+    lin = rl.linearize(model, state, torques, contacts=contacts)
+    if robot == "quadruped" and len(contacts) == 1:  # λ 10⁻⁴ off, everything else right: the λ row alone fails
+        report = rl.validate(model, dataclasses.replace(lin, contact_forces=lin.contact_forces * (1 + 1e-4)))
+        assert {b.name for b in report.blocks if b.max_rel > TOLERANCE} == {"lambda"}, report.summary()
+    for name in ("constrained_forward_dynamics", "contact_kinematics", "bias_motion", "contact_forces_into",
+                 "contact_kinematics_into", "contact_arrays", "unconstrained_dynamics_into"):
+        monkeypatch.setattr(constrained, name, _refuse)
+        if hasattr(validation, name):
+            monkeypatch.setattr(validation, name, _refuse)
+    nu_dot, forces = validation.reference_constrained_dynamics(model, state, torques, contacts)
+    ours = lin.joint_accelerations if not model.floating_base else np.concatenate(
+        [lin.base_acceleration, lin.joint_accelerations])
+    assert np.abs(forces - lin.contact_forces).max() < 1e-6 * np.abs(lin.contact_forces).max()
+    assert np.abs(nu_dot - ours).max() < 1e-6 * max(1.0, np.abs(ours).max())
+
+
+def test_a_zoh_touchdown_passes_and_the_other_composition_order_fails():
+    """A zero-order hold through a touchdown is A_d = exp(A⁺ dt)·A_impact (the impact first, then the
+    flow at x⁺: docs/impacts.md); validate's reference composes in that order, so the linearization
+    passes and the same product taken the other way round fails in A_d's blocks."""
+    from robot_linearization.discretization import zero_order_hold
+
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    rng = np.random.default_rng(11)
+    state = random_state(model, rng, scale=0.5)
+    feet = list(BUNDLED_FEET)
+    lin = rl.linearize(model, state, rng.normal(size=model.n_joints), contacts=feet, previous_contacts=feet[:2],
+                       dt=2e-3, discretization="zoh")
+    assert lin.impact is not None
+    report = rl.validate(model, lin)
+    assert report.passed(TOLERANCE), report.summary()
+    flow = zero_order_hold(lin.A, lin.B, lin.dt)[0]
+    np.testing.assert_allclose(lin.A_d, flow @ lin.impact.A, rtol=0, atol=1e-12 * np.abs(lin.A_d).max())
+    reversed_order = dataclasses.replace(lin, A_d=lin.impact.A @ flow)
+    _, failing = failing_blocks(model, reversed_order)
+    assert failing and all(name.startswith("A_d[") for name in failing), failing
+
+
+def test_validate_measures_a_structural_zero_against_the_floor_not_the_whole_matrix(standing):
+    """The kinematic block ∂ż_H/∂s is zero by structure: its scale is 10⁻³ of the kinematic rows'
+    largest entry (the floor), so an error of 5·10⁻⁷ of that entry — invisible against the matrix,
+    10⁻³ against the floor's scale — fails there; a floor 1000× looser would pass it."""
+    model, lin = standing
+    A = lin.A.copy()
+    N = model.n_velocities
+    kinematic_peak = np.abs(A[:N]).max()
+    A[0, 6] += 5e-7 * kinematic_peak
+    report, failing = failing_blocks(model, dataclasses.replace(lin, A=A))
+    assert failing == {"A[Hdot,s]"}, report.summary()
+    block = next(b for b in report.blocks if b.name == "A[Hdot,s]")
+    assert block.scale == pytest.approx(1e-3 * kinematic_peak) and block.max_rel == pytest.approx(5e-4)
+
+
+def test_a_linearization_of_another_model_with_as_many_states_is_refused(standing):
+    """The state labels are compared by name, not by count: the same robot with its joints renamed
+    has the same 2N, and its linearization is not one of this model."""
+    model, lin = standing
+    with open(rl.robots.bundled_urdf_path()) as f:
+        other = rl.load_urdf(f.read().replace('"front_left_knee"', '"front_left_elbow"'))
+    assert len(other.state_labels) == len(model.state_labels) and other.state_labels != model.state_labels
+    other_lin = rl.linearize(other, lin.state, lin.joint_torques)
+    with pytest.raises(ValueError, match="not a linearization of model"):
+        rl.validate(model, other_lin)

@@ -95,3 +95,24 @@ def base_gravity(model: Model, state: State) -> np.ndarray:
 def base_twist(model: Model, state: State) -> np.ndarray:
     """Twist of body 0 in its own frame: the state's body twist, or zero."""
     return state.base_twist if model.floating_base else np.zeros(6)
+
+
+def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> np.ndarray:
+    """A_H_c (k, 4, 4): the world pose of each link or frame in ``frames`` (names) at ``state``
+    (of a Model or a CoupledModel), A_H_0 · 0_H_b · b_H_c; the world is the root link's frame
+    for a fixed base.  X_up: the tree's body transforms at the state, if already computed."""
+    tree = getattr(model, "tree", model)
+    full = model.tree_state(state) if tree is not model else state
+    if X_up is None:
+        X_up = body_transforms(tree, full.joint_positions)
+    R, t = np.empty((tree.n_bodies, 3, 3)), np.empty((tree.n_bodies, 3))
+    base_frame_poses_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, R, t,
+                          np.empty((tree.n_velocities, 6)))
+    base = full.base_pose if tree.floating_base else np.eye(4)
+    poses = np.empty((len(frames), 4, 4))
+    for k, frame in enumerate(frames):
+        body, body_H_frame = tree.frames[frame]
+        body_pose = np.eye(4)
+        body_pose[:3, :3], body_pose[:3, 3] = R[body], t[body]
+        poses[k] = base @ body_pose @ body_H_frame
+    return poses

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms.kinematics import body_transforms
+from ..algorithms.kinematics import body_transforms, frame_poses
 from ..coupling import tree_of
 
 COND_CAP = 1.0 / np.finfo(float).eps
@@ -57,21 +57,9 @@ def ground_normal(gravity) -> np.ndarray:
 
 
 def frame_rotation_in_world(model, state, frame: str, X_up: np.ndarray | None = None) -> np.ndarray:
-    """A_R_c (3, 3): the orientation of the link or frame ``frame`` in the world at ``state``,
-    A_R_0 · 0_R_b · b_R_c along the chain of body transforms i_X_λ(i) (whose rotation block
-    is i_R_λ(i)); the world is the root link's frame for a fixed base.  X_up: the tree's
-    body transforms at the state, if already computed."""
-    tree = tree_of(model)
-    if X_up is None:
-        full = model.tree_state(state) if tree is not model else state
-        X_up = body_transforms(tree, full.joint_positions)
-    body, body_H_frame = tree.frames[frame]
-    R = np.array(body_H_frame[:3, :3], dtype=float)
-    i = body
-    while i > 0:  # λ_R_c = (i_R_λ)ᵀ · i_R_c, up to the base
-        R = X_up[i, 3:, 3:].T @ R
-        i = tree.parent[i]
-    return state.base_pose[:3, :3] @ R if tree.floating_base else R
+    """A_R_c (3, 3): the orientation of the link or frame ``frame`` in the world at ``state``
+    (:func:`~robot_linearization.algorithms.kinematics.frame_poses`'s rotation)."""
+    return frame_poses(model, state, [frame], X_up)[0, :3, :3]
 
 
 def contact_force_components(model, state, linearization) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from ..algorithms.inverse_mass_matrix import inverse_mass_matrix
-from ..algorithms.kinematics import base_frame_poses_into, body_transforms
+from ..algorithms.kinematics import body_transforms, frame_poses
 from ..algorithms.forward_dynamics import forward_dynamics
 from ..contacts import as_contacts
 from ..impacts import Impact, impact, touchdown
@@ -182,12 +182,7 @@ def frame_motion(model: Model, state: State, frames) -> tuple[np.ndarray, np.nda
     the world, for pictures of the simulation (a foot's height and speed)."""
     contacts = as_contacts(list(frames))
     X_up = body_transforms(model, state.joint_positions)
-    R, t = np.empty((model.n_bodies, 3, 3)), np.empty((model.n_bodies, 3))
-    base_frame_poses_into(model.parent, model.motion_subspaces, X_up, model.floating_base, R, t,
-                          np.empty((model.n_velocities, 6)))
-    H = state.base_pose if model.floating_base else np.eye(4)
-    positions = np.array([H[:3, :3] @ (R[body] @ placement[:3, 3] + t[body]) + H[:3, 3]
-                          for body, placement in (model.frames[c.frame] for c in contacts)])
+    positions = frame_poses(model, state, [c.frame for c in contacts], X_up)[:, :3, 3]
     J, _ = contact_kinematics(model, state, contacts, X_up, *bias_motion(model, state, X_up))
     nu = state.joint_velocities if not model.floating_base else np.concatenate(
         [state.base_twist, state.joint_velocities])
