@@ -148,7 +148,8 @@ def _parse_urdf(xml: bytes):
         with contextlib.redirect_stdout(None):
             robot = urdf_parser.URDF.from_xml_string(xml)
     except Exception as e:  # the parser raises bare Exceptions/AssertionErrors
-        raise ModelError(f"invalid URDF: {e}") from None
+        text = " ".join(line.strip() for line in str(e).splitlines() if line.strip())  # (the parser's: 2 lines)
+        raise ModelError(f"invalid URDF: {text}") from None
     finally:
         core.on_error = previous
     for problem in problems:  # unknown tags/attributes are common and harmless

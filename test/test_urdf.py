@@ -96,13 +96,17 @@ def test_gravity_is_a_model_parameter():
     (urdf({"a": BODY, "b": BODY, "c": BODY}, [joint("j1", "revolute", "a", "c"), joint("j2", "revolute", "b", "c")]),
      "link 'c' is the child of both"),
     (urdf({"a": BODY, "b": BODY}, [joint("j", "revolute", "a", "b", axis="0 0 0")]), "joint 'j': axis"),
-    (urdf({"a": BODY, "b": BODY}, [joint("j", "gearbox", "a", "b")]), "invalid URDF|unsupported type"),
+    (urdf({"a": BODY, "b": BODY}, [joint("j", "gearbox", "a", "b")]), "joint\\[@name='j'\\]: Invalid joint type: gearbox"),
+    ("<robot><link name='a'/></robot>", "invalid URDF: .*Required attribute not set in XML: name"),
+    ("<robot name='x'><link name='a'><inertial><origin xyz='0 0'/><mass value='1'/></inertial></link></robot>",
+     "invalid URDF: .*Invalid vector length"),
     ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
      '<robot name="x"><link name="&b;"/></robot>', "DOCTYPE/ENTITY"),
 ])
 def test_bad_urdf_is_rejected_with_a_message_naming_the_culprit(text, message):
-    with pytest.raises(rl.ModelError, match=message):
+    with pytest.raises(rl.ModelError, match=message) as caught:
         rl.load_urdf(text)
+    assert "\n" not in str(caught.value), str(caught.value)  # one line, also for the parser's own errors
 
 
 def test_floating_robot_without_mass_is_rejected():
