@@ -523,3 +523,42 @@ def test_an_input_topic_with_publishers_that_delivers_nothing_is_a_warning_withi
     # no publishers: silence is expected, not a problem
     assert not pipeline.watch_inputs(10 * second, {"joint_states": 0, "odometry": 0})
     assert pipeline.input_problem is None
+
+
+def test_a_clock_that_jumps_back_restarts_the_pairing_and_serves_again(rng):
+    """A bag played with --loop --clock: the node's clock and the stamps go back to the start at
+    every loop.  Each jump is said once (on_notice, the node's WARN), the queued inputs and newest
+    stamps are dropped, and every loop is served — not only the first."""
+    pipeline = LinearizationPipeline(PipelineConfig())
+    assert pipeline.set_description(URDF) is None
+    warnings = []
+    pipeline.on_notice = warnings.append
+    H, v, s, r = _state(rng)
+    served = []
+    for loop in range(3):
+        for k in range(5):
+            t = 100 * SEC + k * 10_000_000
+            assert pipeline.on_odometry(odometry(t, H, v)), (loop, k, pipeline.last_problem)
+            assert pipeline.on_joint_state(joint_state(t, s, r)), (loop, k, pipeline.last_problem)
+            served += [(loop, out.stamp_ns) for out in pipeline.step(t + 1_000_000)]
+    assert [loop for loop, _ in served] == [0] * 5 + [1] * 5 + [2] * 5, served
+    jumps = [w for w in warnings if "jump back in time" in w]
+    assert len(jumps) == 2 and "1 of" not in jumps[0], warnings
+    assert pipeline.diagnostics(100 * SEC + 50_000_000)[0][3]["time_jumps_back"] == 2
+
+
+def test_the_clock_alone_jumping_back_drops_the_queue_and_a_late_message_is_not_a_new_timeline(rng):
+    pipeline = LinearizationPipeline(PipelineConfig())
+    assert pipeline.set_description(URDF) is None
+    H, v, s, r = _state(rng)
+    assert pipeline.on_odometry(odometry(50 * SEC, H, v)) and pipeline.on_joint_state(joint_state(50 * SEC, s, r))
+    assert len(pipeline.step(50 * SEC + 1_000_000)) == 1
+    # a message 1 s late by a clock that did not go back: out of order, dropped, nothing reset
+    assert not pipeline.on_joint_state(joint_state(49 * SEC, s, r)) and "not newer" in pipeline.last_problem
+    assert pipeline.diagnostics(50 * SEC)[0][3].get("time_jumps_back") is None
+    # the clock restarts (sim time): the next inputs, stamped by it, are served
+    pipeline.step(1 * SEC)
+    assert pipeline.on_odometry(odometry(1 * SEC + 5_000_000, H, v))
+    assert pipeline.on_joint_state(joint_state(1 * SEC + 5_000_000, s, r))
+    (out,) = pipeline.step(1 * SEC + 6_000_000)
+    assert out.stamp_ns == 1 * SEC + 5_000_000

@@ -89,6 +89,7 @@ class _Counters:
     outputs: int = 0
     rejected: collections.Counter = field(default_factory=collections.Counter)
     impacts: int = 0  # touchdowns whose impact map was computed
+    time_jumps: int = 0  # times the clock or the input stamps went back (a looped bag, a restarted simulation)
     negative_margins: int = 0  # outputs with a contact margin < 0
 
 
@@ -103,7 +104,10 @@ class LinearizationPipeline:
         self._last_joint_stamp = None
         self._last_odometry_stamp = None
         self.on_problem = None  # optional callable(reason): told of every rejected input (bag replay's summary)
-        self.on_notice = None  # optional callable(text): told once of each assumption made for an input (node log)
+        # optional callable(text), the node's WARN log: told once of each assumption made for an input, and of
+        # each jump back in time
+        self.on_notice = None
+        self._last_now: int | None = None  # the clock at the last step
         self.assumed: tuple = ()  # assumptions made for the latest joint state (empty velocity/effort arrays)
         self._noticed: set = set()
         self.latest: Output | None = None
@@ -228,6 +232,7 @@ class LinearizationPipeline:
         if self.model is None:
             return self._reject(self.model_error, "no_model")
         stamp = msg.stamp_ns if isinstance(msg, JointStateFields) else stamp_to_ns(msg.header.stamp)
+        self._check_time(stamp, self._last_joint_stamp, "joint_states stamp")
         if self._last_joint_stamp is not None and stamp <= self._last_joint_stamp:
             return self._reject(f"joint_states stamp {stamp * 1e-9:.9f} s is not newer than the previous one "
                                 f"({self._last_joint_stamp * 1e-9:.9f} s): dropped", "out_of_order")
@@ -252,6 +257,7 @@ class LinearizationPipeline:
         if self.model is None:
             return self._reject(self.model_error, "no_model")
         stamp = msg.stamp_ns if isinstance(msg, OdometryFields) else stamp_to_ns(msg.header.stamp)
+        self._check_time(stamp, self._last_odometry_stamp, "odometry stamp")
         if self._last_odometry_stamp is not None and stamp <= self._last_odometry_stamp:
             return self._reject(f"odometry stamp {stamp * 1e-9:.9f} s is not newer than the previous one: dropped",
                                 "out_of_order")
@@ -262,6 +268,26 @@ class LinearizationPipeline:
         self._last_odometry_stamp = stamp
         self._odometry.append((stamp, H, twist))
         return True
+
+    def _check_time(self, now: int, before: int | None, what: str) -> None:
+        """Time that goes back by more than pairing_tolerance — the node's clock, or an input's stamp
+        that is still fresh by that clock (a bag played with --loop --clock, a simulation restarted) —
+        is not a late message but a new timeline: the queued inputs and the newest stamps are dropped
+        (tf2's buffer does the same on a jump back), the node warns once per jump, and the first inputs
+        of the new timeline are served.  Less than that, or a stamp stale by the clock, is out of
+        order, and dropped."""
+        if before is None or before - now <= int(self.config.pairing_tolerance * 1e9):
+            return
+        if what != "the node's clock" and (self._last_now is None
+                                           or self._last_now - now > int(self.config.max_input_age * 1e9)):
+            return  # a late message by the node's clock (which has not gone back): out of order, not a new timeline
+        self._joint_states.clear()
+        self._odometry.clear()
+        self._last_joint_stamp = self._last_odometry_stamp = self._last_now = None
+        self._counters.time_jumps += 1
+        if self.on_notice is not None:
+            self.on_notice(f"detected jump back in time: {what} went from {before * 1e-9:.3f} s to {now * 1e-9:.3f} s; "
+                           "dropped the queued inputs, serving again from the next paired input")
 
     def note_received(self, topic: str) -> None:
         """Count a message that arrived on an input topic, readable or not (:meth:`watch_inputs`)."""
@@ -297,6 +323,8 @@ class LinearizationPipeline:
         a base state further away than that.  newest_only (the rate_hz timer):
         only the newest ready joint state; older ones are skipped.
         """
+        self._check_time(now_ns, self._last_now, "the node's clock")
+        self._last_now = now_ns
         if self.model is None:  # (no joint state is queued without a model)
             return []
         ready = len(self._joint_states)
@@ -491,6 +519,8 @@ class LinearizationPipeline:
             values["assumed"] = "; ".join(self.assumed)
         if self._counters.impacts:
             values["impacts"] = self._counters.impacts
+        if self._counters.time_jumps:
+            values["time_jumps_back"] = self._counters.time_jumps
         if self._counters.negative_margins:
             values["outputs_with_negative_margins"] = self._counters.negative_margins
         margins = self.latest.margins if self.latest is not None else None
