@@ -36,6 +36,9 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml", "plugin.xml"]),
+        # the interfaces' definitions, read as text without ROS (robot_linearization/ros/interfaces.py)
+        ("share/" + package_name + "/msg", glob("msg/*.msg")),
+        ("share/" + package_name + "/srv", glob("srv/*.srv")),
         ("share/" + package_name + "/launch", glob("launch/*.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
         ("share/" + package_name + "/urdf", glob(package_name + "/robots/*.urdf")),

@@ -235,6 +235,7 @@ def replay_command(args: argparse.Namespace) -> int:
                          heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
                          health_rate_hz=0.0 if args.no_health else args.heatmap_rate,
                          storage=args.storage, contacts_topic=args.contacts_topic,
+                         matrix_topics=args.matrix_topics,
                          progress=sys.stderr.isatty())  # a progress bar on a terminal only
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -378,6 +379,10 @@ def main(argv=None) -> int:
                         "none (default: 2)")
     r.add_argument("--no-heatmaps", action="store_true", help="write no heatmap images (default: write them)")
     r.add_argument("--no-health", action="store_true", help="write no ~/health vectors (default: write them)")
+    r.add_argument("--matrix-topics", action="store_true",
+                   help="also write each matrix as its own std_msgs/Float64MultiArray topic, with ~/stamp and the "
+                        "JSON label lists, as the node's publish_matrix_topics (default: the typed ~/linearization "
+                        "only)")
     r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap",
                    help="storage of the output bag (default: mcap)")
     r.set_defaults(run=replay_command)

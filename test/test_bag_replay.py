@@ -19,6 +19,11 @@ from robot_linearization.ros.simulation import Simulation
 
 from conftest import write_bag
 
+
+def replay_with_matrix_topics(*arguments, **options):
+    """The replay with the per-matrix topics too (publish_matrix_topics), which these tests read."""
+    return replay(*arguments, matrix_topics=True, **options)
+
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
 URDF = open(bundled_urdf_path()).read()
 MODEL = rl.load_urdf(URDF)
@@ -37,7 +42,7 @@ def read_bag(path):
 def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, storage):
     simulation = Simulation(MODEL, dt=0.01, seed=1)
     steps = write_simulation_bag(tmp_path / "in", simulation, URDF, 0.3, storage=storage)
-    summary = replay(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False,
                      storage=storage)
     assert summary.outputs == steps == 30
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
@@ -72,7 +77,7 @@ def test_replay_of_bags_recorded_by_ros2_bag_record(tmp_path, storage, distro):
     the model comes from the recorded /robot_description, every joint state is linearized
     with the odometry of its own stamp, although that odometry is recorded just after it."""
     recorded = Path(__file__).parent / "data" / f"{distro}_{storage}"
-    summary = replay(recorded, tmp_path / "out", progress=False, storage=storage)
+    summary = replay_with_matrix_topics(recorded, tmp_path / "out", progress=False, storage=storage)
     inputs, outputs = read_bag(recorded), read_bag(tmp_path / "out")
     assert summary.outputs == len(inputs["/joint_states"]) > 40 and not summary.problems
     odometry = {stamp_ns(m.header.stamp): m for _, m in inputs["/odom"]}
@@ -96,7 +101,7 @@ def test_written_bags_have_metadata_that_humble_can_parse(tmp_path, storage):
     from ruamel.yaml import YAML  # rosbags' own YAML dependency
 
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=1), URDF, 0.05, storage=storage)
-    replay(tmp_path / "in", tmp_path / "out", progress=False, storage=storage)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", progress=False, storage=storage)
     for bag in ("in", "out"):
         info = YAML(typ="safe").load((tmp_path / bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         assert 4 <= info["version"] <= 8
@@ -120,7 +125,7 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
         (60, js, joint_state_message(factory, 60, MODEL.joint_names, np.ones(n), np.ones(n))),
     ]
     write_bag(tmp_path / "in", events, version=9)
-    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
     assert summary.outputs == 2  # t=11 and t=60 (paired with the odometry of t=10)
     outputs = read_bag(tmp_path / "out")
     for _, msg in outputs["/robot_linearization/A"]:
@@ -135,12 +140,12 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
 
 def test_cli_replay_and_its_errors(tmp_path, capsys):
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.1)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort"]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort"]) == 0
     assert "wrote 10 linearizations" in capsys.readouterr().out
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 2  # exists
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--joint-states-topic", "/js"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 2  # exists
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--joint-states-topic", "/js"]) == 2
     assert "no topic /js" in capsys.readouterr().err
-    assert main(["replay", str(tmp_path / "nope"), "-o", str(tmp_path / "o3")]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "nope"), "-o", str(tmp_path / "o3")]) == 2
 
 
 def test_cli_demo_writes_bags_png_and_passes(tmp_path, capsys):
@@ -150,7 +155,7 @@ def test_cli_demo_writes_bags_png_and_passes(tmp_path, capsys):
     assert "PASS" in text and "A: (36, 36)" in text and "time per linearization" in text
     png = (out / "heatmap_A_B.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
-    assert len(read_bag(out / "output_bag")["/robot_linearization/A"]) == 100
+    assert len(read_bag(out / "output_bag")["/robot_linearization/linearization"]) == 100
 
 
 DEMO_QUICK = ["demo", "--duration", "0.05", "--samples", "1", "--repeat", "2"]
@@ -198,10 +203,10 @@ def test_an_interrupted_replay_leaves_no_half_written_bag(tmp_path, monkeypatch)
 
     monkeypatch.setattr(pipeline_module.LinearizationPipeline, "step", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        replay(tmp_path / "in", tmp_path / "out", progress=False)
+        replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
     monkeypatch.setattr(pipeline_module.LinearizationPipeline, "step", real_step)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
     assert len(read_bag(tmp_path / "out")["/robot_linearization/A"]) == 20
     assert len(read_bag(tmp_path / "in")["/joint_states"]) == 20
 
@@ -212,7 +217,7 @@ FEET = rl.robots.BUNDLED_FEET
 def test_replay_with_contacts_records_the_constrained_linearization_and_forces(tmp_path, capsys):
     simulation = Simulation(MODEL, dt=0.01, seed=3, contacts=FEET)  # standing on its four feet
     write_simulation_bag(tmp_path / "in", simulation, URDF, 0.1)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort",
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort",
                  "--contacts", ",".join(FEET)]) == 0
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
     assert json.loads(outputs["/robot_linearization/contact_labels"][0][1].data)[:3] == [
@@ -226,15 +231,15 @@ def test_replay_with_contacts_records_the_constrained_linearization_and_forces(t
         expected = rl.linearize(MODEL, state, js.effort, contacts=FEET)
         np.testing.assert_allclose(matrix_from_message(f)[:, 0], expected.contact_forces, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(matrix_from_message(A), expected.A, rtol=1e-12, atol=1e-9)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--contacts", "paw"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--contacts", "paw"]) == 2
     assert "not a link of model" in capsys.readouterr().err and not (tmp_path / "o2").exists()
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts", "a:b:c:d"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts", "a:b:c:d"]) == 2
 
 
 def test_replay_writes_the_step_jacobians_with_discretization_dt(tmp_path, capsys):
     simulation = Simulation(MODEL, dt=0.01, seed=4)
     write_simulation_bag(tmp_path / "in", simulation, URDF, 0.05)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort", "--no-heatmaps",
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort", "--no-heatmaps",
                  "--discretization-dt", "0.001", "--discretization", "zoh"]) == 0
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
     odometry = {t: m for t, m in inputs["/odom"]}
@@ -248,7 +253,7 @@ def test_replay_writes_the_step_jacobians_with_discretization_dt(tmp_path, capsy
         np.testing.assert_array_equal(matrix_from_message(a), expected.A_d)
         np.testing.assert_array_equal(matrix_from_message(b), expected.B_d)
     with pytest.raises(SystemExit):
-        main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--discretization-dt", "-1"])
+        main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--discretization-dt", "-1"])
     assert "--discretization-dt: -1 is outside [0.0, inf] s" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
 
@@ -267,7 +272,7 @@ def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
         events += [(t, "/odom", odometry_message(factory, t, "odom", "base_link", np.eye(4), np.zeros(6))),
                    (t, "/joint_states", joint_state_message(factory, t, MODEL.joint_names, posture, np.zeros(n)))]
     write_bag(tmp_path / "in", events)
-    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
                      contacts_topic="/contact_schedule", health_rate_hz=1000.0)
     assert summary.outputs == 9 and not summary.problems
     outputs = read_bag(tmp_path / "out")
@@ -336,22 +341,22 @@ def test_replay_checks_every_argument_before_reading_the_bag(tmp_path, capsys):
         (["--contacts-topic", "/gait"], "bag has no topic /gait (see --contacts-topic)"),
     ]
     for extra, message in cases:
-        assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")] + extra) == 2
+        assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")] + extra) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
-    assert main(["replay", str(tmp_path / "missing"), "-o", str(tmp_path / "out")]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "missing"), "-o", str(tmp_path / "out")]) == 2
     assert f"no bag at {tmp_path / 'missing'}" in capsys.readouterr().err
-    assert main(["replay", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     assert "is not a ROS 2 bag (a directory with metadata.yaml" in capsys.readouterr().err
     # a bag without /robot_description needs --urdf
     factory = RosbagsFactory(TYPESTORE)
     write_bag(tmp_path / "bare", [(1, "/joint_states", joint_state_message(factory, 1, MODEL.joint_names,
                                                                             np.zeros(12), np.zeros(12)))])
-    assert main(["replay", str(tmp_path / "bare"), "-o", str(tmp_path / "out"), "--fixed-base"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "bare"), "-o", str(tmp_path / "out"), "--fixed-base"]) == 2
     assert "bag has no topic /robot_description (see --urdf)" in capsys.readouterr().err
     for option in ("--pairing-tolerance", "--max-input-age"):
         with pytest.raises(SystemExit):
-            main(["replay", str(tmp_path / "in"), option, "-1"])
+            main(["replay", "--matrix-topics", str(tmp_path / "in"), option, "-1"])
         assert f"argument {option}: -1 is outside (0.0, inf] s" in capsys.readouterr().err
 
 
@@ -373,7 +378,7 @@ def test_help_says_what_every_option_is_and_its_default(command, capsys):
 
 def test_replay_prints_no_progress_bar_when_not_on_a_terminal(tmp_path, capsys):
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01), URDF, 0.05)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
     assert "messages" not in capsys.readouterr().err  # pytest's stderr is not a terminal
 
 
@@ -381,7 +386,7 @@ def test_heatmaps_are_rate_limited_so_bags_stay_near_the_size_of_the_matrices(tm
     """3 s at 500 Hz: every linearization's A, B, M⁻¹ but heatmaps at 2 Hz of bag time,
     so the bag is within a few times its matrices (it was a hundred times: 1.1 GB)."""
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.002, seed=4), URDF, 3.0)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     outputs = read_bag(tmp_path / "out")
     assert len(outputs["/robot_linearization/A"]) == 1500
@@ -391,7 +396,7 @@ def test_heatmaps_are_rate_limited_so_bags_stay_near_the_size_of_the_matrices(tm
     size = sum(f.stat().st_size for f in (tmp_path / "out").rglob("*") if f.is_file())
     assert size < 3 * matrices, (size, matrices)
     assert f"({size / 2**20:.1f} MiB on disk)" in text
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "none"), "--heatmap-rate", "0"]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "none"), "--heatmap-rate", "0"]) == 0
     assert "/robot_linearization/A_heatmap" not in read_bag(tmp_path / "none")
 
 
@@ -444,7 +449,7 @@ def test_replayed_odometry_orientation_against_an_independent_quaternion_oracle(
         expected.append(rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=twist,
                                                      joint_velocities=r)).A)
     write_bag(tmp_path / "in", events)
-    replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
     outputs = read_bag(tmp_path / "out")["/robot_linearization/A"]
     assert len(outputs) == 3
     for (_, A), A_expected in zip(outputs, expected):

@@ -20,6 +20,11 @@ from robot_linearization.ros.messages import matrix_from_message, odometry_base_
 from robot_linearization.ros.pipeline import PipelineConfig  # noqa: E402
 from robot_linearization.ros.simulation import Simulation  # noqa: E402
 
+
+def replay_with_matrix_topics(*arguments, **options):
+    """The replay with the per-matrix topics too (publish_matrix_topics), which these tests read."""
+    return replay(*arguments, matrix_topics=True, **options)
+
 URDF = open(bundled_urdf_path()).read()
 MODEL = rl.load_urdf(URDF)
 
@@ -40,7 +45,7 @@ def read_with_rosbag2(path, storage):
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_rosbag2_reads_the_recorded_and_the_replayed_bag(tmp_path, storage):
     steps = write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=2), URDF, 0.2, storage=storage)
-    replay(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False, storage=storage)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False, storage=storage)
     inputs, outputs = read_with_rosbag2(tmp_path / "in", storage), read_with_rosbag2(tmp_path / "out", storage)
     assert len(inputs["/joint_states"]) == len(outputs["/robot_linearization/A"]) == steps
     odometry = dict(inputs["/odom"])
@@ -55,7 +60,7 @@ def test_rosbag2_reads_the_recorded_and_the_replayed_bag(tmp_path, storage):
 @pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
 def test_ros2_bag_info_reads_the_replayed_bag(tmp_path):
     write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=2), URDF, 0.1)
-    replay(tmp_path / "in", tmp_path / "out", progress=False)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", progress=False)
     info = subprocess.run(["ros2", "bag", "info", str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=60)
     assert info.returncode == 0, info.stderr

@@ -94,6 +94,7 @@ def test_the_schedule_is_on_the_bags_contacts_topic_and_the_replay_follows_it(qu
     from rosbags.highlevel import AnyReader
 
     from robot_linearization.ros.bag import replay, write_simulation_bag
+    from robot_linearization.ros.interfaces import typestore_with_interfaces
     from robot_linearization.ros.pipeline import PipelineConfig
 
     urdf = open(rl.robots.bundled_urdf_path()).read()
@@ -110,10 +111,12 @@ def test_the_schedule_is_on_the_bags_contacts_topic_and_the_replay_follows_it(qu
 
     summary = replay(tmp_path / "in", tmp_path / "out", progress=False, contacts_topic="/contacts",
                      config=PipelineConfig(use_effort=True, contacts=TROT.contacts_at(0.0)))
-    with AnyReader([tmp_path / "out"]) as reader:
-        labels = [reader.deserialize(raw, c.msgtype).data for c, _, raw in reader.messages(
-            [c for c in reader.connections if c.topic == "/robot_linearization/contact_labels"])]
-    assert len(labels) == 6 and [label.count(":fz") for label in labels] == [4, 2, 4, 2, 4, 2]
+    with AnyReader([tmp_path / "out"], default_typestore=typestore_with_interfaces()) as reader:
+        sets = [tuple(reader.deserialize(raw, c.msgtype).contact_labels) for c, _, raw in reader.messages(
+            [c for c in reader.connections if c.topic == "/robot_linearization/linearization"])]
+    changes = [labels for k, labels in enumerate(sets) if k == 0 or labels != sets[k - 1]]
+    assert len(changes) == 6 and [sum(label.endswith(":fz") for label in labels) for labels in changes] == [
+        4, 2, 4, 2, 4, 2]
     assert summary.outputs == 90
 
 

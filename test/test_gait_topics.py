@@ -18,6 +18,7 @@ from robot_linearization.contacts import as_contacts
 from robot_linearization.impacts import touchdown
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.ros.bag import replay
+from robot_linearization.ros.interfaces import linearization_matrices, linearization_message, register_interfaces
 from robot_linearization.ros.messages import (OUTPUT_TYPES, RosbagsFactory, joint_state_message, matrix_from_message,
                                               odometry_message, output_messages, output_topics)
 from robot_linearization.ros.parameters import PARAMETERS, node_settings
@@ -29,7 +30,13 @@ from conftest import example_robot_path, write_bag
 from test_bag_replay import read_bag
 from test_contact_margins import standing
 
+
+def replay_with_matrix_topics(*arguments, **options):
+    """The replay with the per-matrix topics too (publish_matrix_topics), which these tests read."""
+    return replay(*arguments, matrix_topics=True, **options)
+
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+register_interfaces(TYPESTORE)
 FACTORY = RosbagsFactory(TYPESTORE)
 SEC, MS = 1_000_000_000, 1_000_000
 URDF = open(bundled_urdf_path()).read()
@@ -42,6 +49,11 @@ BASE = se3_exp(np.array([0.3, -0.2, 0.35, 0.0, 0.0, 0.7]))
 
 def wire(msg):
     return TYPESTORE.deserialize_cdr(TYPESTORE.serialize_cdr(msg, msg.__msgtype__), msg.__msgtype__)
+
+
+def typed(output):
+    """An Output as the robot_linearization/msg/Linearization the node publishes, through CDR."""
+    return wire(linearization_message(FACTORY, output, "base_link"))
 
 
 def feed(pipeline, t, joint_velocities=None, base_twist=None, effort=()):
@@ -111,11 +123,12 @@ def test_a_schedule_stance_swing_touchdown_gives_one_impact_map_at_the_touchdown
     # the diagnostics count it; the service carries it
     assert p.diagnostics(5 * SEC)[0][3]["impacts"] == 1
     feed(p, 6 * SEC, r, v)
-    assert json.loads(p.latest_json()[1])["impact"] is None
-    p.latest = touchdown
-    body = json.loads(p.latest_json()[1])
-    np.testing.assert_allclose(body["impact"]["A"], expected.A, rtol=1e-12, atol=1e-12)
-    assert body["impact"]["restitution"] == restitution and len(body["impact"]["impulse_labels"]) == 12
+    after = typed(p.latest)
+    assert not after.touchdown and linearization_matrices(after)["impact_map"] is None and not after.impulses.size
+    message = typed(touchdown)  # the typed message of the touchdown's cycle carries its impact
+    assert message.touchdown and message.restitution == restitution and len(message.impulse_labels) == 12
+    np.testing.assert_allclose(linearization_matrices(message)["impact_map"], expected.A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(message.impulses, touchdown.impact.impulses)
 
 
 def test_with_a_step_the_touchdown_cycles_a_d_includes_the_impact_as_rl_linearize_has_it(rng):
@@ -138,8 +151,8 @@ def test_with_a_step_the_touchdown_cycles_a_d_includes_the_impact_as_rl_lineariz
                                    err_msg=name)
     plain = rl.linearize(MODEL, touchdown.state, contacts=list(BUNDLED_FEET), dt=2e-3)
     assert np.abs(expected.A_d - plain.A_d).max() > 1e-3  # (the impact is in it)
-    passed, text = p.validate_latest()  # ~/validate checks it through rl.step across the impact
-    assert passed, json.loads(text)["summary"]
+    report, summary = p.validate_output()  # ~/validate checks it through rl.step across the impact
+    assert report.passed(1e-6), summary
 
 
 def test_a_touchdown_whose_joint_state_is_dropped_waits_for_the_next_one(rng):
@@ -180,12 +193,14 @@ def test_margins_come_with_every_cycle_that_has_contacts_equal_to_contact_margin
                         ("contact_margins_state_jacobian", expected.state_jacobian),
                         ("contact_margins_input_jacobian", expected.input_jacobian)]:
         np.testing.assert_allclose(matrix_from_message(messages[name]), value, rtol=1e-10, atol=1e-9, err_msg=name)
-    body = json.loads(p.latest_json()[1])
-    assert body["contact_margins"]["labels"] == list(expected.labels) and body["contact_margins"]["facets"] == 8
+    message = typed(p.latest)
+    assert list(message.margin_labels) == list(expected.labels)
+    np.testing.assert_allclose(linearization_matrices(message)["margins_state_jacobian"], expected.state_jacobian,
+                               rtol=1e-10, atol=1e-9)
     assert p.set_contacts("") is None
     (out,) = feed(p, 2 * SEC, r, v)
     assert out.margins is None and "contact_margins" not in output_messages(FACTORY, out, "base_link")
-    assert json.loads(p.latest_json()[1])["contact_margins"] is None
+    assert not typed(p.latest).margin_labels and linearization_matrices(typed(p.latest))["margins_state_jacobian"] is None
 
 
 def test_a_knee_torque_that_makes_a_foot_pull_is_a_warning_while_it_lasts():
@@ -334,7 +349,7 @@ def schedule_bag(path, rng, touchdown_at=5):
 
 def test_the_replay_writes_the_impact_map_at_the_touchdown_of_a_recorded_schedule(tmp_path, rng):
     touchdown_ns = schedule_bag(tmp_path / "in", rng)
-    summary = replay(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
                      health_rate_hz=0, contacts_topic="/contact_schedule", config=PipelineConfig(restitution=0.2))
     assert summary.outputs == 8 and summary.impacts == 1 and not summary.problems
     assert "1 touchdown: impact_map and impulses written" in summary.text()
@@ -358,7 +373,7 @@ def test_the_replay_writes_the_impact_map_at_the_touchdown_of_a_recorded_schedul
 
 def test_cli_replay_gait_options_and_their_errors(tmp_path, rng, capsys):
     schedule_bag(tmp_path / "in", rng)
-    assert main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--urdf", bundled_urdf_path(),
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--urdf", bundled_urdf_path(),
                  "--contacts-topic", "/contact_schedule", "--restitution", "0.5", "--friction", "0.3",
                  "--friction-facets", "4", "--no-heatmaps", "--no-health"]) == 0
     assert "1 touchdown" in capsys.readouterr().out
@@ -371,7 +386,7 @@ def test_cli_replay_gait_options_and_their_errors(tmp_path, rng, capsys):
                                (["--friction", "0"], "--friction: 0 is outside (0.0, inf]"),
                                (["--sole-size", "0.2", "-1"], "--sole-size: -1 is outside (0.0, inf] m")]:
         with pytest.raises(SystemExit):
-            main(["replay", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), *arguments])
+            main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), *arguments])
         assert message in capsys.readouterr().err
         assert not (tmp_path / "o2").exists()
 

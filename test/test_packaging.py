@@ -38,7 +38,9 @@ def _imported_packages(paths) -> set:
 
 
 def _depends(kind: str) -> set:
-    return {e.text for e in ET.parse(_source_tree() / "package.xml").getroot().iter(kind)}
+    """The packages of ``kind`` (exec_depend, test_depend, build_depend), <depend> counting as each."""
+    root = ET.parse(_source_tree() / "package.xml").getroot()
+    return {e.text for e in root.iter(kind)} | {e.text for e in root.iter("depend")}
 
 
 def test_every_ros_package_the_tests_import_is_a_depend():
@@ -72,10 +74,24 @@ def test_every_package_a_launch_file_starts_is_an_exec_depend():
     assert launched - {"robot_linearization"} <= _depends("exec_depend")
 
 
-def test_package_xml_is_format_3_ament_python():
+def test_package_xml_is_format_3_ament_cmake_with_its_interfaces():
+    """ament_cmake builds the interfaces with rosidl (CMakeLists.txt) and installs the Python package;
+    every interface file is in CMakeLists.txt, and what they use is a <depend>."""
     root = ET.parse(_source_tree() / "package.xml").getroot()
     assert root.get("format") == "3" and root.find("name").text == "robot_linearization"
-    assert root.find("export/build_type").text == "ament_python"
+    assert root.find("export/build_type").text == "ament_cmake"
+    assert root.find("member_of_group").text == "rosidl_interface_packages"
+    assert {e.text for e in root.iter("buildtool_depend")} >= {"ament_cmake", "ament_cmake_python",
+                                                               "rosidl_default_generators"}
+    cmake = (_source_tree() / "CMakeLists.txt").read_text()
+    interfaces = sorted(_source_tree().glob("msg/*.msg")) + sorted(_source_tree().glob("srv/*.srv"))
+    assert len(interfaces) == 3
+    used = set()
+    for path in interfaces:
+        assert f'"{path.parent.name}/{path.name}"' in cmake, path
+        used |= {line.split("/")[0] for line in path.read_text().splitlines()
+                 if "/" in line.split("#")[0].split(" ")[0]}
+    assert used - {"robot_linearization"} <= {e.text for e in root.iter("depend")}, used
 
 
 def test_the_rqt_plugin_is_exported_installed_and_names_a_class_that_exists():

@@ -1,7 +1,6 @@
 """The node's behaviour without rclpy: inputs as real ROS 2 messages (rosbags
 classes through CDR), bad input of every kind, pairing, services, diagnostics."""
 
-import json
 import tracemalloc
 
 import numpy as np
@@ -10,6 +9,8 @@ from rosbags.typesys import Stores, get_typestore
 
 import robot_linearization as rl
 from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.interfaces import (linearization_matrices, linearization_message, register_interfaces,
+                                                validation_fields)
 from robot_linearization.ros.messages import RosbagsFactory, joint_state_message, odometry_message
 from robot_linearization.ros.pipeline import ERROR, OK, WARN, LinearizationPipeline, PipelineConfig
 from robot_linearization.spatial import se3_exp
@@ -17,6 +18,7 @@ from robot_linearization.spatial import se3_exp
 from conftest import example_robot_path
 
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+register_interfaces(TYPESTORE)
 FACTORY = RosbagsFactory(TYPESTORE)
 SEC = 1_000_000_000
 URDF = open(bundled_urdf_path()).read()
@@ -25,6 +27,11 @@ MODEL = rl.load_urdf(URDF)
 
 def wire(msg):
     return TYPESTORE.deserialize_cdr(TYPESTORE.serialize_cdr(msg, msg.__msgtype__), msg.__msgtype__)
+
+
+def typed(pipeline):
+    """The latest output as the robot_linearization/msg/Linearization the node publishes, through CDR."""
+    return wire(linearization_message(FACTORY, pipeline.latest, pipeline.base_frame))
 
 
 def joint_state(t, s, r, names=MODEL.joint_names, effort=()):
@@ -202,27 +209,25 @@ def test_burst_of_ten_thousand_messages_keeps_memory_flat(pipeline, rng):
 def test_services_before_any_state_answer_cleanly(pipeline):
     level, _, message, _ = pipeline.diagnostics(SEC)[0]
     assert level == WARN and "waiting for joint_states and odometry" in message
-    ok, text = pipeline.validate_latest()
-    assert not ok and "no linearization yet" in json.loads(text)["summary"]
-    ok, text = pipeline.latest_json()
-    assert not ok and "no linearization yet" in json.loads(text)["error"]
+    report, summary = pipeline.validate_output()
+    assert report is None and "no linearization yet" in summary
 
 
-def test_validate_and_get_linearization_services(pipeline, rng):
+def test_validate_service_and_the_typed_message_of_a_cycle(pipeline, rng):
     H, v, s, r = _state(rng)
     pipeline.on_odometry(odometry(SEC, H, v))
     pipeline.on_joint_state(joint_state(SEC, s, r))
     (out,) = pipeline.step(SEC)
-    ok, text = pipeline.validate_latest()
-    result = json.loads(text)
-    assert ok and result["passed"] and result["max_rel"] < 1e-6 and "A[rdot,s]" in result["blocks"]
-    assert result["summary"].startswith("PASS")
-    ok, text = pipeline.latest_json()
-    body = json.loads(text)
-    assert ok and body["stamp_ns"] == SEC and len(body["state_labels"]) == 36
-    np.testing.assert_array_equal(np.array(body["A"]), out.linearization.A)
-    np.testing.assert_array_equal(np.array(body["M_inv"]), out.linearization.M_inv)
-    assert body["state_labels"][0] == "H:x" and body["joint_names"][0] == MODEL.joint_names[0]
+    report, summary = pipeline.validate_output()
+    fields = validation_fields(report, pipeline.config.validation_tolerance)
+    assert fields["passed"] and max(fields["max_rel"]) < 1e-6 and "A[rdot,s]" in fields["blocks"]
+    assert summary.startswith("PASS") and len(fields["scales"]) == len(fields["blocks"])
+    message = typed(pipeline)
+    assert message.header.stamp.sec == 1 and len(message.state_labels) == 36
+    matrices = linearization_matrices(message)
+    np.testing.assert_array_equal(matrices["state_matrix"], out.linearization.A)
+    np.testing.assert_array_equal(matrices["inverse_mass_matrix"], out.linearization.M_inv)
+    assert message.state_labels[0] == "H:x" and message.joint_names[0] == MODEL.joint_names[0]
     assert "last_validation" in pipeline.diagnostics(SEC)[0][3]
 
 
@@ -233,8 +238,8 @@ def test_failed_validation_is_an_error_diagnostic(pipeline, rng):
     p.on_odometry(odometry(SEC, H, v))
     p.on_joint_state(joint_state(SEC, s, r))
     p.step(SEC)
-    ok, _ = p.validate_latest()
-    assert not ok and p.diagnostics(SEC)[0][0] == ERROR
+    report, _ = p.validate_output()
+    assert not report.passed(1e-30) and p.diagnostics(SEC)[0][0] == ERROR
 
 
 def test_invalid_description_keeps_the_previous_model(pipeline):
@@ -348,11 +353,12 @@ def test_contacts_parameter_and_runtime_changes_of_the_contact_set(rng):
     forces = wire(messages["contact_forces"])
     np.testing.assert_array_equal(np.asarray(forces.data), out.linearization.contact_forces)
     assert wire(messages["contact_forces_state_jacobian"]).layout.dim[1].size == 36
-    body = json.loads(p.latest_json()[1])
-    assert body["contact_labels"][0] == "front_left_foot:fx" and len(body["contact_forces"]) == 12
-    passed, text = p.validate_latest()
-    assert passed and "dlambda/dz[s]" in json.loads(text)["blocks"]
-    assert {"A[Hdot,H]", "A[Hdot,v]", "A[sdot,r]"} <= set(json.loads(text)["blocks"])  # the kinematic rows too
+    message = typed(p)
+    assert message.contact_labels[0] == "front_left_foot:fx" and len(message.contact_forces) == 12
+    report, _ = p.validate_output()
+    blocks = validation_fields(report, 1e-6)["blocks"]
+    assert report.passed(1e-6) and "dlambda/dz[s]" in blocks and "lambda" in blocks
+    assert {"A[Hdot,H]", "A[Hdot,v]", "A[sdot,r]"} <= set(blocks)  # the kinematic rows too
     assert "front_left_foot:point:world_aligned" in p.diagnostics(SEC)[0][3]["contacts"]
 
     assert p.set_contacts("front_left_foot, hind_right_foot:point:local") is None  # a trot's stance pair
@@ -444,16 +450,18 @@ def test_discretization_dt_adds_the_step_jacobians_to_every_output(rng):
     assert list(messages)[-3:] == ["A_d", "B_d", "stamp"]
     np.testing.assert_allclose(matrix_from_message(wire(messages["A_d"])), expected.A_d, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(matrix_from_message(wire(messages["B_d"])), expected.B_d, rtol=1e-12, atol=1e-12)
-    body = json.loads(p.latest_json()[1])  # (H through the odometry message's quaternion: equal to 1e-16)
-    assert body["dt"] == 2e-3 and body["discretization"] == "euler"
-    np.testing.assert_allclose(body["A_d"], expected.A_d, rtol=1e-12, atol=1e-12)
-    passed, text = p.validate_latest()
-    assert passed and "A_d[H+,v]" in json.loads(text)["blocks"]
+    message = typed(p)  # (H through the odometry message's quaternion: equal to 1e-16)
+    assert message.dt == 2e-3 and message.discretization == "euler"
+    np.testing.assert_allclose(linearization_matrices(message)["discrete_state_matrix"], expected.A_d, rtol=1e-12,
+                               atol=1e-12)
+    report, _ = p.validate_output()
+    assert report.passed(1e-6) and "A_d[H+,v]" in validation_fields(report, 1e-6)["blocks"]
     assert {"A_d", "B_d"} <= set(output_topics(True, 2e-3)) and not {"A_d", "B_d"} & set(output_topics(True, 0.0))
     assert "A_heatmap" not in output_topics(False, 0.0)
 
     plain, out, _ = one_output(PipelineConfig(), rng)
-    assert "A_d" not in output_messages(FACTORY, out, "base_link") and json.loads(plain.latest_json()[1])["A_d"] is None
+    assert "A_d" not in output_messages(FACTORY, out, "base_link")
+    assert linearization_matrices(typed(plain))["discrete_state_matrix"] is None and typed(plain).dt == 0.0
 
 
 def test_a_joint_state_that_cannot_be_read_is_a_diagnostic(pipeline, rng):

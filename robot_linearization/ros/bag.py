@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .health import health
+from .interfaces import LINEARIZATION, linearization_message, typestore_with_interfaces
 from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
@@ -108,10 +109,15 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
            config: PipelineConfig | None = None, heatmap_rate_hz: float = 2.0, storage: str = "mcap",
            namespace: str = DEFAULT_NAMESPACE, progress: bool = True,
-           contacts_topic: str | None = None, health_rate_hz: float = 2.0) -> ReplaySummary:
+           contacts_topic: str | None = None, health_rate_hz: float = 2.0,
+           matrix_topics: bool = False) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
     to OUT_BAG, at the log time of the message that completed them (the joint
-    state, or the odometry it waited for; see LinearizationPipeline.step).
+    state, or the odometry it waited for; see LinearizationPipeline.step): one
+    robot_linearization/msg/Linearization per cycle on ``<namespace>/linearization``
+    (its definition from msg/Linearization.msg, in the bag), and with matrix_topics
+    also the per-matrix Float64MultiArray topics, ``stamp`` and the JSON label lists
+    (the node's publish_matrix_topics).
 
     urdf: XML or path; without it the bag's ``description_topic`` is used (a new
     description there rebuilds the model, as in the node).  The contact set is
@@ -128,7 +134,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     """
     from rosbags.highlevel import AnyReader
 
-    factory = RosbagsFactory()
+    factory = RosbagsFactory(typestore_with_interfaces())
     typestore = factory.typestore
     pipeline = LinearizationPipeline(config or PipelineConfig())
     summary = ReplaySummary()
@@ -162,7 +168,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                                                                   msgtype, typestore=typestore)
                 return connections_out[name]
 
-            labels_conn = connection("state_labels", "std_msgs/msg/String")
+            linearization_conn = connection("linearization", LINEARIZATION)
             diagnostics_conn = connection("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray")
             labels_model, contact_labels, health_labels, next_diagnostics, tick = None, None, None, None, [0.0]
             margin_labels = None
@@ -174,18 +180,21 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
             def emit(t, now):
                 nonlocal labels_model, contact_labels, health_labels, margin_labels
                 for out in pipeline.step(now):
-                    if labels_model is not pipeline.model:
+                    write(linearization_conn, t, linearization_message(factory, out, pipeline.base_frame))
+                    messages = output_messages(factory, out, pipeline.base_frame) if matrix_topics else {}
+                    if matrix_topics and labels_model is not pipeline.model:
                         labels_model = pipeline.model
-                        write(labels_conn, t, state_labels_message(factory, labels_model))
-                    if out.linearization.contacts and contact_labels != out.linearization.contact_labels:
+                        write(connection("state_labels", "std_msgs/msg/String"), t,
+                              state_labels_message(factory, labels_model))
+                    if matrix_topics and out.linearization.contacts \
+                            and contact_labels != out.linearization.contact_labels:
                         contact_labels = out.linearization.contact_labels
                         write(connection("contact_labels", "std_msgs/msg/String"), t,
                               contact_labels_message(factory, out.linearization.contacts))
-                    if out.margins is not None and margin_labels != out.margins.labels:
+                    if matrix_topics and out.margins is not None and margin_labels != out.margins.labels:
                         margin_labels = out.margins.labels
                         write(connection("contact_margin_labels", "std_msgs/msg/String"), t,
                               contact_margin_labels_message(factory, margin_labels))
-                    messages = output_messages(factory, out, pipeline.base_frame)
                     if heatmap_limit.due(t):
                         messages.update(heatmap_messages(factory, out, pipeline.base_frame, pipeline.model))
                     if health_limit.due(t):
@@ -237,7 +246,7 @@ def write_simulation_bag(path, simulation, description: str, duration: float, *,
     /contacts (std_msgs/String, the text of the node's ``contacts`` topic): the set it
     starts with, and each new one 1 ns before the first joint state linearized with it
     (at a touchdown: the pre-impact state, docs/impacts.md).  Returns the number of steps."""
-    factory = RosbagsFactory()
+    factory = RosbagsFactory(typestore_with_interfaces())
     typestore = factory.typestore
     model = simulation.model
     steps = int(round(duration / simulation.dt))

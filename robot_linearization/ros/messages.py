@@ -501,11 +501,14 @@ comes with the heatmaps, at their rate and never in the cycle; ~/health_labels
 (latched String, JSON list) names its entries, republished when they change."""
 
 
-def output_topics(publish_heatmaps: bool, discretization_dt: float, publish_health: bool = True) -> dict:
-    """The OUTPUT_TYPES a node with these settings publishes."""
+def output_topics(publish_heatmaps: bool, discretization_dt: float, publish_health: bool = True,
+                  matrix_topics: bool = True) -> dict:
+    """The OUTPUT_TYPES a node with these settings publishes (matrix_topics: the per-matrix topics
+    and ~/stamp, the node's publish_matrix_topics)."""
     return {name: kind for name, kind in OUTPUT_TYPES.items()
             if (publish_heatmaps or "heatmap" not in name) and (discretization_dt > 0 or name not in ("A_d", "B_d"))
-            and (publish_health or name != "health")}
+            and (publish_health or name != "health")
+            and (matrix_topics or "heatmap" in name or name == "health")}
 
 
 def output_messages(factory: MessageFactory, output, frame_id: str, *, serialized: bool = False) -> dict:

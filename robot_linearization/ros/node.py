@@ -23,10 +23,10 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
-from std_srvs.srv import Trigger
 
 from .health import health
 from .images import heatmap_rgb
+from .interfaces import LINEARIZATION, linearization_message, validation_fields
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        output_messages, output_topics, state_labels_message)
@@ -200,10 +200,11 @@ class LinearizationNode(Node):
         self.pipeline = LinearizationPipeline(settings.pipeline)
         self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
         self.publish_heatmaps, self.publish_health = settings.publish_heatmaps, settings.publish_health
-        self.out = {name: self.create_publisher(getattr(importlib.import_module(t.split("/")[0] + ".msg"),
-                                                        t.split("/")[2]), f"~/{name}", 10)
+        self.matrix_topics = settings.publish_matrix_topics
+        self.linearization_pub = self.create_publisher(message_class(LINEARIZATION), "~/linearization", 10)
+        self.out = {name: self.create_publisher(message_class(t), f"~/{name}", 10)
                     for name, t in output_topics(self.publish_heatmaps, settings.pipeline.discretization_dt,
-                                                 self.publish_health).items()}
+                                                 self.publish_health, self.matrix_topics).items()}
         self._heatmap_of = None  # the Output whose heatmaps and health were published last
         self._health_labels = None  # the labels ~/health_labels holds
         from diagnostic_msgs.msg import DiagnosticArray
@@ -211,10 +212,11 @@ class LinearizationNode(Node):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import String
 
-        self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
-        self.contact_labels_pub = self.create_publisher(String, "~/contact_labels", LATCHED)
-        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
-        self.margin_labels_pub = self.create_publisher(String, "~/contact_margin_labels", LATCHED)
+        if self.matrix_topics:  # (the labels of the per-matrix topics, as latched JSON lists)
+            self.labels_pub = self.create_publisher(String, "~/state_labels", LATCHED)
+            self.contact_labels_pub = self.create_publisher(String, "~/contact_labels", LATCHED)
+            self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+            self.margin_labels_pub = self.create_publisher(String, "~/contact_margin_labels", LATCHED)
         self._margin_labels = None  # the labels ~/contact_margin_labels holds
         if self.publish_health:
             self.health_labels_pub = self.create_publisher(String, "~/health_labels", LATCHED)
@@ -242,8 +244,10 @@ class LinearizationNode(Node):
                                             qos_profile_sensor_data, callback_group=group, raw=True)
         self.input_topics = {"joint_states": joint_states.topic_name, "odometry": odometry.topic_name}
         self.create_timer(0.1, self._watch_inputs)
-        self.create_service(Trigger, "~/validate", self._service(self.pipeline.validate_latest))
-        self.create_service(Trigger, "~/get_linearization", self._service(self.pipeline.latest_json))
+        from robot_linearization.srv import Linearize, Validate
+
+        self.create_service(Linearize, "~/linearize", self._service(self._linearize_request))
+        self.create_service(Validate, "~/validate", self._service(self._validate_request))
         self.on_input_step = settings.rate_hz == 0.0
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
@@ -317,8 +321,9 @@ class LinearizationNode(Node):
             contact_problem = self.pipeline.contact_problem
         if contact_problem:
             self.get_logger().warning(f"{contact_problem}: {FREE_FLOATING_UNTIL_FIT}")
-        self.labels_pub.publish(state_labels_message(self.factory, model))
-        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+        if self.matrix_topics:
+            self.labels_pub.publish(state_labels_message(self.factory, model))
+            self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
         self.get_logger().info(f"model '{model.name}': {model.n_joints} joints, "
                                f"{'floating' if model.floating_base else 'fixed'} base")
 
@@ -328,7 +333,8 @@ class LinearizationNode(Node):
         if error:
             self.get_logger().error(error)
             return
-        self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
+        if self.matrix_topics:
+            self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
     def _input(self, handler, read, message_type, topic: str):
         """Input loop's handler of a serialized message: read it (``read``, or rclpy's
@@ -361,6 +367,9 @@ class LinearizationNode(Node):
     def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
+                self.linearization_pub.publish(linearization_message(self.factory, out, self.pipeline.base_frame))
+                if not self.matrix_topics:
+                    continue
                 if out.margins is not None and out.margins.labels != self._margin_labels:  # a new contact set
                     self._margin_labels = out.margins.labels
                     self.margin_labels_pub.publish(contact_margin_labels_message(self.factory, out.margins.labels))
@@ -401,10 +410,34 @@ class LinearizationNode(Node):
             statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
         self.diagnostics_pub.publish(diagnostic_array_message(self.factory, statuses, now))
 
+    def _linearize_request(self, request, response) -> None:
+        """~/linearize: the typed linearization at the request's state (pipeline.linearize_request)."""
+        with self.lock:
+            out = self.pipeline.linearize_request(request)
+            frame = self.pipeline.base_frame
+        if isinstance(out, str):
+            response.success, response.message = False, out
+            return
+        response.linearization = linearization_message(self.factory, out, frame)
+        response.success, response.message = True, f"linearized at the joint state of {out.stamp_ns * 1e-9:.9f} s"
+
+    def _validate_request(self, request, response) -> None:
+        """~/validate: the typed report of rl.validate, of the latest output or at the request's state."""
+        with self.lock:
+            out = self.pipeline.linearize_request(request) if request.at_state else None
+        if isinstance(out, str):
+            response.success, response.message = False, out
+            return
+        report, summary = self.pipeline.validate_output(out)  # (slow: outside the lock, on an Output of its own)
+        response.success, response.message = report is not None, summary
+        if report is not None:
+            for name, value in validation_fields(report, self.pipeline.config.validation_tolerance).items():
+                setattr(response, name, value)
+
     def _service(self, handler):
         def serve(request, response):
             try:
-                response.success, response.message = handler()
+                handler(request, response)
             except Exception as e:  # noqa: BLE001 - answered, the node keeps running
                 self.get_logger().error(f"service failed: {e!r}")
                 response.success, response.message = False, f"internal error: {e!r}"

@@ -28,6 +28,9 @@ PARAMETERS = {  # name: (default, description)
     "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s], > 0"),
     "max_input_age": (0.5, "inputs older than this (node clock) are stale [s], > 0"),
     "rate_hz": (0.0, "linearize at this rate [Hz]; 0: on every joint state"),
+    "publish_matrix_topics": (False, "also publish each matrix as its own std_msgs/Float64MultiArray (~/A, ~/B, "
+                                     "~/M_inv …, ~/stamp, JSON label lists), for tools that read std_msgs only; "
+                                     "~/linearization carries all of them, typed and stamped"),
     "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images, for eyes)"),
     "heatmap_rate_hz": (2.0, "rate of the heatmap images and of ~/health [Hz], > 0; made on their own timer, "
                              "never in the linearization cycle"),
@@ -79,6 +82,7 @@ class NodeSettings:
     pipeline: PipelineConfig
     description: str  # URDF XML or a path; "" = wait for the robot_description topic
     rate_hz: float
+    publish_matrix_topics: bool
     publish_heatmaps: bool
     heatmap_rate_hz: float  # the heatmaps' and the health vector's
     publish_health: bool
@@ -208,6 +212,7 @@ def node_settings(values: dict) -> NodeSettings:
         description=_typed("robot_description", v["robot_description"], str)
         or _typed("urdf_path", v["urdf_path"], str),
         rate_hz=rate,
+        publish_matrix_topics=_typed("publish_matrix_topics", v["publish_matrix_topics"], bool),
         publish_heatmaps=_typed("publish_heatmaps", v["publish_heatmaps"], bool),
         heatmap_rate_hz=_positive("heatmap_rate_hz", v["heatmap_rate_hz"]),
         publish_health=_typed("publish_health", v["publish_health"], bool),

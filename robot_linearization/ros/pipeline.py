@@ -16,7 +16,6 @@ clock (the node's clock, or the bag's log time in replay).
 from __future__ import annotations
 
 import collections
-import json
 import time
 from dataclasses import dataclass, field
 
@@ -32,6 +31,7 @@ from ..model import Model, ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
 from .health import ground_normal
+from .interfaces import request_options, request_point
 from .messages import (InputError, JointStateFields, OdometryFields, joint_state_arrays, odometry_base_state,
                        stamp_to_ns)
 
@@ -382,20 +382,27 @@ class LinearizationPipeline:
         return self.latest
 
     def _touchdown(self, state: State, torques) -> tuple[Linearization | None, Impact | None]:
-        """At a touchdown (the active set closes a contact held_contacts did not): with a step,
+        """At a touchdown of the stream (the active set closes a contact held_contacts did not):
+        :meth:`touchdown_linearization` with the node's settings."""
+        return self.touchdown_linearization(state, torques, self.contacts, self.held_contacts,
+                                            self.config.restitution, self.config.step())
+
+    def touchdown_linearization(self, state: State, torques, contacts, previous_contacts, restitution: float,
+                                step: dict) -> tuple[Linearization | None, Impact | None]:
+        """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
         rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
         and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
         the impact map does not support yet is linearized at ``state`` (impact_problem says so)."""
         if isinstance(self.model, CoupledModel):
-            self.impact_problem = (f"no impact map at the touchdown on [{format_contacts(self.contacts)}]: model "
+            self.impact_problem = (f"no impact map at the touchdown on [{format_contacts(contacts)}]: model "
                                    f"'{self.model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
             return None, None
         self.impact_problem = None
-        if self.config.discretization_dt:
-            lin = linearize(self.model, state, torques, contacts=self.contacts, previous_contacts=self.held_contacts,
-                            restitution=self.config.restitution, **self.config.step())
+        if step.get("dt"):
+            lin = linearize(self.model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
+                            restitution=restitution, **step)
             return lin, lin.impact
-        return None, impact(self.model, state, self.contacts, self.config.restitution)
+        return None, impact(self.model, state, contacts, restitution)
 
     def _margins(self, lin: Linearization) -> ContactMargins | None:
         """The contact margins of ``lin`` (docs/contact_margins.md) with the node's friction
@@ -440,65 +447,50 @@ class LinearizationPipeline:
         return best[1], best[2]
 
     # ---- services and diagnostics ----------------------------------------
-    def validate_latest(self) -> tuple[bool, str]:
-        """The ~/validate service: (success, JSON text with a readable summary
-        and per-block errors) at the latest state."""
-        if self.latest is None:
-            return False, json.dumps({"summary": f"no linearization yet: {self.last_problem or 'no input'}"})
-        out = self.latest
-        start = time.perf_counter()
+    def validate_output(self, out: Output | None = None):
+        """(report, summary) of the ~/validate service: rl.validate of ``out`` (default: the latest
+        output) against finite differences, inv(CRBA) and the dense KKT solve; report None (and
+        the reason) without an output.  The latest output's result shows in the diagnostics."""
+        latest = out is None
+        out = self.latest if latest else out
+        if out is None:
+            return None, f"no linearization yet: {self.last_problem or 'no input'}"
         report = validate(out.model, out.linearization)  # (out, not self.model: the node may swap models meanwhile)
         tolerance = self.config.validation_tolerance
         passed = report.passed(tolerance)
-        result = {
-            "summary": f"{'PASS' if passed else 'FAIL'}: largest relative error {report.max_rel:.2e} "
-                       f"(tolerance {tolerance:g}) against finite differences and inv(CRBA)",
-            "passed": passed, "tolerance": tolerance, "stamp_ns": out.stamp_ns,
-            "max_rel": report.max_rel, "blocks": report.as_dict(),
-            "validation_time_s": time.perf_counter() - start,
-        }
-        self.last_validation = result
-        return passed, json.dumps(result)
+        summary = (f"{'PASS' if passed else 'FAIL'}: largest relative error {report.max_rel:.2e} "
+                   f"(tolerance {tolerance:g}) against independent references, at the joint state of "
+                   f"{out.stamp_ns * 1e-9:.9f} s")
+        if latest:
+            self.last_validation = {"summary": summary, "passed": passed}
+        return report, summary
 
-    def latest_json(self) -> tuple[bool, str]:
-        """The ~/get_linearization service: (success, JSON).  Schema in README."""
-        if self.latest is None:
-            return False, json.dumps({"error": f"no linearization yet: {self.last_problem or 'no input'}"})
-        out, lin = self.latest, self.latest.linearization
-        state = out.state
-        body = {
-            "stamp_ns": out.stamp_ns, "model": out.model.name, "floating_base": out.model.floating_base,
-            "joint_names": list(out.model.joint_names), "state_labels": list(lin.state_labels),
-            "state": {"base_pose": None if state.base_pose is None else state.base_pose.tolist(),
-                      "joint_positions": state.joint_positions.tolist(),
-                      "base_twist": None if state.base_twist is None else state.base_twist.tolist(),
-                      "joint_velocities": state.joint_velocities.tolist()},
-            "joint_torques": out.joint_torques.tolist(),
-            "base_acceleration": None if lin.base_acceleration is None else lin.base_acceleration.tolist(),
-            "joint_accelerations": lin.joint_accelerations.tolist(),
-            "A": lin.A.tolist(), "B": lin.B.tolist(), "M_inv": lin.M_inv.tolist(),
-            "contacts": format_contacts(lin.contacts), "contact_labels": list(lin.contact_labels),
-            "contact_forces": [] if lin.contact_forces is None else lin.contact_forces.tolist(),
-            "contact_forces_state_jacobian": None if lin.contact_forces_state_jacobian is None
-            else lin.contact_forces_state_jacobian.tolist(),
-            "contact_forces_input_jacobian": None if lin.contact_forces_input_jacobian is None
-            else lin.contact_forces_input_jacobian.tolist(),
-            "dt": lin.dt, "discretization": lin.discretization,
-            "A_d": None if lin.A_d is None else lin.A_d.tolist(), "B_d": None if lin.B_d is None else lin.B_d.tolist(),
-            "compute_time_s": out.compute_time,
-            "contact_margins": None if out.margins is None else {
-                "labels": list(out.margins.labels), "margins": out.margins.margins.tolist(),
-                "state_jacobian": out.margins.state_jacobian.tolist(),
-                "input_jacobian": out.margins.input_jacobian.tolist(), "friction": out.margins.friction,
-                "facets": out.margins.facets, "sole_sizes": out.margins.sole_sizes},
-            "impact": None if out.impact is None else {
-                "A": out.impact.A.tolist(), "impulses": out.impact.impulses.tolist(),
-                "impulse_labels": list(out.impact.impulse_labels), "restitution": out.impact.restitution,
-                "post_impact_state": {"base_twist": None if out.impact.state.base_twist is None
-                                      else out.impact.state.base_twist.tolist(),
-                                      "joint_velocities": out.impact.state.joint_velocities.tolist()}},
-        }
-        return True, json.dumps(body)
+    def linearize_request(self, request) -> Output | str:
+        """The ~/linearize service: the Output at the state a Linearize (or Validate) request carries
+        (interfaces.request_point, request_options), with the node's model and margin settings but
+        none of its inputs, queues or held contacts; or the one-line reason naming the field."""
+        if self.model is None:
+            return self.model_error
+        try:
+            state, torques = request_point(self.model, request.joint_state, request.odometry, self.base_frame)
+            options = request_options(self.model, request)
+            contacts, previous, step = options["contacts"], options["previous_contacts"], options["step"]
+            start = time.perf_counter()
+            lin = jump = None
+            if previous and touchdown(previous, contacts):
+                lin, jump = self.touchdown_linearization(state, torques, contacts, previous, options["restitution"],
+                                                         step)
+            if lin is None:
+                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts, **step)
+        except InputError as e:
+            return str(e)
+        except ContactError as e:
+            return f"contacts: {e}"
+        except ValueError as e:
+            return f"cannot linearize at this state: {e}"
+        margins = self._margins(lin)
+        return Output(stamp_to_ns(request.joint_state.header.stamp), self.model, state, torques, lin,
+                      time.perf_counter() - start, margins, jump)
 
     def diagnostics(self, now_ns: int, name: str = "robot_linearization"):
         """[(level, name, message, values)] for diagnostic_msgs/DiagnosticArray."""

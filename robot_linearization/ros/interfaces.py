@@ -1,0 +1,214 @@
+"""The package's own ROS 2 interfaces (msg/Linearization.msg, srv/Linearize.srv, srv/Validate.srv),
+rclpy-free: their definitions read from the .msg/.srv text (for rosbags' typestore, so that bags and
+tests use the real definitions without a ROS build), one cycle's :class:`Linearization` message
+built through any :class:`~robot_linearization.ros.messages.MessageFactory`, read back into
+matrices, and a service request turned into the state, torques and options to linearize at.
+
+Layout (documented in the .msg): every matrix flattened row-major, its sizes those of the label
+lists naming its rows and columns.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+
+from ..contacts import ContactError, as_contacts, format_contacts, resolve
+from ..model import State
+from .messages import InputError, header_message, joint_state_arrays, odometry_base_state, pose_quaternion
+
+PACKAGE = "robot_linearization"
+LINEARIZATION = f"{PACKAGE}/msg/Linearization"
+SERVICES = ("Linearize", "Validate")
+
+
+def interface_file(kind: str, name: str) -> str:
+    """The path of ``<kind>/<name>.<kind>`` (kind 'msg' or 'srv'): beside the sources in a checkout,
+    in the installation's share/robot_linearization (pip's data files, colcon's rosidl install)."""
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    candidates = [os.path.join(os.path.dirname(package_dir), kind),
+                  os.path.join(package_dir, *[os.pardir] * 4, "share", PACKAGE, kind),
+                  os.path.join(sys.prefix, "share", PACKAGE, kind)]
+    for directory in candidates:
+        path = os.path.join(directory, f"{name}.{kind}")
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    raise FileNotFoundError(f"{kind}/{name}.{kind} of {PACKAGE} is not installed (looked in {candidates})")
+
+
+def interface_definitions() -> dict:
+    """{type name: .msg text} of the package's message and of its services' requests and responses
+    (robot_linearization/srv/Linearize_Request …), as rosbags' get_types_from_msg reads them."""
+    with open(interface_file("msg", "Linearization")) as f:
+        definitions = {LINEARIZATION: f.read()}
+    for service in SERVICES:
+        with open(interface_file("srv", service)) as f:
+            request, response = f.read().split("\n---\n")
+        definitions[f"{PACKAGE}/srv/{service}_Request"] = request
+        definitions[f"{PACKAGE}/srv/{service}_Response"] = response
+    return definitions
+
+
+def register_interfaces(typestore) -> None:
+    """Add the package's interfaces to a rosbags typestore (idempotent)."""
+    from rosbags.typesys import get_types_from_msg
+
+    types = {}
+    for name, text in interface_definitions().items():
+        if name not in typestore.types:
+            # (rosbags names every type <package>/msg/<Name>: a request is <package>/srv/<Service>_Request)
+            types.update({name: definition for definition in get_types_from_msg(text, name).values()})
+    if types:
+        typestore.register(types)
+
+
+def typestore_with_interfaces(distribution: str = "humble"):
+    """rosbags' typestore of a ROS 2 distribution ('humble', 'jazzy') with this package's interfaces."""
+    from rosbags.typesys import Stores, get_typestore
+
+    typestore = get_typestore({"humble": Stores.ROS2_HUMBLE, "jazzy": Stores.ROS2_JAZZY}[distribution])
+    register_interfaces(typestore)
+    return typestore
+
+
+# ---- one cycle ------------------------------------------------------------------------------------
+
+def _flat(factory, matrix):
+    return factory.float64_array(np.zeros(0) if matrix is None else matrix)
+
+
+def linearization_message(factory, output, frame_id: str):
+    """The robot_linearization/msg/Linearization of one pipeline Output (ros/pipeline.py): the
+    linearization point, A, B, M⁻¹, the step's A_d and B_d, λ and its Jacobians, the margins, a
+    touchdown's impact map and impulses, the compute time; stamped with the input's stamp."""
+    lin, model, state = output.linearization, output.model, output.state
+    floating = model.floating_base
+    H = state.base_pose if floating else np.eye(4)
+    twist = state.base_twist if floating else np.zeros(6)
+    w, x, y, z = (float(c) for c in pose_quaternion(H))
+    vector = lambda v: factory.make("geometry_msgs/msg/Vector3", x=float(v[0]), y=float(v[1]),  # noqa: E731
+                                    z=float(v[2]))
+    pose = factory.make("geometry_msgs/msg/Pose",
+                        position=factory.make("geometry_msgs/msg/Point", x=float(H[0, 3]), y=float(H[1, 3]),
+                                              z=float(H[2, 3])),
+                        orientation=factory.make("geometry_msgs/msg/Quaternion", x=x, y=y, z=z, w=w))
+    margins, jump = output.margins, output.impact
+    return factory.make(
+        LINEARIZATION, header=header_message(factory, output.stamp_ns, frame_id),
+        joint_names=list(model.joint_names), joint_positions=_flat(factory, state.joint_positions),
+        joint_velocities=_flat(factory, state.joint_velocities), joint_efforts=_flat(factory, output.joint_torques),
+        floating_base=bool(floating), base_pose=pose,
+        base_twist=factory.make("geometry_msgs/msg/Twist", linear=vector(twist[:3]), angular=vector(twist[3:])),
+        state_labels=list(model.state_labels), input_labels=[f"tau:{j}" for j in model.joint_names],
+        state_matrix=_flat(factory, lin.A), input_matrix=_flat(factory, lin.B),
+        inverse_mass_matrix=_flat(factory, lin.M_inv),
+        dt=float(lin.dt or 0.0), discretization=(lin.discretization or "") if lin.A_d is not None else "",
+        discrete_state_matrix=_flat(factory, lin.A_d), discrete_input_matrix=_flat(factory, lin.B_d),
+        contacts=format_contacts(lin.contacts) if lin.contacts else "", contact_labels=list(lin.contact_labels),
+        contact_forces=_flat(factory, lin.contact_forces),
+        contact_forces_state_jacobian=_flat(factory, lin.contact_forces_state_jacobian),
+        contact_forces_input_jacobian=_flat(factory, lin.contact_forces_input_jacobian),
+        margin_labels=list(margins.labels) if margins is not None else [],
+        margins=_flat(factory, None if margins is None else margins.margins),
+        margins_state_jacobian=_flat(factory, None if margins is None else margins.state_jacobian),
+        margins_input_jacobian=_flat(factory, None if margins is None else margins.input_jacobian),
+        touchdown=jump is not None, restitution=float(jump.restitution) if jump is not None else 0.0,
+        impact_map=_flat(factory, None if jump is None else jump.A),
+        impulse_labels=list(jump.impulse_labels) if jump is not None else [],
+        impulses=_flat(factory, None if jump is None else jump.impulses),
+        compute_time=float(output.compute_time))
+
+
+MATRICES = {  # field: (rows' labels, columns' labels)
+    "state_matrix": ("state_labels", "state_labels"), "input_matrix": ("state_labels", "input_labels"),
+    "inverse_mass_matrix": ("velocity_labels", "velocity_labels"),
+    "discrete_state_matrix": ("state_labels", "state_labels"),
+    "discrete_input_matrix": ("state_labels", "input_labels"),
+    "contact_forces_state_jacobian": ("contact_labels", "state_labels"),
+    "contact_forces_input_jacobian": ("contact_labels", "input_labels"),
+    "margins_state_jacobian": ("margin_labels", "state_labels"),
+    "margins_input_jacobian": ("margin_labels", "input_labels"),
+    "impact_map": ("state_labels", "state_labels"),
+}
+"""Every matrix field of Linearization.msg and the label lists that name its rows and columns."""
+
+
+def linearization_matrices(msg) -> dict:
+    """{field: matrix (R, C)} of a Linearization message (rosbags' or rclpy's), each reshaped by the
+    sizes of its labels (:data:`MATRICES`); an absent one is None.  InputError when a field's length
+    does not match its labels."""
+    labels = {name: list(getattr(msg, name)) for name in ("state_labels", "input_labels", "contact_labels",
+                                                           "margin_labels")}
+    labels["velocity_labels"] = labels["state_labels"][len(labels["state_labels"]) // 2:]
+    out = {}
+    for field, (rows, cols) in MATRICES.items():
+        data = np.asarray(getattr(msg, field), dtype=np.float64)
+        R, C = len(labels[rows]), len(labels[cols])
+        if data.size == 0 and (field != "state_matrix" or R == 0):
+            out[field] = None
+            continue
+        if data.size != R * C:
+            raise InputError(f"Linearization.{field} has {data.size} entries, not {R}×{C} ({rows} × {cols})")
+        out[field] = data.reshape(R, C)
+    return out
+
+
+# ---- a service request ----------------------------------------------------------------------------
+
+def request_point(model, joint_state, odometry, base_frame: str):
+    """(State, torques τ (n,)) of a Linearize/Validate request: the JointState by name (efforts are
+    τ, empty: zeros), for a floating base the Odometry's pose and body twist (its child_frame_id,
+    if given, must be the base frame).  InputError naming the request's field."""
+    try:
+        reading = joint_state_arrays(joint_state, model.joint_names, need_effort=True)
+    except InputError as e:
+        raise InputError(f"joint_state: {e}") from None
+    if not model.floating_base:
+        return State(joint_positions=reading.positions, joint_velocities=reading.velocities), reading.efforts
+    expected = base_frame if odometry.child_frame_id else ""
+    try:
+        H, twist = odometry_base_state(odometry, expected)
+    except InputError as e:
+        raise InputError(f"odometry: {e}") from None
+    return (State(base_pose=H, joint_positions=reading.positions, base_twist=twist,
+                  joint_velocities=reading.velocities), reading.efforts)
+
+
+def request_options(model, request) -> dict:
+    """{contacts, previous_contacts, restitution, step} of a request's text and numbers, checked
+    (InputError naming the field): contact sets as the contacts parameter reads them (empty: none),
+    restitution in [0, 1], dt ≥ 0 (0: no step), discretization '' (euler), 'euler' or 'zoh'."""
+    options = {}
+    for field in ("contacts", "previous_contacts"):
+        text = getattr(request, field, "")
+        try:
+            contacts = as_contacts(text) if text.strip() else ()
+            resolve(model, contacts)
+        except (ContactError, ValueError) as e:
+            raise InputError(f"{field}: {e}") from None
+        options[field] = contacts
+    restitution = float(getattr(request, "restitution", 0.0))
+    if not 0.0 <= restitution <= 1.0:
+        raise InputError(f"restitution: expected a number in [0, 1], got {restitution}")
+    options["restitution"] = restitution
+    dt = float(request.dt)
+    if not (math.isfinite(dt) and dt >= 0.0):
+        raise InputError(f"dt: expected 0 (no step) or a step > 0 in seconds, got {dt}")
+    method = request.discretization or "euler"
+    if method not in ("euler", "zoh"):
+        raise InputError(f"discretization: expected 'euler' or 'zoh' (or empty), got '{method}'")
+    if not dt and request.discretization:
+        raise InputError(f"discretization: '{method}' needs dt > 0")
+    options["step"] = {"dt": dt, "discretization": method} if dt else {}
+    return options
+
+
+def validation_fields(report, tolerance: float) -> dict:
+    """The Validate response's typed report of a validation.ComparisonReport."""
+    return {"passed": bool(report.passed(tolerance)), "tolerance": float(tolerance),
+            "blocks": [b.name for b in report.blocks], "max_abs": [float(b.max_abs) for b in report.blocks],
+            "scales": [float(b.scale) for b in report.blocks], "max_rel": [float(b.max_rel) for b in report.blocks]}
+
