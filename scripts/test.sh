@@ -64,11 +64,13 @@ EOF
   $venv/bin/python -m pip install --quiet ".[test]" "pytest<8" > $venv/pip.log 2>&1 \
     || { cat $venv/pip.log; exit 1; }
   (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
-  # Build and install this package into an overlay so that `ros2 run/launch` find its nodes;
-  # colcon runs under that venv so the nodes' scripts use the Python that has numba.
+  # Build and install this package into an overlay so that `ros2 run/launch` find its nodes and its
+  # interfaces (rosidl); colcon and CMake run under that venv so the nodes' scripts use the Python
+  # that has numba.
   $venv/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
     --log-base "$workspace/log" build --paths . --build-base "$workspace/build" --install-base "$workspace/install" \
-    --event-handlers console_direct- > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
+    --event-handlers console_direct- --cmake-args -DPython3_EXECUTABLE="$PWD/$venv/bin/python" -DBUILD_TESTING=ON \
+    > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
   set +u
   # shellcheck disable=SC1091
   source "$workspace/install/local_setup.bash"

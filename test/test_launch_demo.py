@@ -1,7 +1,7 @@
 """launch_testing: demo.launch.py brings up the simulated robot and the node, the node
-publishes A, the robot's trot reaches the node (its schedule on /contacts, the node's
-~/contact_labels following it), and both end cleanly when the launch shuts them down
-(SIGINT, as Ctrl-C).
+publishes ~/linearization, the robot's trot reaches the node (its schedule on /contacts,
+the typed message's contact labels following it), and both end cleanly when the launch
+shuts them down (SIGINT, as Ctrl-C).
 Runs on a ROS 2 machine (``launch_test`` or pytest with launch_pytest); skipped elsewhere."""
 
 import time
@@ -17,8 +17,9 @@ import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from ament_index_python.packages import get_package_share_directory  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from robot_linearization.msg import Linearization  # noqa: E402
 
 
 @pytest.mark.launch_test
@@ -34,27 +35,23 @@ class TestDemoPublishesA(unittest.TestCase):
         try:
             node = rclpy.create_node("demo_probe")
             received = []
-            node.create_subscription(Float64MultiArray, "/robot_linearization/A", received.append, 10)
+            node.create_subscription(Linearization, "/robot_linearization/linearization", received.append, 10)
             # the first start after an install compiles the kernels (≈ 30 s on 2 cores)
             deadline = time.monotonic() + 120.0
             while not received and time.monotonic() < deadline:
                 rclpy.spin_once(node, timeout_sec=0.1)
-            self.assertTrue(received, "no A within 120 s")
-            dims = received[0].layout.dim
-            self.assertEqual((dims[0].label, dims[1].label), ("rows", "cols"))
+            self.assertTrue(received, "no ~/linearization within 120 s")
+            self.assertEqual(len(received[0].state_matrix), len(received[0].state_labels) ** 2)
             # the trot: two feet, four, the other two … on /contacts, and the node's contact labels follow
-            schedule, labels = [], []
-            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            schedule = []
             node.create_subscription(String, "/contacts", lambda m: schedule.append(m.data), 10)
-            node.create_subscription(String, "/robot_linearization/contact_labels", lambda m: labels.append(m.data),
-                                     latched)
             pairs = {"front_left_foot, hind_right_foot", "front_right_foot, hind_left_foot"}
+            feet = lambda: {sum(label.endswith(":fz") for label in m.contact_labels) for m in received}  # noqa: E731
             deadline = time.monotonic() + 10.0
-            while (not pairs & set(schedule) or len({label.count(":fz") for label in labels}) < 2) \
-                    and time.monotonic() < deadline:
+            while (not pairs & set(schedule) or not {2, 4} <= feet()) and time.monotonic() < deadline:
                 rclpy.spin_once(node, timeout_sec=0.1)
             self.assertTrue(pairs & set(schedule), f"/contacts: {schedule}")
-            self.assertEqual({label.count(":fz") for label in labels}, {2, 4}, f"contact_labels: {labels}")
+            self.assertTrue({2, 4} <= feet(), f"feet in contact per message: {feet()}")
             node.destroy_node()
         finally:
             rclpy.try_shutdown()

@@ -35,10 +35,12 @@ import numpy as np  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, Header  # noqa: E402
+
+from robot_linearization.msg import Linearization  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
-from robot_linearization.ros.messages import matrix_from_message, stamp_to_ns  # noqa: E402
+from robot_linearization.ros.interfaces import linearization_matrices  # noqa: E402
+from robot_linearization.ros.messages import stamp_to_ns  # noqa: E402
 
 from conftest import example_robot_path  # noqa: E402
 
@@ -64,30 +66,32 @@ class TestRobotStack(unittest.TestCase):
         rclpy.init()
         try:
             node = rclpy.create_node("robot_stack_probe")
-            got = {"js": [], "A": [], "stamp": [], "diag": []}
+            got = {"js": [], "linearization": [], "diag": []}
             node.create_subscription(JointState, "/joint_states", got["js"].append, 50)
-            node.create_subscription(Float64MultiArray, "/robot_linearization/A", got["A"].append, 50)
-            node.create_subscription(Header, "/robot_linearization/stamp", got["stamp"].append, 50)
+            node.create_subscription(Linearization, "/robot_linearization/linearization", got["linearization"].append,
+                                     50)
             node.create_subscription(DiagnosticArray, "/diagnostics", got["diag"].append, 50)
             deadline = time.monotonic() + 120.0  # the first start after an install compiles the kernels
-            while len(got["stamp"]) < 5 and time.monotonic() < deadline:
+            while len(got["linearization"]) < 5 and time.monotonic() < deadline:
                 rclpy.spin_once(node, timeout_sec=0.1)
             end = time.monotonic() + 2.0
             while time.monotonic() < end:
                 rclpy.spin_once(node, timeout_sec=0.1)
-            self.assertGreaterEqual(len(got["stamp"]), 5, "the node published fewer than 5 linearizations")
+            self.assertGreaterEqual(len(got["linearization"]), 5, "the node published fewer than 5 linearizations")
             self.assertTrue(got["js"] and len(got["js"][0].velocity) == 0, "joint_state_publisher sent velocities")
             model = rl.load_urdf(UR5, floating_base=False)
             by_stamp = {stamp_to_ns(m.header.stamp): m for m in got["js"]}
             checked = 0
-            for A, header in zip(got["A"], got["stamp"]):
-                js = by_stamp.get(stamp_to_ns(header.stamp))
+            for message in got["linearization"]:  # each stamped with the joint state it was computed from
+                js = by_stamp.get(stamp_to_ns(message.header.stamp))
                 if js is None:
                     continue
                 index = {n: i for i, n in enumerate(js.name)}
                 s = np.array([js.position[index[j]] for j in model.joint_names])
+                np.testing.assert_array_equal(message.joint_positions, s)
                 expected = rl.linearize(model, rl.State(joint_positions=s, joint_velocities=np.zeros(6)))
-                np.testing.assert_allclose(matrix_from_message(A), expected.A, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(linearization_matrices(message)["state_matrix"], expected.A, rtol=1e-12,
+                                           atol=1e-12)
                 checked += 1
             self.assertGreater(checked, 0)
             statuses = [s for d in got["diag"] for s in d.status if s.name.endswith("linearization")]

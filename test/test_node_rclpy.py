@@ -17,10 +17,13 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, Header, String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_linearization.msg import Linearization  # noqa: E402
+from robot_linearization.srv import Linearize, Validate  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.robots import bundled_urdf_path  # noqa: E402
+from robot_linearization.ros.interfaces import linearization_matrices  # noqa: E402
 from robot_linearization.ros.messages import joint_state_message, matrix_from_message, odometry_message  # noqa: E402
 from robot_linearization.ros import node as node_module  # noqa: E402
 from robot_linearization.ros.node import LinearizationNode, RclpyFactory, run  # noqa: E402
@@ -50,6 +53,7 @@ class Graph:
                                      (f"{NS}/A_d", Float64MultiArray, 10), (f"{NS}/B_d", Float64MultiArray, 10),
                                      (f"{NS}/A_heatmap", Image, 10), (f"{NS}/state_labels", String, LATCHED),
                                      (f"{NS}/health", Float64MultiArray, 10), (f"{NS}/health_labels", String, LATCHED),
+                                     (f"{NS}/linearization", Linearization, 10),
                                      ("/diagnostics", DiagnosticArray, 10), ("/joint_states", JointState, 10),
                                      ("/odom", Odometry, 10), ("/robot_description", String, LATCHED)]:
             self.client.create_subscription(msg_type, topic, self._recorder(topic), qos)
@@ -69,11 +73,11 @@ class Graph:
             self.executor.spin_once(timeout_sec=0.02)
         return condition()
 
-    def call(self, service):
-        client = self.client.create_client(Trigger, service)
+    def call(self, service, service_type, request, timeout=60.0):
+        client = self.client.create_client(service_type, service)
         assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done)
+        future = client.call_async(request)
+        assert self.spin_until(future.done, timeout=timeout)
         return future.result()
 
     def close(self):
@@ -114,18 +118,21 @@ def test_linearization_node_round_trip(ros, input_path, monkeypatch):
         odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, v))
         js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, r, tau))
 
-    assert graph.spin_until(lambda: f"{NS}/stamp" in graph.received, each=publish_inputs)
-    stamp = graph.received[f"{NS}/stamp"][0].stamp
-    assert stamp.sec * 1_000_000_000 + stamp.nanosec in sent
+    assert graph.spin_until(lambda: f"{NS}/linearization" in graph.received, each=publish_inputs)
+    message = graph.received[f"{NS}/linearization"][0]
+    stamp = message.header.stamp
+    assert stamp.sec * 1_000_000_000 + stamp.nanosec in sent and message.header.frame_id == "base_link"
     expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r))
-    graph.spin_until(lambda: all(graph.received.get(f"{NS}/{k}") for k in ("A", "B", "M_inv", "A_heatmap")))
-    for name in ("A", "B", "M_inv"):  # use_effort defaults to false: τ = 0
-        np.testing.assert_allclose(matrix_from_message(graph.received[f"{NS}/{name}"][0]), getattr(expected, name),
-                                   rtol=1e-12, atol=1e-12, err_msg=name)
+    matrices = linearization_matrices(message)
+    for name, field in (("A", "state_matrix"), ("B", "input_matrix"), ("M_inv", "inverse_mass_matrix")):
+        np.testing.assert_allclose(matrices[field], getattr(expected, name), rtol=1e-12, atol=1e-12, err_msg=name)
+    assert list(message.state_labels) == list(MODEL.state_labels) and list(message.joint_efforts) == [0.0] * 12
+    assert message.dt == 0.0 and matrices["discrete_state_matrix"] is None  # discretization_dt is off by default
+    # one typed message per cycle: the per-matrix topics only with publish_matrix_topics
+    assert graph.node.count_publishers(f"{NS}/A") == 0 and graph.node.count_publishers(f"{NS}/stamp") == 0
+    graph.spin_until(lambda: graph.received.get(f"{NS}/A_heatmap"))
     image = graph.received[f"{NS}/A_heatmap"][0]
     assert image.encoding == "rgb8" and len(image.data) == image.height * image.step > 0
-    assert graph.spin_until(lambda: f"{NS}/state_labels" in graph.received)
-    assert json.loads(graph.received[f"{NS}/state_labels"][0].data) == list(MODEL.state_labels)
     # ~/health at the heatmaps' rate, named by the latched ~/health_labels (test_health.py: the entries)
     assert graph.spin_until(lambda: graph.received.get(f"{NS}/health") and graph.received.get(f"{NS}/health_labels"))
     health = graph.received[f"{NS}/health"][0]
@@ -135,16 +142,37 @@ def test_linearization_node_round_trip(ros, input_path, monkeypatch):
     assert np.isfinite(health.data).all() and health.data[2] >= 1.0
     np.testing.assert_allclose(health.data[1], np.max(np.linalg.eigvals(expected.A).real), rtol=1e-6, atol=1e-6)
 
-    answer = graph.call(f"{NS}/get_linearization")
-    body = json.loads(answer.message)
-    assert answer.success and body["stamp_ns"] in sent and np.array(body["A"]).shape == expected.A.shape
-    assert f"{NS}/A_d" not in graph.received and body["A_d"] is None  # discretization_dt is off by default
-    answer = graph.call(f"{NS}/validate")
-    assert answer.success and json.loads(answer.message)["passed"]
+    # ~/linearize at a state of the caller's, with contacts and a step: rl.linearize's numbers
+    request = Linearize.Request()
+    request.joint_state = joint_state_message(graph.factory, 42, MODEL.joint_names, s, r, tau)
+    request.odometry = odometry_message(graph.factory, 42, "odom", "base_link", H, v)
+    request.contacts, request.dt = "front_left_foot, hind_right_foot", 0.002
+    answer = graph.call(f"{NS}/linearize", Linearize, request)
+    assert answer.success, answer.message
+    state = rl.State(base_pose=graph.node.pipeline.linearize_request(request).state.base_pose, joint_positions=s,
+                     base_twist=v, joint_velocities=r)
+    reference = rl.linearize(MODEL, state, tau, contacts="front_left_foot, hind_right_foot", dt=0.002)
+    typed = linearization_matrices(answer.linearization)
+    for name, field in (("A", "state_matrix"), ("B", "input_matrix"), ("A_d", "discrete_state_matrix"),
+                        ("contact_forces_state_jacobian", "contact_forces_state_jacobian")):
+        np.testing.assert_allclose(typed[field], getattr(reference, name), rtol=1e-12,
+                                   atol=1e-12 * np.abs(getattr(reference, name)).max(), err_msg=name)
+    assert answer.linearization.header.stamp.nanosec == 42
+    request.contacts = "front_left_fot"
+    answer = graph.call(f"{NS}/linearize", Linearize, request)
+    assert not answer.success and answer.message.startswith("contacts: ") and "\n" not in answer.message
+    # ~/validate: the latest output, then a requested state, as typed reports
+    answer = graph.call(f"{NS}/validate", Validate, Validate.Request())
+    assert answer.success and answer.passed and "A[rdot,s]" in answer.blocks, answer.message
+    assert len(answer.max_rel) == len(answer.blocks) == len(answer.scales) and max(answer.max_rel) < 1e-6
+    validate = Validate.Request(at_state=True, joint_state=request.joint_state, odometry=request.odometry,
+                                contacts="front_left_foot")
+    answer = graph.call(f"{NS}/validate", Validate, validate)
+    assert answer.success and answer.passed and "lambda" in answer.blocks, answer.message
 
     # a joint state missing names: no new output, a diagnostic that names them
     graph.spin_until(lambda: False, timeout=0.5)  # outputs of the inputs still in flight
-    outputs = len(graph.received[f"{NS}/stamp"])
+    outputs = len(graph.received[f"{NS}/linearization"])
     now = graph.node.get_clock().now().nanoseconds
     js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names[1:], s[1:], r[1:]))
 
@@ -152,7 +180,7 @@ def test_linearization_node_round_trip(ros, input_path, monkeypatch):
         return any(MODEL.joint_names[0] in status.message and status.level == DiagnosticStatus.WARN
                    for array in graph.received.get("/diagnostics", []) for status in array.status)
     assert graph.spin_until(names_missing_joint, timeout=5.0)
-    assert len(graph.received[f"{NS}/stamp"]) == outputs
+    assert len(graph.received[f"{NS}/linearization"]) == outputs
     assert any(value.key == "input_path" and value.value == expected_path
                for array in graph.received["/diagnostics"] for status in array.status for value in status.values)
     graph.close()
@@ -194,7 +222,8 @@ def test_an_input_path_that_silently_stops_receiving_is_reported_within_a_second
 
 
 def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
-    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("floating_base", value=False)]))
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("floating_base", value=False),
+                                                         Parameter("publish_matrix_topics", value=True)]))
     description = graph.client.create_publisher(String, "/robot_description", LATCHED)
     description.publish(String(data=URDF))
     assert graph.spin_until(lambda: graph.node.pipeline.model is not None)
@@ -256,7 +285,7 @@ def test_rate_mode_linearizes_on_a_timer_and_discretization_dt_adds_the_step_jac
     graph = Graph(LinearizationNode(parameter_overrides=[
         Parameter("urdf_path", value=bundled_urdf_path()), Parameter("floating_base", value=False),
         Parameter("rate_hz", value=20), Parameter("publish_heatmaps", value=False),
-        Parameter("discretization_dt", value=0.001)]))
+        Parameter("discretization_dt", value=0.001), Parameter("publish_matrix_topics", value=True)]))
     js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
     published = []
 
@@ -289,7 +318,8 @@ def test_contacts_parameter_topic_and_contact_forces(ros):
     joint_state_publisher-style empty velocity arrays are linearized at zero velocity."""
     feet = rl.robots.BUNDLED_FEET
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
-                                                         Parameter("contacts", value=", ".join(feet))]))
+                                                         Parameter("contacts", value=", ".join(feet)),
+                                                         Parameter("publish_matrix_topics", value=True)]))
     for topic in ("contact_forces", "contact_labels"):
         graph.client.create_subscription(Float64MultiArray if topic == "contact_forces" else String, f"{NS}/{topic}",
                                          graph._recorder(f"{NS}/{topic}"), LATCHED if topic == "contact_labels" else 10)
@@ -335,7 +365,7 @@ def test_a_gait_schedule_gives_one_impact_map_at_the_touchdown_margins_and_a_pul
 
     feet = rl.robots.BUNDLED_FEET
     graph = Graph(LinearizationNode(parameter_overrides=[
-        Parameter("urdf_path", value=bundled_urdf_path()), Parameter("contacts", value=", ".join(feet)),
+        Parameter("publish_matrix_topics", value=True), Parameter("urdf_path", value=bundled_urdf_path()), Parameter("contacts", value=", ".join(feet)),
         Parameter("use_effort", value=True), Parameter("publish_heatmaps", value=False),
         Parameter("restitution", value=0.5), Parameter("diagnostics_period", value=0.2)]))
     for topic, kind, qos in [("impact_map", Float64MultiArray, 10), ("impulses", Float64MultiArray, 10),

@@ -18,13 +18,12 @@ from robot_linearization.rqt.export import csv_text, numpy_text  # noqa: E402
 from robot_linearization.rqt.heatmap import (Geometry, Window, colour_bar_ticks, colours, describe,  # noqa: E402
                                              levels)
 from robot_linearization.rqt.inputs import LatestMessages, plugin_arguments  # noqa: E402
-from robot_linearization.rqt.matrices import (MATRICES, axes_problem, axis, linearization_nodes,  # noqa: E402
-                                              matrix_axes, topics_to_follow)
+from robot_linearization.rqt.matrices import (LINEARIZATION, MATRICES, axes_problem, axis,  # noqa: E402
+                                              linearization_nodes, matrix_axes, message_data, topics_to_follow)
 from robot_linearization.rqt.spectrum import contact_forces, spectrum  # noqa: E402
 
 FEET = "front_left_foot, front_right_foot, hind_left_foot:6d:local, hind_right_foot"
 MATRIX = "std_msgs/msg/Float64MultiArray"
-STRING = "std_msgs/msg/String"
 MODEL_OF = {}  # id(linearization) -> (its model, [its margins, its impact] once computed)
 
 
@@ -101,17 +100,41 @@ def test_a_fixed_base_has_two_blocks_and_a_wrong_shape_is_named():
 
 
 def test_nodes_are_found_by_their_topics():
-    graph = [("/robot_linearization/A", [MATRIX]), ("/robot_linearization/B", [MATRIX]),
-             ("/robot_linearization/state_labels", [STRING]), ("/robot_linearization/A_d", [MATRIX]),
-             ("/talos/lin/A", [MATRIX]), ("/talos/lin/state_labels", [STRING]),
-             ("/talos/lin/contact_forces", [MATRIX]),
-             ("/other/A", [MATRIX]),  # no labels: not ours
-             ("/impostor/A", ["sensor_msgs/msg/Image"]), ("/impostor/state_labels", [STRING])]
-    assert linearization_nodes(graph) == {"/robot_linearization": ("A", "B", "A_d"),
-                                          "/talos/lin": ("A", "contact_forces")}
+    graph = [("/robot_linearization/linearization", [LINEARIZATION]), ("/robot_linearization/A", [MATRIX]),
+             ("/talos/lin/linearization", [LINEARIZATION]), ("/talos/lin/health", [MATRIX]),
+             ("/other/A", [MATRIX]),  # the old per-matrix topics alone: not a node of this version
+             ("/impostor/linearization", ["sensor_msgs/msg/Image"])]
+    assert linearization_nodes(graph) == {"/robot_linearization": ("A", "B", "M_inv"),
+                                          "/talos/lin": ("A", "B", "M_inv")}
     assert linearization_nodes([]) == {}
     assert topics_to_follow(("A", "B", "A_d"), "B") == ("A_d", "B")
     assert topics_to_follow(("A", "contact_forces"), "A") == ("A", "contact_forces")
+
+
+def test_a_typed_message_gives_the_view_every_matrix_and_label_list(quadruped):
+    """The plugin's decoding (matrices.message_data) of the node's ~/linearization: the matrices the
+    view draws, the same arrays as the engine's, and the three label lists."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from robot_linearization.ros.interfaces import linearization_message, register_interfaces
+    from robot_linearization.ros.messages import RosbagsFactory
+    from robot_linearization.ros.pipeline import Output
+
+    model, lin = quadruped
+    margins, jump = _walking(lin)
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    register_interfaces(store)
+    message = linearization_message(RosbagsFactory(store), Output(5, model, lin.state, lin.joint_torques, lin,
+                                                                  1e-4, margins, jump), "base_link")
+    raw = store.serialize_cdr(message, message.__msgtype__)
+    matrices, state_labels, contact_labels, margin_labels = message_data(
+        store.deserialize_cdr(raw, message.__msgtype__))
+    expected = published(lin)
+    assert set(matrices) == set(expected) == {kind.topic for kind in MATRICES}
+    for kind, value in expected.items():
+        np.testing.assert_array_equal(matrices[kind], value, err_msg=kind)
+    assert state_labels == model.state_labels and contact_labels == lin.contact_labels
+    assert margin_labels == margins.labels
 
 
 # ---- scale, colours, geometry, hover ------------------------------------------------

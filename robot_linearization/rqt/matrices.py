@@ -1,11 +1,11 @@
 """Which matrices a linearization node publishes, and the names of their rows and columns.
 
-The node (README, topic table) publishes A, B, M⁻¹ (and A_d, B_d with a step, λ,
-∂λ/∂z, ∂λ/∂τ and the contact margins with contacts, A_impact and Λ at a touchdown)
-under its namespace, with three latched JSON lists (``contact_margin_labels`` too):
-``state_labels`` (A's rows and columns, [z_H, z_s, z_v, z_r]: ``H:x … H:rz,
-s:<joint> …, v:x … v:rz, r:<joint> …``) and ``contact_labels`` (λ's entries,
-``<frame>:fx … :mz``).  Every other axis follows from those two:
+The node publishes A, B, M⁻¹ (and A_d, B_d with a step, λ, ∂λ/∂z, ∂λ/∂τ and the contact
+margins with contacts, A_impact and Λ at a touchdown) in one robot_linearization/msg/Linearization
+per cycle on ``<namespace>/linearization`` (:func:`message_data`), with its label lists:
+``state_labels`` (A's rows and columns, [z_H, z_s, z_v, z_r]: ``H:x … H:rz, s:<joint> …,
+v:x … v:rz, r:<joint> …``), ``contact_labels`` (λ's entries, ``<frame>:fx … :mz``) and
+``margin_labels``.  Every axis follows from those:
 
 ========  =====================================  ================================
 axis      labels                                 blocks (the lines drawn between)
@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
-STRING = "std_msgs/msg/String"
+import numpy as np
+
+from ..ros.interfaces import LINEARIZATION, linearization_matrices
+
 
 
 @dataclass(frozen=True)
@@ -123,20 +125,36 @@ def axes_problem(shape, rows: Axis, cols: Axis) -> str | None:
 
 
 def linearization_nodes(topic_names_and_types) -> dict[str, tuple[str, ...]]:
-    """The linearization nodes visible in the graph: {namespace: the matrix topics it
-    has}, from rclpy's ``get_topic_names_and_types()`` [(name, [types])].  A node is a
-    namespace with ``<ns>/A`` (Float64MultiArray) and ``<ns>/state_labels`` (String)."""
-    types = {name: set(kinds) for name, kinds in topic_names_and_types}
-    nodes = {}
-    for name, kinds in types.items():
-        if not name.endswith("/A") or FLOAT64_MULTI_ARRAY not in kinds:
-            continue
-        namespace = name[:-2]
-        if STRING not in types.get(namespace + "/state_labels", ()):
-            continue
-        nodes[namespace] = tuple(kind.topic for kind in MATRICES
-                                 if FLOAT64_MULTI_ARRAY in types.get(f"{namespace}/{kind.topic}", ()))
+    """The linearization nodes visible in the graph: {namespace: the matrices every cycle has (A, B,
+    M⁻¹; the others show once a message has them: :func:`message_data`)}, from rclpy's
+    ``get_topic_names_and_types()`` [(name, [types])].  A node is a namespace with
+    ``<ns>/linearization`` of type robot_linearization/msg/Linearization."""
+    nodes = {name[:-len("/linearization")]: ("A", "B", "M_inv") for name, kinds in topic_names_and_types
+             if name.endswith("/linearization") and LINEARIZATION in kinds}
     return dict(sorted(nodes.items()))
+
+
+FIELDS = {"A": "state_matrix", "B": "input_matrix", "M_inv": "inverse_mass_matrix", "A_d": "discrete_state_matrix",
+          "B_d": "discrete_input_matrix", "contact_forces_state_jacobian": "contact_forces_state_jacobian",
+          "contact_forces_input_jacobian": "contact_forces_input_jacobian",
+          "contact_margins_state_jacobian": "margins_state_jacobian",
+          "contact_margins_input_jacobian": "margins_input_jacobian", "impact_map": "impact_map"}
+COLUMNS = {"contact_forces": "contact_forces", "contact_margins": "margins", "impulses": "impulses"}
+"""The message's field of each matrix the view shows (:data:`MATRICES`), and of the vectors it shows
+as one column."""
+
+
+def message_data(msg) -> tuple[dict, tuple, tuple, tuple]:
+    """({matrix: array} of the matrices a Linearization message holds, state_labels, contact_labels,
+    margin_labels): what :meth:`LinearizationView.show_data` takes.  InputError for a field whose
+    size does not match its labels."""
+    fields = linearization_matrices(msg)
+    matrices = {kind: fields[field] for kind, field in FIELDS.items() if fields[field] is not None}
+    for kind, field in COLUMNS.items():
+        values = np.asarray(getattr(msg, field), dtype=np.float64)
+        if values.size:
+            matrices[kind] = values[:, None]
+    return matrices, tuple(msg.state_labels), tuple(msg.contact_labels), tuple(msg.margin_labels)
 
 
 def topics_to_follow(available, shown: str) -> tuple[str, ...]:

@@ -1,17 +1,17 @@
-"""The rqt plugin (rqt_gui_py): rclpy glue between a linearization node's topics and
+"""The rqt plugin (rqt_gui_py): rclpy glue between a linearization node's ~/linearization and
 :class:`~robot_linearization.rqt.widgets.LinearizationView`.
 
 It finds the nodes by their topics (matrices.linearization_nodes, every second) and
-subscribes to what the view shows: the chosen matrix, A (or A_d) for the eigenvalues,
-λ for the contact forces (matrices.topics_to_follow), and the two latched label lists.
-The matrices' subscriptions keep only the newest message (depth 1, best effort) and
-are not served by rqt's executor (ros/node.TakenByTheirOwner): every DRAW_PERIOD_S
-(10 Hz) the draw timer takes the newest of each, serialized, and decodes and draws it.
-A 1 kHz node's messages in between are replaced unread in the middleware and never
-wake Python: the view costs the node nothing and itself little.  Taking a message
-outside the executor uses rclpy's subscription handle (the call the node's input loop
-makes, not a documented API): should it fail, the view says so and falls back to
-executor callbacks, which keep the newest (inputs.LatestMessages).
+subscribes to the chosen node's ``<namespace>/linearization``.  The subscription keeps only
+the newest message (depth 1, best effort) and is not served by rqt's executor
+(ros/node.TakenByTheirOwner): every DRAW_PERIOD_S (10 Hz) the draw timer takes the newest,
+serialized, and decodes and draws it (matrices.message_data).  A 1 kHz node's messages in
+between are replaced unread in the middleware and never wake Python: the view costs the
+node nothing and itself little.  Taking a message outside the executor uses rclpy's
+subscription handle (the call the node's input loop makes, not a documented API): should
+it fail, the view says so and falls back to executor callbacks, which keep the newest
+(inputs.LatestMessages).  When rclpy's context has ended (its signal handlers end it on
+Ctrl-C and SIGTERM) the timers notice, stop, give up the subscription, and ask rqt to quit.
 Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
 Visualization ▸ Linearization (A, B, M⁻¹).  Arguments (``--args``): ``--node
 NAMESPACE --matrix TOPIC --scale log|linear``.
@@ -19,24 +19,21 @@ NAMESPACE --matrix TOPIC --scale log|linear``.
 
 from __future__ import annotations
 
-import json
-
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from robot_linearization.msg import Linearization
 from rqt_gui_py.plugin import Plugin
-from std_msgs.msg import Float64MultiArray, String
 
-from ..ros.messages import InputError, matrix_from_message
+from ..ros.messages import InputError
 from ..ros.node import TakenByTheirOwner
 from .heatmap import SCALES
 from .inputs import DRAW_PERIOD_S, LatestMessages, plugin_arguments
-from .matrices import BY_TOPIC, linearization_nodes, topics_to_follow
+from .matrices import BY_TOPIC, linearization_nodes, message_data
 from .qt import QtCore
 from .widgets import LinearizationView
 
-LABELS = ("state_labels", "contact_labels", "contact_margin_labels")
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)  # as the node publishes the labels
-NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # the matrices: what is drawn
+TOPIC = "linearization"
+NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what is drawn
 
 
 class LinearizationPlugin(Plugin):
@@ -58,8 +55,9 @@ class LinearizationPlugin(Plugin):
         self.subscriptions = []
         self.polled = {}  # matrix topic -> its subscription, taken by the draw timer
         self.owner = TakenByTheirOwner()  # None after a fallback to executor callbacks
-        self.subscribed = None  # (namespace, topics) subscribed to
+        self.subscribed = None  # the namespace subscribed to
         self.nodes: dict = {}
+        self.shown: dict = {}  # namespace -> the matrices its messages hold
         self.announced = None  # (namespace, topic) whose first drawing was logged
         self.view.select(topic=self.arguments.matrix)
         self.view.scale_box.setCurrentIndex(self.view.scale_box.findData(self.arguments.scale))
@@ -74,46 +72,57 @@ class LinearizationPlugin(Plugin):
         if self.argument_problem:
             self.view.status.setText(self.argument_problem)
 
+
     def discover(self) -> None:
         """Look for linearization nodes; follow the one asked for (--node) once it appears."""
-        if not self.node.context.ok():  # rqt shutting down: its timers may still fire once
+        if not self._running():
             return
-        self.nodes = linearization_nodes(self.node.get_topic_names_and_types())
+        self.nodes = {**linearization_nodes(self.node.get_topic_names_and_types()), **{
+            namespace: shown for namespace, shown in self.shown.items() if namespace in self.nodes}}
         self.view.set_nodes(self.nodes)
         if self.arguments.node in self.nodes and self.view.namespace != self.arguments.node:
             self.view.select(namespace=self.arguments.node)
         self.subscribe()
 
     def subscribe(self) -> None:
-        """(Re)subscribe when the node, the matrix or the node's topics changed."""
-        namespace = self.view.namespace
-        wanted = None
-        if namespace:
-            wanted = (namespace, topics_to_follow(self.nodes.get(namespace, ()), self.view.topic) + LABELS)
-        if wanted == self.subscribed:
+        """(Re)subscribe when the node changed."""
+        namespace = self.view.namespace or None
+        if namespace == self.subscribed:
             return
+        self._unsubscribe()
+        self.subscribed = namespace
+        self.feed.clear()
+        if namespace is None:
+            return
+        subscription = self.node.create_subscription(
+            Linearization, f"{namespace}/{TOPIC}", lambda raw: self.feed.put(TOPIC, raw), NEWEST_ONLY,
+            callback_group=self.owner, raw=True)
+        self.subscriptions.append(subscription)
+        if self.owner is not None:
+            self.polled[TOPIC] = subscription
+
+    def _unsubscribe(self) -> None:
         for subscription in self.subscriptions:
             self.node.destroy_subscription(subscription)
-        self.subscriptions, self.subscribed, self.polled = [], wanted, {}
-        self.feed.clear()
-        if wanted is None:
-            return
-        for topic in wanted[1]:
-            latched = topic in LABELS
-            subscription = self.node.create_subscription(
-                String if latched else Float64MultiArray, f"{namespace}/{topic}",
-                lambda raw, topic=topic: self.feed.put(topic, raw), LATCHED if latched else NEWEST_ONLY,
-                callback_group=None if latched else self.owner, raw=True)
-            self.subscriptions.append(subscription)
-            if not latched and self.owner is not None:
-                self.polled[topic] = subscription
+        self.subscriptions, self.polled = [], {}
+
+    def _running(self) -> bool:
+        """False once rclpy's context has ended (a signal, rqt's shutdown): the timers stop, the
+        subscription goes while the node is still there, and rqt is asked to quit."""
+        if self.node.context.ok():
+            return True
+        self.shutdown_plugin()
+        QtCore.QCoreApplication.quit()
+        return False
 
     def take_newest(self) -> None:
-        """The newest message of each polled subscription into the feed (depth 1: one at most)."""
+        """The newest message of the polled subscription into the feed (depth 1: one at most)."""
         for topic, subscription in self.polled.items():
             try:
                 taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
             except Exception as e:  # noqa: BLE001 - whatever a changed rclpy raises: fall back, said once
+                if not self._running():
+                    return
                 self.node.get_logger().warning(f"taking messages outside rqt's executor failed ({e!r}): "
                                                f"falling back to its callbacks")
                 self.owner, self.subscribed = None, None
@@ -123,36 +132,40 @@ class LinearizationPlugin(Plugin):
                 self.feed.put(topic, taken[0])
 
     def draw(self) -> None:
-        """Decode the newest of each topic and draw (the draw timer, ≤ 10 Hz)."""
+        """Decode the newest message and draw (the draw timer, ≤ 10 Hz)."""
+        if not self._running():
+            return
         self.take_newest()
-        new = self.feed.take()
-        if not new:
+        raw = self.feed.take().get(TOPIC)
+        if raw is None:
             return
-        matrices, labels = {}, {}
+        namespace = self.view.namespace
         try:
-            for topic, raw in new.items():
-                if topic in LABELS:
-                    labels[topic] = json.loads(deserialize_message(raw, String).data)
-                else:
-                    matrices[topic] = matrix_from_message(deserialize_message(raw, Float64MultiArray))
+            matrices, state_labels, contact_labels, margin_labels = message_data(
+                deserialize_message(raw, Linearization))
         except (InputError, ValueError) as e:
-            self.view.status.setText(f"cannot read {self.view.namespace}/{topic}: {e}")
+            self.view.status.setText(f"cannot read {namespace}/{TOPIC}: {e}")
             return
-        drawn = self.view.show_data(matrices, labels.get("state_labels"), labels.get("contact_labels"),
-                                    labels.get("contact_margin_labels"))
-        shown = (self.view.namespace, self.view.topic)
-        if drawn and self.view.heatmap.matrix is not None and self.announced != shown:
-            self.announced = shown
+        shown = tuple(kind for kind in BY_TOPIC if kind in matrices)
+        if self.shown.get(namespace) != shown:  # the matrix menu: what this node's messages hold
+            self.shown[namespace] = self.nodes[namespace] = shown
+            self.view.set_nodes(self.nodes)
+        drawn = self.view.show_data(matrices, state_labels, contact_labels, margin_labels)
+        chosen = (namespace, self.view.topic)
+        if drawn and self.view.heatmap.matrix is not None and self.announced != chosen:
+            self.announced = chosen
             rows, cols = self.view.heatmap.matrix.shape
-            self.node.get_logger().info(f"drawing {shown[0]}/{shown[1]}: {rows}×{cols}, "
+            self.node.get_logger().info(f"drawing {chosen[0]}/{TOPIC} {chosen[1]}: {rows}×{cols}, "
                                         f"largest |entry| {self.view.heatmap.peak:.6g}")
 
     def shutdown_plugin(self) -> None:
+        """rqt closing the view, or the context gone: the timers first, then the subscription."""
         self.discovery.stop()
         self.draw_timer.stop()
-        for subscription in self.subscriptions:
-            self.node.destroy_subscription(subscription)
-        self.subscriptions = []
+        try:
+            self._unsubscribe()
+        except Exception:  # noqa: BLE001 - rclpy's context already gone: its entities go with it
+            self.subscriptions, self.polled = [], {}
 
     def save_settings(self, plugin_settings, instance_settings) -> None:
         instance_settings.set_value("node", self.view.namespace or "")

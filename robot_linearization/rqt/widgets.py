@@ -396,8 +396,8 @@ class LinearizationView(QtWidgets.QWidget):
         for i in range(self.matrix_box.count()):  # matrices the node does not publish are greyed out
             model.item(i).setEnabled(self.matrix_box.itemData(i) in self.available)
         if not nodes:
-            self.status.setText("no linearization node in the graph (looking for <namespace>/A and "
-                                "<namespace>/state_labels)")
+            self.status.setText("no linearization node in the graph (looking for <namespace>/linearization, "
+                                "robot_linearization/msg/Linearization)")
 
     def select(self, namespace: str | None = None, topic: str | None = None) -> None:
         if namespace is not None:
