@@ -30,7 +30,7 @@ class InstallAndPrecompile(install):
 
 setup(
     name=package_name,
-    version="0.1.0",
+    version="0.2.0",
     packages=find_packages(exclude=["test", "test.*"]),
     package_data={package_name: ["robots/*.urdf"]},
     data_files=[

@@ -21,7 +21,7 @@ from numba.experimental import structref
 FIRST_COMPILE_SECONDS = (40, 60)
 """How long the first calls compile with an empty cache (numba compiles on one core): to the
 first A of the bundled quadruped, and with the contact kernels too.  Measured 2026-11-23 on
-the 2-core development VM (NUMBA_CACHE_DIR an empty directory): 38 s and 60 s."""
+a 2-core machine (NUMBA_CACHE_DIR an empty directory): 38 s and 60 s."""
 
 _checked: set = set()  # entry points whose cache was looked for
 _said = False  # the announcement is made at most once per process

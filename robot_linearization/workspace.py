@@ -49,7 +49,7 @@ ARTICULATED_FROM = 80
 """ARTICULATED_PRODUCTS, when D is not that sparse, from this many velocities N on: the IMMAmb's
 passes cost O(n) per column against the dense product's O(N²), but their six-row sweeps run at
 ≈ 3.5 flops a nanosecond against the product's 12, so they win only on long chains (2026-11-25,
-this VM: N = 56 74 against 57 µs, N = 106 248 against 370 µs, N = 206 1155 against 2723 µs)."""
+a 2-core machine: N = 56 74 against 57 µs, N = 106 248 against 370 µs, N = 206 1155 against 2723 µs)."""
 
 
 def derivative_products(model: Model) -> int:

@@ -42,7 +42,8 @@ def read_bag(path):
 def test_replay_writes_the_linearization_of_every_recorded_state(tmp_path, storage):
     simulation = Simulation(MODEL, dt=0.01, seed=1)
     steps = write_simulation_bag(tmp_path / "in", simulation, URDF, 0.3, storage=storage)
-    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True),
+                                        progress=False,
                      storage=storage)
     assert summary.outputs == steps == 30
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
@@ -125,7 +126,8 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
         (60, js, joint_state_message(factory, 60, MODEL.joint_names, np.ones(n), np.ones(n))),
     ]
     write_bag(tmp_path / "in", events, version=9)
-    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(),
+                                        progress=False, heatmap_rate_hz=0)
     assert summary.outputs == 2  # t=11 and t=60 (paired with the odometry of t=10)
     outputs = read_bag(tmp_path / "out")
     for _, msg in outputs["/robot_linearization/A"]:
@@ -143,7 +145,8 @@ def test_cli_replay_and_its_errors(tmp_path, capsys):
     assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort"]) == 0
     assert "wrote 10 linearizations" in capsys.readouterr().out
     assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) == 2  # exists
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--joint-states-topic", "/js"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"),
+                 "--joint-states-topic", "/js"]) == 2
     assert "no topic /js" in capsys.readouterr().err
     assert main(["replay", "--matrix-topics", str(tmp_path / "nope"), "-o", str(tmp_path / "o3")]) == 2
 
@@ -231,15 +234,18 @@ def test_replay_with_contacts_records_the_constrained_linearization_and_forces(t
         expected = rl.linearize(MODEL, state, js.effort, contacts=FEET)
         np.testing.assert_allclose(matrix_from_message(f)[:, 0], expected.contact_forces, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(matrix_from_message(A), expected.A, rtol=1e-12, atol=1e-9)
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--contacts", "paw"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--contacts",
+                 "paw"]) == 2
     assert "not a link of model" in capsys.readouterr().err and not (tmp_path / "o2").exists()
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts", "a:b:c:d"]) == 2
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o3"), "--contacts",
+                 "a:b:c:d"]) == 2
 
 
 def test_replay_writes_the_step_jacobians_with_discretization_dt(tmp_path, capsys):
     simulation = Simulation(MODEL, dt=0.01, seed=4)
     write_simulation_bag(tmp_path / "in", simulation, URDF, 0.05)
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort", "--no-heatmaps",
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--effort",
+                 "--no-heatmaps",
                  "--discretization-dt", "0.001", "--discretization", "zoh"]) == 0
     inputs, outputs = read_bag(tmp_path / "in"), read_bag(tmp_path / "out")
     odometry = {t: m for t, m in inputs["/odom"]}
@@ -253,7 +259,8 @@ def test_replay_writes_the_step_jacobians_with_discretization_dt(tmp_path, capsy
         np.testing.assert_array_equal(matrix_from_message(a), expected.A_d)
         np.testing.assert_array_equal(matrix_from_message(b), expected.B_d)
     with pytest.raises(SystemExit):
-        main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--discretization-dt", "-1"])
+        main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "o2"), "--discretization-dt",
+              "-1"])
     assert "--discretization-dt: -1 is outside [0.0, inf] s" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
 
@@ -272,7 +279,8 @@ def test_replay_follows_a_contacts_topic_in_the_bag(tmp_path):
         events += [(t, "/odom", odometry_message(factory, t, "odom", "base_link", np.eye(4), np.zeros(6))),
                    (t, "/joint_states", joint_state_message(factory, t, MODEL.joint_names, posture, np.zeros(n)))]
     write_bag(tmp_path / "in", events)
-    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(),
+                                        progress=False, heatmap_rate_hz=0,
                      contacts_topic="/contact_schedule", health_rate_hz=1000.0)
     assert summary.outputs == 9 and not summary.problems
     outputs = read_bag(tmp_path / "out")
@@ -396,7 +404,8 @@ def test_heatmaps_are_rate_limited_so_bags_stay_near_the_size_of_the_matrices(tm
     size = sum(f.stat().st_size for f in (tmp_path / "out").rglob("*") if f.is_file())
     assert size < 3 * matrices, (size, matrices)
     assert f"({size / 2**20:.1f} MiB on disk)" in text
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "none"), "--heatmap-rate", "0"]) == 0
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "none"), "--heatmap-rate",
+                 "0"]) == 0
     assert "/robot_linearization/A_heatmap" not in read_bag(tmp_path / "none")
 
 
@@ -449,7 +458,8 @@ def test_replayed_odometry_orientation_against_an_independent_quaternion_oracle(
         expected.append(rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=twist,
                                                      joint_velocities=r)).A)
     write_bag(tmp_path / "in", events)
-    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False,
+                              heatmap_rate_hz=0)
     outputs = read_bag(tmp_path / "out")["/robot_linearization/A"]
     assert len(outputs) == 3
     for (_, A), A_expected in zip(outputs, expected):

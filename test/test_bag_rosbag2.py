@@ -45,7 +45,8 @@ def read_with_rosbag2(path, storage):
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_rosbag2_reads_the_recorded_and_the_replayed_bag(tmp_path, storage):
     steps = write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=2), URDF, 0.2, storage=storage)
-    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True), progress=False, storage=storage)
+    replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", config=PipelineConfig(use_effort=True),
+                              progress=False, storage=storage)
     inputs, outputs = read_with_rosbag2(tmp_path / "in", storage), read_with_rosbag2(tmp_path / "out", storage)
     assert len(inputs["/joint_states"]) == len(outputs["/robot_linearization/A"]) == steps
     odometry = dict(inputs["/odom"])

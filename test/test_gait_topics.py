@@ -200,7 +200,8 @@ def test_margins_come_with_every_cycle_that_has_contacts_equal_to_contact_margin
     assert p.set_contacts("") is None
     (out,) = feed(p, 2 * SEC, r, v)
     assert out.margins is None and "contact_margins" not in output_messages(FACTORY, out, "base_link")
-    assert not typed(p.latest).margin_labels and linearization_matrices(typed(p.latest))["margins_state_jacobian"] is None
+    margins = linearization_matrices(typed(p.latest))["margins_state_jacobian"]
+    assert not typed(p.latest).margin_labels and margins is None
 
 
 def test_a_knee_torque_that_makes_a_foot_pull_is_a_warning_while_it_lasts():
@@ -349,7 +350,8 @@ def schedule_bag(path, rng, touchdown_at=5):
 
 def test_the_replay_writes_the_impact_map_at_the_touchdown_of_a_recorded_schedule(tmp_path, rng):
     touchdown_ns = schedule_bag(tmp_path / "in", rng)
-    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(), progress=False, heatmap_rate_hz=0,
+    summary = replay_with_matrix_topics(tmp_path / "in", tmp_path / "out", urdf=bundled_urdf_path(),
+                                        progress=False, heatmap_rate_hz=0,
                      health_rate_hz=0, contacts_topic="/contact_schedule", config=PipelineConfig(restitution=0.2))
     assert summary.outputs == 8 and summary.impacts == 1 and not summary.problems
     assert "1 touchdown: impact_map and impulses written" in summary.text()
@@ -373,7 +375,8 @@ def test_the_replay_writes_the_impact_map_at_the_touchdown_of_a_recorded_schedul
 
 def test_cli_replay_gait_options_and_their_errors(tmp_path, rng, capsys):
     schedule_bag(tmp_path / "in", rng)
-    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--urdf", bundled_urdf_path(),
+    assert main(["replay", "--matrix-topics", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--urdf",
+                 bundled_urdf_path(),
                  "--contacts-topic", "/contact_schedule", "--restitution", "0.5", "--friction", "0.3",
                  "--friction-facets", "4", "--no-heatmaps", "--no-health"]) == 0
     assert "1 touchdown" in capsys.readouterr().out

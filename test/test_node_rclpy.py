@@ -365,7 +365,8 @@ def test_a_gait_schedule_gives_one_impact_map_at_the_touchdown_margins_and_a_pul
 
     feet = rl.robots.BUNDLED_FEET
     graph = Graph(LinearizationNode(parameter_overrides=[
-        Parameter("publish_matrix_topics", value=True), Parameter("urdf_path", value=bundled_urdf_path()), Parameter("contacts", value=", ".join(feet)),
+        Parameter("publish_matrix_topics", value=True), Parameter("urdf_path", value=bundled_urdf_path()),
+                  Parameter("contacts", value=", ".join(feet)),
         Parameter("use_effort", value=True), Parameter("publish_heatmaps", value=False),
         Parameter("restitution", value=0.5), Parameter("diagnostics_period", value=0.2)]))
     for topic, kind, qos in [("impact_map", Float64MultiArray, 10), ("impulses", Float64MultiArray, 10),
@@ -505,3 +506,35 @@ def test_ctrl_c_on_a_launch_ends_our_programs_cleanly(launch_file, tmp_path):
         assert not any(f"[{program}-" in line and ("process has died" in line or "Traceback" in line)
                        for line in output.splitlines()), output[-3000:]
     assert process.returncode == 0, output[-3000:]
+
+
+def test_the_readmes_service_call_works_as_written(ros):
+    """The README's `ros2 service call …/linearize` (the block after its service-call marker), run as
+    written by the ros2 CLI against the node with the bundled quadruped: success, and the A it
+    prints is rl.linearize's at that state."""
+    import re
+    import shlex
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("ros2") is None:
+        pytest.fail("the ros2 command-line tool is not on PATH beside rclpy")
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = text.split("<!-- service-call -->", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    command = shlex.split(block.strip())
+    assert command[:3] == ["ros2", "service", "call"] and command[3] == f"{NS}/linearize"
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())]))
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert graph.spin_until(lambda: process.poll() is not None, timeout=120.0), "ros2 service call did not return"
+    output = process.stdout.read()
+    assert process.returncode == 0 and "success=True" in output, output[-3000:]
+    printed = re.search(r"state_matrix=array\('d', \[([^\]]*)\]\)", output)
+    assert printed, output[-3000:]
+    A = np.array([float(x) for x in printed.group(1).split(",")])
+    s = np.tile([0.0, 0.8, -1.5], 4)
+    state = rl.State(base_pose=np.diag([1.0, 1.0, 1.0, 1.0]) + np.outer([0, 0, 0.35, 0], [0, 0, 0, 1]),
+                     joint_positions=s, base_twist=np.zeros(6), joint_velocities=np.zeros(12))
+    expected = rl.linearize(MODEL, state, contacts=rl.robots.BUNDLED_FEET, dt=0.002).A
+    np.testing.assert_allclose(A.reshape(expected.shape), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    graph.close()
