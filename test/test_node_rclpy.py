@@ -516,6 +516,7 @@ def test_the_readmes_service_call_works_as_written(ros):
     import shlex
     import shutil
     import subprocess
+    import sys
     from pathlib import Path
 
     if shutil.which("ros2") is None:
@@ -525,7 +526,10 @@ def test_the_readmes_service_call_works_as_written(ros):
     command = shlex.split(block.strip())
     assert command[:3] == ["ros2", "service", "call"] and command[3] == f"{NS}/linearize"
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())]))
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # ros2's script under this Python: importing robot_linearization.srv imports the package, whose
+    # dependencies (numba …) a binary install shares with the system's Python and a venv does not
+    process = subprocess.Popen([sys.executable, shutil.which("ros2")] + command[1:], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
     assert graph.spin_until(lambda: process.poll() is not None, timeout=120.0), "ros2 service call did not return"
     output = process.stdout.read()
     assert process.returncode == 0 and "success=True" in output, output[-3000:]
