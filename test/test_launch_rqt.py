@@ -2,14 +2,12 @@
 with this package's view, standalone on a virtual display: the plugin is found by rqt
 through package.xml's export, finds the node in the graph, subscribes to its ~/linearization
 and draws A (it logs "drawing /robot_linearization/linearization A: 36×36 …"), a screenshot
-of the display shows the heatmap's red and blue cells, and a second rqt ends cleanly on
-SIGINT and on SIGTERM.  ROBOT_LINEARIZATION_SCREENSHOT=<file.png> keeps
+of the display shows the heatmap's red and blue cells.  ROBOT_LINEARIZATION_SCREENSHOT=<file.png> keeps
 that screenshot (docs/rqt_view_quadruped.png was taken so).  Needs ROS 2 with
 rqt_gui_py, Xvfb and ImageMagick's ``import``; skipped elsewhere."""
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -90,44 +88,6 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
         # A's dynamics rows have strong entries of both signs: many cells of each colour on screen
         self.assertGreater(red.sum(), 500, "no red heatmap cells on the screen")
         self.assertGreater(blue.sum(), 500, "no blue heatmap cells on the screen")
-
-
-class TestRqtClosesCleanlyOnEverySignal(unittest.TestCase):
-    """Ctrl-C (SIGINT) and SIGTERM on an rqt showing the view: rqt should exit — 0, or the signal's
-    own status — within 5 s, with no abort, traceback or crash on its output.  It does not yet:
-    rclpy's and rclcpp's signal handlers (rqt loads both) end their contexts from threads of their
-    own while rqt's thread may be inside an rcl call, and rqt aborts or crashes with any plugin
-    (rqt_topic too, on the same ROS 2 build); a handler of the view's own does not run first.  An
-    expected failure: it fails the suite the day it passes, so the note can go."""
-
-    @unittest.expectedFailure
-    def test_sigint_and_sigterm(self, proc_output):
-        if MISSING:
-            self.skipTest(f"needs {MISSING} (ROS 2's rqt, Xvfb, ImageMagick)")
-        proc_output.assertWaitFor(DRAWN, process=RQT, timeout=180, stream="stderr")  # the node is up
-        for sent in (signal.SIGINT, signal.SIGTERM):
-            with tempfile.TemporaryFile() as log:
-                rqt = subprocess.Popen(RQT_COMMAND, stdout=log, stderr=subprocess.STDOUT,
-                                       env=dict(os.environ, DISPLAY=DISPLAY), start_new_session=True)
-                deadline = time.monotonic() + 60.0
-                while time.monotonic() < deadline and DRAWN.encode() not in _read(log):
-                    time.sleep(0.2)
-                self.assertIn(DRAWN.encode(), _read(log), "the second rqt did not draw")
-                rqt.send_signal(sent)
-                try:
-                    status = rqt.wait(timeout=5.0)
-                except subprocess.TimeoutExpired:
-                    rqt.kill()
-                    self.fail(f"rqt still running 5 s after {sent.name}")
-                text = _read(log).decode(errors="replace")
-                self.assertIn(status, (0, 128 + sent, -sent), f"{sent.name}: exit status {status}\n{text[-2000:]}")
-                for sign in ("Aborted", "Traceback", "Segmentation fault", "failed"):
-                    self.assertNotIn(sign, text, f"{sent.name}: {text[-2000:]}")
-
-
-def _read(log) -> bytes:
-    log.seek(0)
-    return log.read()
 
 
 @launch_testing.post_shutdown_test()
