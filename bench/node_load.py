@@ -254,7 +254,10 @@ def main() -> None:
         serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
     args = parser.parse_args()
-    extra = ["-p", f"input_path:={args.input_path}"] + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
+    # (it times each cycle by its ~/stamp: the per-matrix topics, which the node publishes only when asked;
+    # timing by the typed ~/linearization's header is not written yet)
+    extra = ["-p", f"input_path:={args.input_path}", "-p", "publish_matrix_topics:=true"] \
+        + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
