@@ -69,7 +69,8 @@ EOF
   # that has numba.
   $venv/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
     --log-base "$workspace/log" build --paths . --build-base "$workspace/build" --install-base "$workspace/install" \
-    --event-handlers console_direct- --cmake-args -DPython3_EXECUTABLE="$PWD/$venv/bin/python" -DBUILD_TESTING=ON \
+    --event-handlers console_direct- --cmake-args -DPython3_EXECUTABLE="$PWD/$venv/bin/python" \
+    -DPYTHON_EXECUTABLE="$PWD/$venv/bin/python" -DBUILD_TESTING=ON \
     > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
   set +u
   # shellcheck disable=SC1091
