@@ -269,17 +269,16 @@ class LinearizationPipeline:
         self._odometry.append((stamp, H, twist))
         return True
 
-    def _check_time(self, now: int, before: int | None, what: str) -> None:
+    def _check_time(self, now: int, before: int | None, what: str, *, clock: bool = False) -> None:
         """Time that goes back by more than pairing_tolerance — the node's clock, or an input's stamp
         that is still fresh by that clock (a bag played with --loop --clock, a simulation restarted) —
         is not a late message but a new timeline: the queued inputs and the newest stamps are dropped
         (tf2's buffer does the same on a jump back), the node warns once per jump, and the first inputs
         of the new timeline are served.  Less than that, or a stamp stale by the clock, is out of
-        order, and dropped."""
+        order, and dropped.  clock: ``now`` is the node's clock (else an input's stamp)."""
         if before is None or before - now <= int(self.config.pairing_tolerance * 1e9):
             return
-        if what != "the node's clock" and (self._last_now is None
-                                           or self._last_now - now > int(self.config.max_input_age * 1e9)):
+        if not clock and (self._last_now is None or self._last_now - now > int(self.config.max_input_age * 1e9)):
             return  # a late message by the node's clock (which has not gone back): out of order, not a new timeline
         self._joint_states.clear()
         self._odometry.clear()
@@ -323,7 +322,7 @@ class LinearizationPipeline:
         a base state further away than that.  newest_only (the rate_hz timer):
         only the newest ready joint state; older ones are skipped.
         """
-        self._check_time(now_ns, self._last_now, "the node's clock")
+        self._check_time(now_ns, self._last_now, "the node's clock", clock=True)
         self._last_now = now_ns
         if self.model is None:  # (no joint state is queued without a model)
             return []
