@@ -237,3 +237,14 @@ def test_the_replay_writes_one_typed_message_per_cycle_that_a_plain_reader_opens
     assert messages[-1].__msgtype__ == LINEARIZATION
     last = summary.last_output
     np.testing.assert_array_equal(linearization_matrices(messages[-1])["state_matrix"], last.linearization.A)
+
+
+def test_a_message_whose_matrix_does_not_fit_its_labels_is_one_line_naming_the_field(typestore, rng):
+    pipeline = LinearizationPipeline(PipelineConfig())
+    assert pipeline.set_description(URDF) is None
+    out = pipeline.linearize_request(request(typestore, "Linearize", random_state(rng)))
+    message = linearization_message(RosbagsFactory(typestore), out, "base_link")
+    message.input_matrix = message.input_matrix[:-1]
+    with pytest.raises(InputError, match=r"^Linearization.input_matrix has 431 entries, not 36×12") as caught:
+        linearization_matrices(message)
+    assert "\n" not in str(caught.value)
