@@ -2,16 +2,20 @@
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
-        [--input-path auto|wait_set|executor] [--with-rqt]
+        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
 rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at a fixed
-rate (sensor-data QoS, as a robot driver does), and records when each cycle's ~/stamp
-arrives (it is published after A, B and M⁻¹, which this script also subscribes to).
+rate (sensor-data QoS, as a robot driver does), and records when each cycle's
+~/linearization arrives (taken serialized: its header's stamp is the input's).
 Prints the share of joint states linearized, the latency from the input stamp to the
-arrival of the outputs (p50, p99), the node process's CPU time per cycle, and the
+arrival of the output (p50, p99), the node process's CPU time per cycle, and the
 seconds from starting the node's process to its first output (the first start).
+--requests N: N ~/linearize calls at other states (the robot's joints perturbed), one
+after the other, during the measured window; prints how many were answered with success
+and their round-trip time (p50, max).  Their computation runs in the node's process: the
+CPU per cycle then includes it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
 virtual display (Xvfb), following the node's A (and λ, A_d where published) and drawing
 at its 10 Hz; the measured window starts once it has drawn, and its CPU share is printed.
@@ -35,11 +39,12 @@ from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header
 
 import robot_linearization as rl
+from robot_linearization.msg import Linearization
 from robot_linearization.robots import bundled_urdf_path
-from robot_linearization.ros.messages import joint_state_message, matrix_cdr, odometry_message
+from robot_linearization.ros.messages import joint_state_message, odometry_message
+from robot_linearization.srv import Linearize
 from robot_linearization.ros.node import RclpyFactory
 from robot_linearization.spatial import se3_exp
 
@@ -65,6 +70,7 @@ class LoadClient:
     def __init__(self, model, namespace: str):
         self.node = rclpy.create_node("node_load_client")
         self.factory = RclpyFactory()
+        self.model, self.namespace = model, namespace
         rng = np.random.default_rng(0)
         H = se3_exp(np.r_[0.0, 0.0, 1.0, 0.1 * rng.normal(size=3)])
         base_frame = model.body_names[0]
@@ -75,21 +81,44 @@ class LoadClient:
         self.js_pub = self.node.create_publisher(JointState, f"/{namespace}/joint_states", qos_profile_sensor_data)
         self.odom_pub = self.node.create_publisher(Odometry, f"/{namespace}/odom", qos_profile_sensor_data)
         self.arrivals = {}  # input stamp (ns) -> arrival (ns)
-        self.matrices = 0
-        self.node.create_subscription(Header, f"/{namespace}/robot_linearization/stamp", self._on_stamp, 100)
-        # A counted, not read: taken serialized, so that the client's own Python stays out of the latencies
-        self.node.create_subscription(Float64MultiArray, f"/{namespace}/robot_linearization/A", self._on_matrix, 100,
-                                      raw=True)
+        # taken serialized, so that the client's own Python stays out of the latencies
+        self.node.create_subscription(Linearization, f"/{namespace}/robot_linearization/linearization",
+                                      self._on_linearization, 100, raw=True)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
         self.spinner.start()
 
-    def _on_stamp(self, msg) -> None:
-        self.arrivals[msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec] = time.time_ns()
+    def _on_linearization(self, raw: bytes) -> None:
+        # little-endian CDR: 4 bytes of encapsulation, then header.stamp's sec (int32) and nanosec (uint32)
+        sec, nanosec = int.from_bytes(raw[4:8], "little", signed=True), int.from_bytes(raw[8:12], "little")
+        self.arrivals[sec * 1_000_000_000 + nanosec] = time.time_ns()
 
-    def _on_matrix(self, msg) -> None:
-        self.matrices += 1
+    def requests(self, count: int, seconds: float, answers: list) -> None:
+        """``count`` ~/linearize calls over ``seconds``, each waiting for its answer: appends
+        (success, round trip [s]) to ``answers``, or (False, nan) for one unanswered in 10 s."""
+        client = self.node.create_client(Linearize, f"/{self.namespace}/robot_linearization/linearize")
+        if not client.wait_for_service(timeout_sec=10.0):
+            answers.extend([(False, float("nan"))] * count)
+            return
+        rng = np.random.default_rng(1)
+        start = time.perf_counter()
+        for k in range(count):
+            delay = start + k * seconds / count - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            request = Linearize.Request(joint_state=joint_state_message(
+                self.factory, 0, self.model.joint_names, np.array(self.joint_state.position)
+                + 0.05 * rng.normal(size=self.model.n_joints), self.joint_state.velocity, self.joint_state.effort),
+                odometry=self.odometry)
+            sent = time.perf_counter()
+            future = client.call_async(request)
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            if done.wait(10.0):
+                answers.append((future.result().success, time.perf_counter() - sent))
+            else:
+                answers.append((False, float("nan")))
 
     def publish(self) -> int:
         now = time.time_ns()
@@ -115,8 +144,8 @@ class LoadClient:
         self.node.destroy_node()
 
 
-def _stamp_of_joint_state(raw: bytes) -> bytes:
-    """The serialized std_msgs/Header at the start of a serialized JointState (little-endian CDR)."""
+def _header_of(raw: bytes) -> bytes:
+    """The serialized std_msgs/Header at the start of a serialized message (little-endian CDR)."""
     size = int.from_bytes(raw[12:16], "little")  # header.frame_id's length, NUL included
     return raw[:16 + size]
 
@@ -124,16 +153,17 @@ def _stamp_of_joint_state(raw: bytes) -> bytes:
 def serve_floor(namespace: str, nv: int, n: int) -> None:
     """The floor of any rclpy node with this interface (--floor): the node's input loop
     (a wait set on joint_states and odom, taken serialized), and for each joint state
-    the same four messages published serialized — A, B, M⁻¹ of the robot's sizes,
-    prebuilt, and the stamp — with no linearization, reading or conversion at all."""
+    one ~/linearization published serialized — prebuilt, with A, B, M⁻¹ of the robot's
+    sizes, the joint state's header spliced in — with no linearization, reading or
+    conversion at all."""
     from rclpy._rclpy_pybind11 import WaitSet
+    from rclpy.serialization import serialize_message
 
     rclpy.init()
     node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
-    matrices = {name: matrix_cdr(np.zeros(shape)) for name, shape in
-                (("A", (2 * nv, 2 * nv)), ("B", (2 * nv, n)), ("M_inv", (nv, nv)))}
-    publishers = {name: node.create_publisher(Float64MultiArray, f"~/{name}", 10) for name in matrices}
-    stamp_pub = node.create_publisher(Header, "~/stamp", 10)
+    prebuilt = Linearization(state_matrix=np.zeros(4 * nv * nv), input_matrix=np.zeros(2 * nv * n),
+                             inverse_mass_matrix=np.zeros(nv * nv))
+    publisher = node.create_publisher(Linearization, "~/linearization", 10)
     subscriptions = [node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data, raw=True)
                      for t, topic in ((JointState, "joint_states"), (Odometry, "odom"))]
     wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
@@ -148,9 +178,10 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
                 continue
             while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
                 if sub.msg_type is JointState:
-                    for name, message in matrices.items():
-                        publishers[name].publish(message)
-                    stamp_pub.publish(_stamp_of_joint_state(taken[0]))
+                    header = _header_of(taken[0])
+                    prebuilt.header.frame_id = "x" * (len(header) - 17)  # the same length: the same alignment
+                    raw = serialize_message(prebuilt)
+                    publisher.publish(header + raw[len(_header_of(raw)):])
 
 
 class RqtView:
@@ -191,7 +222,7 @@ class RqtView:
 
 
 def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False,
-            with_rqt: bool = False) -> dict:
+            with_rqt: bool = False, requests: int = 0) -> dict:
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
     started = time.monotonic()
@@ -217,7 +248,13 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
         client.arrivals.clear()
         cpu_before = cpu_seconds(node.pid)
         rqt_cpu_before = cpu_seconds(view.rqt.pid) if view else 0.0
+        answers = []
+        caller = threading.Thread(target=client.requests, args=(requests, seconds * 0.9, answers), daemon=True)
+        if requests:
+            caller.start()
         sent = client.run(rate, seconds)
+        if requests:
+            caller.join(timeout=30.0)
         cpu = cpu_seconds(node.pid) - cpu_before
         rqt_cpu = cpu_seconds(view.rqt.pid) - rqt_cpu_before if view else float("nan")
         time.sleep(0.5)  # the last outputs in flight
@@ -234,7 +271,8 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
             "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
             "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds, "first_output": first_output,
-            "rqt_cpu_share": rqt_cpu / seconds}
+            "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
+            "round_trips": [t for _, t in answers]}
 
 
 def main() -> None:
@@ -248,22 +286,23 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="instead of the node, a bare rclpy process that takes the inputs and publishes "
                              "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
+    parser.add_argument("--requests", type=int, default=0,
+                        help="~/linearize calls at other states during the measured window, one after the other")
     parser.add_argument("--with-rqt", action="store_true",
                         help="rqt with the linearization view running beside the node, on Xvfb")
     if sys.argv[1:2] == ["--serve-floor"]:
         serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
     args = parser.parse_args()
-    # (it times each cycle by its ~/stamp: the per-matrix topics, which the node publishes only when asked;
-    # timing by the typed ~/linearization's header is not written yet)
-    extra = ["-p", f"input_path:={args.input_path}", "-p", "publish_matrix_topics:=true"] \
+    extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if args.floor else
                  f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
-              + ("; rqt's linearization view running beside it" if args.with_rqt else ""))
+              + ("; rqt's linearization view running beside it" if args.with_rqt else "")
+              + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
         for name in args.robots:
@@ -271,6 +310,10 @@ def main() -> None:
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
                   f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
                   + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))
+            if args.requests:
+                trips = np.array(r["round_trips"]) * 1e3
+                print(f"{'':<13}~/linearize: {r['answered']}/{args.requests} answered with success, round trip "
+                      f"p50 {np.nanpercentile(trips, 50):.1f} ms, max {np.nanmax(trips):.1f} ms")
     finally:
         rclpy.try_shutdown()
 

@@ -22,7 +22,7 @@ NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
 # skipped, and this says so.  Each distribution gets its own venv and overlay
 # (.venv-ros-<distro>, .ros_ws-<distro>).
 ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_launch_rqt.py
-           test/test_bag_rosbag2.py)
+           test/test_bag_rosbag2.py test/test_cpp_client.py)
 ros_setup=""
 if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
   ros_setup="(already sourced)"
@@ -60,18 +60,23 @@ if sys.prefix != sys.base_prefix:  # ROS's Python is a venv: make its packages v
     target.write_text(sysconfig.get_paths()["purelib"] + "\n")
 EOF
   fi
-  # launch_testing's plugin needs pytest < 8; pip's output only when it fails
-  $venv/bin/python -m pip install --quiet ".[test]" "pytest<8" > $venv/pip.log 2>&1 \
+  # The package and pytest only (launch_testing's plugin needs pytest < 8): the ROS tests use no
+  # oracle, and the oracles' wheels (Pinocchio 4) would pull numpy 2 onto a distribution built on
+  # numpy 1 (Humble).  numpy stays the one ROS's own Python has: its rosidl modules were compiled
+  # against it and its users run it.  pip's output only when it fails.
+  ros_numpy=$("$ros_python" -c "import numpy; print(numpy.__version__)" 2>/dev/null || true)
+  $venv/bin/python -m pip install --quiet . "pytest<8" ${ros_numpy:+"numpy==$ros_numpy"} > $venv/pip.log 2>&1 \
     || { cat $venv/pip.log; exit 1; }
   (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
-  # Build and install this package into an overlay so that `ros2 run/launch` find its nodes and its
-  # interfaces (rosidl); colcon and CMake run under that venv so the nodes' scripts use the Python
-  # that has numba.
+  # Build and install this package and the tests' C++ client into an overlay, from a copy
+  # (scripts/overlay_sources.py), so that `ros2 run/launch` find the nodes and the interfaces
+  # (rosidl); colcon and CMake run under that venv so the nodes' scripts use the Python that has numba.
+  $venv/bin/python scripts/overlay_sources.py "$workspace/src" "$workspace/build"
   $venv/bin/python -c "import sys; from colcon_core.command import main; sys.argv[0] = 'colcon'; sys.exit(main())" \
-    --log-base "$workspace/log" build --paths . --build-base "$workspace/build" --install-base "$workspace/install" \
-    --event-handlers console_direct- --cmake-args -DPython3_EXECUTABLE="$PWD/$venv/bin/python" \
-    -DPYTHON_EXECUTABLE="$PWD/$venv/bin/python" -DBUILD_TESTING=ON \
-    > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
+    --log-base "$workspace/log" build --base-paths "$workspace/src" --build-base "$workspace/build" \
+    --install-base "$workspace/install" --event-handlers console_direct- \
+    --cmake-args -DPython3_EXECUTABLE="$PWD/$venv/bin/python" -DPYTHON_EXECUTABLE="$PWD/$venv/bin/python" \
+    -DBUILD_TESTING=ON > "$workspace.log" 2>&1 || { cat "$workspace.log"; exit 1; }
   set +u
   # shellcheck disable=SC1091
   source "$workspace/install/local_setup.bash"

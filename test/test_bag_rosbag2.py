@@ -3,6 +3,7 @@ Needs a ROS 2 installation with rosbag2; skipped elsewhere — test_bag_replay.p
 checks the same bags through rosbags without ROS."""
 
 import shutil
+import time
 import subprocess
 
 import numpy as np
@@ -66,3 +67,120 @@ def test_ros2_bag_info_reads_the_replayed_bag(tmp_path):
                           timeout=60)
     assert info.returncode == 0, info.stderr
     assert "/robot_linearization/A" in info.stdout and "std_msgs/msg/Float64MultiArray" in info.stdout
+
+
+def typed_bag_linearizations(path):
+    """The replay's ~/linearization messages read back through rosbag2 with the overlay's typesupport."""
+    return [message for _, message in read_with_rosbag2(path, "mcap")["/robot_linearization/linearization"]]
+
+
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+def test_ros2_bag_info_and_play_read_the_typed_linearization(tmp_path):
+    """The typed message the replay writes from the .msg text (rosbags) is the one rosidl generated:
+    rosbag2 reads it with the overlay's typesupport, `ros2 bag info` names its type, and `ros2 bag
+    play` publishes it to a subscriber, whose A is rl.linearize's at the message's point."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    from robot_linearization.msg import Linearization
+    from robot_linearization.ros.interfaces import linearization_matrices
+
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=3), URDF, 0.1)
+    replay(tmp_path / "in", tmp_path / "out", progress=False)
+    info = subprocess.run(["ros2", "bag", "info", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=60)
+    assert info.returncode == 0, info.stderr
+    assert "/robot_linearization/linearization" in info.stdout
+    assert "robot_linearization/msg/Linearization" in info.stdout
+    assert len(typed_bag_linearizations(tmp_path / "out")) == 10
+
+    rclpy = pytest.importorskip("rclpy")
+    rclpy.init()
+    try:
+        node = rclpy.create_node("typed_bag_listener")
+        received = []
+        node.create_subscription(Linearization, "/robot_linearization/linearization", received.append, 100)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        with open(tmp_path / "play.log", "w") as log:
+            play = subprocess.Popen(["ros2", "bag", "play", "--loop", str(tmp_path / "out")], stdout=log,
+                                    stderr=subprocess.STDOUT)
+            try:
+                deadline = time.monotonic() + 60.0
+                while len(received) < 3 and time.monotonic() < deadline and play.poll() is None:
+                    executor.spin_once(timeout_sec=0.05)
+            finally:
+                play.terminate()
+                play.wait(timeout=20)
+        assert len(received) >= 3, (tmp_path / "play.log").read_text()[-2000:]
+        message = received[-1]
+        H = np.eye(4)
+        p, q = message.base_pose.position, message.base_pose.orientation
+        H[:3, 3] = p.x, p.y, p.z
+        H[:3, :3] = quaternion_matrix(q.w, q.x, q.y, q.z)
+        t = message.base_twist
+        state = rl.State(base_pose=H, joint_positions=np.array(message.joint_positions),
+                         base_twist=np.array([t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                                              t.angular.z]),
+                         joint_velocities=np.array(message.joint_velocities))
+        expected = rl.linearize(MODEL, state, np.array(message.joint_efforts))
+        np.testing.assert_allclose(linearization_matrices(message)["state_matrix"], expected.A, rtol=1e-12,
+                                   atol=1e-12 * np.abs(expected.A).max())
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+
+
+def quaternion_matrix(w, x, y, z):
+    """The rotation of a unit quaternion, written out here (not the package's conversion)."""
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+def test_a_bag_played_in_a_loop_with_its_clock_is_served_in_every_loop(tmp_path):
+    """`ros2 bag play --loop --clock` beside a node on sim time: /clock and the stamps jump back at every
+    loop.  The node drops its queued inputs and newest-stamp memory there (a WARN, counted in
+    /diagnostics as time_jumps_back) and linearizes again: output in the second loop too."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.parameter import Parameter
+
+    from robot_linearization.ros.node import LinearizationNode
+    from test_node_rclpy import Graph
+
+    write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=4), URDF, 0.5)
+    rclpy.init()
+    graph = None
+    try:
+        graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                             Parameter("use_sim_time", value=True)]))
+        topic = "/robot_linearization/linearization"
+        with open(tmp_path / "play.log", "w") as log:
+            play = subprocess.Popen(["ros2", "bag", "play", "--loop", "--clock", "100", str(tmp_path / "in")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            try:
+                def stamps():
+                    return [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+                            for m in graph.received.get(topic, [])]
+
+                def served_after_two_jumps_back():
+                    values = stamps()
+                    jumps = [i for i in range(1, len(values)) if values[i] < values[i - 1]]
+                    return len(jumps) >= 2 and len(values) - jumps[1] >= 5
+                served = graph.spin_until(served_after_two_jumps_back, timeout=60.0)
+
+                def jumps_counted():  # /diagnostics comes at its own rate
+                    return [int(value.value) for array in graph.received.get("/diagnostics", [])
+                            for status in array.status for value in status.values if value.key == "time_jumps_back"]
+                graph.spin_until(lambda: any(count >= 1 for count in jumps_counted()), timeout=10.0)
+            finally:
+                play.terminate()
+                play.wait(timeout=20)
+        values = stamps()
+        assert served, f"{len(values)} outputs, stamps {values[:3]}…{values[-3:]}; " \
+                        + (tmp_path / "play.log").read_text()[-1000:]
+        assert max(jumps_counted(), default=0) >= 1, "time_jumps_back not in /diagnostics"
+    finally:
+        if graph is not None:
+            graph.close()
+        rclpy.try_shutdown()

@@ -19,6 +19,7 @@ import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import CallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
@@ -251,9 +252,13 @@ class LinearizationNode(Node):
         self.on_input_step = settings.rate_hz == 0.0
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
-        self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
+        # /diagnostics, the heatmaps and ~/health on the steady clock: under sim time they keep coming while
+        # a bag is paused or loops in less than their period
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(settings.diagnostics_period, self._publish_diagnostics, clock=steady)
         if self.publish_heatmaps or self.publish_health:  # for eyes and plots, on their own timer: they never
-            self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps_and_health)  # cost a cycle
+            self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps_and_health,  # cost a cycle
+                              clock=steady)
         self.input_loop = InputLoop(self, [(joint_states, on_joint_state), (odometry, on_odometry)],
                                     settings.description, serve=fast)
         self.input_loop.start()
