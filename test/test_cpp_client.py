@@ -22,7 +22,14 @@ from robot_linearization.ros.messages import joint_state_message, odometry_messa
 from robot_linearization.ros.node import LinearizationNode  # noqa: E402
 from robot_linearization.spatial import se3_exp  # noqa: E402
 
-from test_node_rclpy import MODEL, NS, Graph, ros  # noqa: E402,F401  (ros: the fixture)
+from test_node_rclpy import MODEL, NS, Graph  # noqa: E402
+
+
+@pytest.fixture
+def ros():
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
 
 
 def client_executable() -> str:
