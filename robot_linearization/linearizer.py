@@ -10,8 +10,10 @@ from .contact_linearization import run_constrained_linearize_into
 from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
+from .arguments import kernel_ready, real_array
 from .linearization import check_step, linearize, run_coupled_linearize_into, run_linearize_into
-from .model import Model, State, state_arrays
+from .model import _FIXED_BASE_POSE, _FIXED_BASE_TWIST, Model, State, state_arrays
+from .spatial import quaternion_rotation
 from .workspace import Workspace
 
 
@@ -22,6 +24,7 @@ class Linearizer:
         linearizer = rl.Linearizer(model, contacts=["FL_FOOT", "FR_FOOT"], dt=0.001)  # allocates
         lin = linearizer.linearize(state, joint_torques)  # the linearizer itself, filled in place
         lin.A, lin.B, lin.M_inv, lin.A_d, lin.B_d, lin.contact_forces, ...
+        linearizer.linearize_arrays(s, r, joint_torques, base_pose=[x, y, z, qx, qy, qz, qw], base_twist=v)
 
     Its fields are :class:`~robot_linearization.Linearization`'s, of the same shapes, frames and
     state order (docs/conventions.md), and equal to ``rl.linearize(model, state, joint_torques,
@@ -67,7 +70,9 @@ class Linearizer:
         self.joint_accelerations = out[3][6:] if floating else out[3]
         self.state_labels = model.state_labels
         self.impact = self.previous_contacts = None
-        self.state: State | None = None
+        self._state: State | None = None
+        self._arrays: tuple | None = None  # (H, s, v, r) of linearize_arrays' last call
+        self._pose = np.eye(4)  # H of a base_pose given as position and quaternion
         self.joint_torques: np.ndarray | None = None
         if self._direct:
             workspace = Workspace(tree_of(model))
@@ -79,11 +84,11 @@ class Linearizer:
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
         Every argument is checked as rl.linearize checks it (ValueError naming it)."""
-        self.state = None
+        self._state = self._arrays = None
         if self._direct:
             arrays = state_arrays(self.model, state, joint_torques)  # (the kernel checks the values)
             self._run(arrays)
-            self.state, self.joint_torques = state, arrays[4]
+            self._state, self.joint_torques = state, arrays[4]
             return self
         result = linearize(self.model, state, joint_torques, contacts=self.contacts or None, dt=self.dt,
                            discretization=self.discretization)
@@ -91,8 +96,75 @@ class Linearizer:
                      "contact_forces_state_jacobian", "contact_forces_input_jacobian", "A_d", "B_d"):
             if getattr(self, name) is not None:
                 np.copyto(getattr(self, name), getattr(result, name))
-        self.state, self.joint_torques = state, result.joint_torques
+        self._state, self.joint_torques = state, result.joint_torques
         return self
+
+    def linearize_arrays(self, joint_positions, joint_velocities, joint_torques=None, *, base_pose=None,
+                         base_twist=None) -> "Linearizer":
+        """The same at a state given as the arrays a robot's drivers and estimators hand over, with
+        no State built per call: joint positions s and velocities r (n,) in ``model.joint_names``
+        order, τ (n,) (default zeros), and for a floating base its pose in the world, as H (4, 4) or
+        as (7,) = position [m] then unit quaternion (x, y, z, w) (ROS's and Pinocchio's order), and
+        its twist [v; ω] (6,) in the base frame (docs/conventions.md).  Returns self; ``state`` is
+        then a State of these arrays (built when read).  ValueError naming the argument."""
+        self._state = self._arrays = None
+        model = self.model
+        n = model.n_joints
+        joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
+        # values unchecked here: the kernel checks them (as for linearize)
+        s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
+        r = real_array(joint_velocities, "joint_velocities", (n,), what=joints, finite=False)
+        tau = np.zeros(n) if joint_torques is None else real_array(joint_torques, "joint_torques", (n,),
+                                                                    what=joints, finite=False)
+        if model.floating_base:
+            if base_pose is None or base_twist is None:
+                raise ValueError(f"base_pose, base_twist: model '{model.name}' has a floating base: both are required")
+            pose = self._base_pose(base_pose)
+            twist = real_array(base_twist, "base_twist", (6,), what="[linear; angular] in the base frame",
+                               finite=False)
+        elif base_pose is not None or base_twist is not None:
+            raise ValueError(f"base_pose, base_twist: model '{model.name}' has a fixed base: give neither")
+        else:
+            pose, twist = _FIXED_BASE_POSE, _FIXED_BASE_TWIST
+        if not self._direct:
+            self.linearize(self._state_of(pose, s, twist, r), tau)
+        else:
+            self._run((pose, s, twist, r, tau))  # (the kernel checks the values)
+            self.joint_torques = tau
+        self._arrays = (pose, s, twist, r)
+        return self
+
+    def _base_pose(self, value) -> np.ndarray:
+        """H (4, 4) as given, or written into this linearizer's own from (7,) position and quaternion."""
+        if kernel_ready(value) and value.shape == (4, 4):
+            return value
+        pose = real_array(value, "base_pose", (-1,) if np.ndim(value) == 1 else (4, 4), finite=False,
+                          what="H (4, 4), or position x, y, z and quaternion x, y, z, w (7,)")
+        if pose.shape == (4, 4):
+            return pose
+        if pose.shape != (7,):
+            raise ValueError(f"base_pose: expected H (4, 4), or position x, y, z and quaternion x, y, z, w (7,), "
+                             f"got shape {pose.shape}")
+        x, y, z, w = pose[3:]
+        norm = float(np.sqrt(x * x + y * y + z * z + w * w))
+        if not abs(norm - 1.0) <= 1e-3:  # (NaN included)
+            raise ValueError(f"base_pose: expected a unit quaternion (x, y, z, w) in entries 3:7, got "
+                             f"{tuple(float(c) for c in pose[3:])} (norm {norm:.4g})")
+        self._pose[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
+        self._pose[:3, 3] = pose[:3]
+        return self._pose
+
+    def _state_of(self, pose, s, twist, r) -> State:
+        if self.model.floating_base:
+            return State(base_pose=np.array(pose), joint_positions=s, base_twist=twist, joint_velocities=r)
+        return State(joint_positions=s, joint_velocities=r)
+
+    @property
+    def state(self) -> State | None:
+        """The State the fields were filled at (None before the first call and after an error)."""
+        if self._state is None and self._arrays is not None:
+            self._state = self._state_of(*self._arrays)
+        return self._state
 
     def _run_free(self, arrays):
         run_linearize_into(self.model, self._data, arrays, self._out, self._dt)
@@ -111,6 +183,7 @@ class Linearizer:
     def __repr__(self) -> str:
         contacts = f"{len(self.contacts)} contacts" if self.contacts else "no contacts"
         step = "" if self.dt is None else f", A_d and B_d of a {self.discretization} step of {self.dt:g} s"
-        filled = "not filled" if self.state is None else "filled"
+        filled = "not filled" if self._state is None and self._arrays is None else "filled"
         return (f"<Linearizer of '{self.model.name}': A {self.A.shape}, B {self.B.shape}, M_inv {self.M_inv.shape}, "
                 f"{contacts}{step}; {filled}>")
+

@@ -117,3 +117,81 @@ def test_an_empty_contact_set_is_free_floating_as_in_linearize(empty, step, rng)
         for name in FIELDS:
             assert _equal(getattr(linearizer, name), getattr(free, name)), name
             assert _equal(getattr(with_empty, name), getattr(free, name)), name
+
+
+@pytest.mark.parametrize("step", ["no step", "euler", "zoh"])
+@pytest.mark.parametrize("case", CASES)
+def test_linearize_arrays_equals_linearize_with_no_state_built(case, step, rng):
+    """The arrays a robot hands over — s, r, τ and the base pose as H (4, 4) — give linearize's fields
+    bit for bit, in the same arrays; ``state`` is a State of those arrays."""
+    load, contacts = CASES[case]
+    model = load()
+    options = dict(contacts=contacts, **STEPS[step])
+    linearizer = rl.Linearizer(model, **options)
+    arrays = {name: getattr(linearizer, name) for name in FIELDS}
+    for _ in range(2):
+        state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+        base = dict(base_pose=state.base_pose, base_twist=state.base_twist) if model.floating_base else {}
+        assert linearizer.linearize_arrays(state.joint_positions, state.joint_velocities, torques, **base) \
+            is linearizer
+        reference = rl.linearize(model, state, torques, **options)
+        for name in FIELDS:
+            assert getattr(linearizer, name) is arrays[name], name
+            assert _equal(getattr(linearizer, name), getattr(reference, name)), f"{case}, {step}: {name}"
+        assert np.array_equal(linearizer.state.joint_positions, state.joint_positions)
+        assert np.array_equal(linearizer.joint_torques, torques)
+        if model.floating_base:
+            assert np.array_equal(linearizer.state.base_pose, state.base_pose)
+
+
+def test_linearize_arrays_takes_the_base_pose_as_position_and_quaternion_xyzw(rng):
+    """(7,) = position and quaternion (x, y, z, w), ROS's and Pinocchio's order: the rotation checked
+    against scipy's conversion, the result against linearize at that H."""
+    from scipy.spatial.transform import Rotation
+
+    model = load_example("solo12")
+    linearizer = rl.Linearizer(model, contacts=[rl.Contact(f) for f in SOLO_FEET], dt=1e-3)
+    state, torques = random_state(model, rng), rng.normal(size=12)
+    quaternion = rng.normal(size=4)
+    quaternion /= np.linalg.norm(quaternion)
+    position = rng.normal(size=3)
+    H = np.eye(4)
+    H[:3, :3], H[:3, 3] = Rotation.from_quat(quaternion).as_matrix(), position  # scipy: scalar last
+    linearizer.linearize_arrays(state.joint_positions, state.joint_velocities, torques,
+                                base_pose=np.r_[position, quaternion], base_twist=state.base_twist)
+    reference = rl.linearize(model, rl.State(base_pose=H, joint_positions=state.joint_positions,
+                                             base_twist=state.base_twist, joint_velocities=state.joint_velocities),
+                             torques, contacts=linearizer.contacts, dt=1e-3)
+    np.testing.assert_allclose(linearizer.state.base_pose, H, rtol=0, atol=1e-15)
+    for name in ("A", "B", "A_d", "contact_forces"):
+        np.testing.assert_allclose(getattr(linearizer, name), getattr(reference, name), rtol=1e-12,
+                                   atol=1e-12 * np.abs(getattr(reference, name)).max(), err_msg=name)
+
+
+def test_linearize_arrays_refuses_bad_arrays_in_one_line(rng):
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    fixed = load_example("panda")
+    linearizer = rl.Linearizer(model)
+    state = random_state(model, rng)
+    s, r, H, v = state.joint_positions, state.joint_velocities, state.base_pose, state.base_twist
+    bad = [
+        (dict(joint_positions=s[:3]), r"^joint_positions: expected shape \(12,\)"),
+        (dict(joint_velocities=np.full(12, np.nan)), "joint_velocities"),
+        (dict(base_pose=None), "^base_pose, base_twist: model 'rl_quadruped' has a floating base"),
+        (dict(base_pose=[0, 0, 0, 0, 0, 0, 0]), r"^base_pose: expected a unit quaternion .* \(norm 0\)"),
+        (dict(base_pose=[0, 0, 0, 0, 0, 0, 2.0]), r"^base_pose: expected a unit quaternion"),
+        (dict(base_pose=[0, 0, 0, 0, 0, np.nan, 1.0]), r"^base_pose: expected a unit quaternion"),
+        (dict(base_pose=np.zeros(5)), r"^base_pose: expected H \(4, 4\), or position .* got shape \(5,\)"),
+        (dict(base_pose=2 * H), "base_pose"),  # not rigid: the kernel's check
+        (dict(base_twist="fast"), "^base_twist: expected"),
+    ]
+    for change, message in bad:
+        arguments = dict(joint_positions=s, joint_velocities=r, base_pose=H, base_twist=v) | change
+        with pytest.raises(ValueError, match=message) as error:
+            linearizer.linearize_arrays(arguments.pop("joint_positions"), arguments.pop("joint_velocities"),
+                                        **arguments)
+        assert "\n" not in str(error.value) and linearizer.state is None, change
+    with pytest.raises(ValueError, match="^base_pose, base_twist: model 'panda' has a fixed base"):
+        rl.Linearizer(fixed).linearize_arrays(np.zeros(fixed.n_joints), np.zeros(fixed.n_joints), base_pose=H,
+                                              base_twist=v)
+    assert linearizer.linearize_arrays(s, r, base_pose=H, base_twist=v).state is not None  # and it goes on

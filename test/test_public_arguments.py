@@ -160,6 +160,12 @@ CALLS = {
                     "discretization": "discretization"}),
     "Linearizer.linearize": (lambda **a: LINEARIZER.linearize(**a), dict(state=STATE, joint_torques=np.zeros(N_JOINTS)),
                              {"state": "state", "joint_torques": "joint_vector_or_none"}),
+    "Linearizer.linearize_arrays": (
+        lambda **a: LINEARIZER.linearize_arrays(**a),
+        dict(joint_positions=STATE.joint_positions, joint_velocities=STATE.joint_velocities,
+             joint_torques=np.zeros(N_JOINTS), base_pose=STATE.base_pose, base_twist=STATE.base_twist),
+        {"joint_positions": "joint_vector", "joint_velocities": "joint_vector", "joint_torques": "joint_vector_or_none",
+         "base_pose": "pose_array", "base_twist": "six_vector"}),
     "linearize_trajectory": (rl.linearize_trajectory, dict(model=FLOATING, states=[STATE, STATE],
                                                            joint_torques=np.zeros((2, N_JOINTS)), dt=0.002,
                                                            contacts=[[], [FOOT]], restitution=0.5),
@@ -454,13 +460,16 @@ def _numbers(result, depth=0):
 
 
 def _outcome(function, arguments):
-    """(result, None) or (None, the ValueError); a Linearizer is filled at STATE first (its arrays
-    hold nothing before)."""
+    """(copies of the numbers of the result, None) or (None, the ValueError); a new Linearizer is
+    filled at STATE first (its arrays hold nothing before).  Copies: a Linearizer's next call
+    overwrites its arrays."""
     try:
         result = function(**arguments)
     except ValueError as error:
         return None, error
-    return (result.linearize(STATE) if isinstance(result, rl.Linearizer) else result), None
+    if function is rl.Linearizer:
+        result.linearize(STATE)
+    return [np.array(a, copy=True, order="K") for a in _numbers(result)], None
 
 
 LAYOUT_CASES = [pytest.param(name, argument, id=f"{name}-{argument}")
@@ -498,7 +507,7 @@ def test_every_array_layout_gives_the_canonical_arrays_numbers_or_one_line(name,
                 w in message for w in (argument, "0-d", "shape", "number")), (label, message)
             continue
         assert expected_error is None, f"{label}: accepted what the canonical array is refused for: {expected_error}"
-        ours, theirs = _numbers(result), _numbers(expected)
+        ours, theirs = result, expected
         assert len(ours) == len(theirs), label
         for a, b in zip(ours, theirs):
             assert a.dtype.isnative, f"{label}: the result holds a {a.dtype.str} array"
