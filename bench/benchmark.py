@@ -273,6 +273,70 @@ def impact_rows(details, rng, repeat, newest: NewestColumn):
               f"({margins_t / linearize_t:.2f} of it)")
 
 
+def bare_call_rows(details, rng, repeat, newest: NewestColumn):
+    """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
+    call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
+    (linearize_arrays); Pinocchio's tightest Python pipeline (arrays allocated once, filled in
+    place; free rows) and its bare calls — computeABADerivatives; constraintDynamics +
+    computeConstraintDynamicsDerivatives; impulseDynamics + computeImpulseDynamicsDerivatives —
+    in this process and, with --newest-pinocchio, in the newest one."""
+    us = 1e6
+    print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs; pin {ours_pin_version()} in this "
+          "process; Linearizer: arrays allocated once; arrays: Linearizer.linearize_arrays (no State per call)")
+    print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'pin in place':>13}{'pin bare':>10}"
+          f"{'newest in place':>24}{'newest bare':>24}{'arrays/bare':>12}{'arrays/newest bare':>20}")
+    for name in details:
+        model, path, *_ = details[name]
+        cases = [("free", None, "free_in_place", "free_bare")]
+        if name in CONTACT_CASES:
+            cases += [("contacts", CONTACT_CASES[name], None, "constrained_bare"),
+                      ("impact", CONTACT_CASES[name], None, "impact_bare")]
+        for row, contacts, in_place_call, bare_call in cases:
+            pin = PinocchioPipeline(path, model, contacts or ())
+            linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
+            times = {key: [] for key in ("linearize", "Linearizer", "arrays", "in place", "bare")}
+            inputs = []
+            for state in random_states(model, rng, 5):
+                tau = rng.normal(size=model.n_joints)
+                q, v, tau_pin = pin.inputs(state, tau)
+                inputs.append((q, v, tau_pin))
+                if row == "impact":
+                    times["linearize"].append(median_time(lambda: rl.impact(model, state, contacts), repeat))
+                else:
+                    times["linearize"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts),
+                                                          repeat))
+                    times["Linearizer"].append(median_time(lambda: linearizer.linearize(state, tau), repeat))
+                    s, r = state.joint_positions.copy(), state.joint_velocities.copy()
+                    base = (dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy())
+                            if model.floating_base else {})
+                    times["arrays"].append(median_time(lambda: linearizer.linearize_arrays(s, r, tau, **base),
+                                                       repeat))
+                    if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):
+                        raise AssertionError(f"{name} {row}: linearize_arrays differs from rl.linearize")
+                if in_place_call:
+                    call = getattr(pin.pipeline, in_place_call)
+                    times["in place"].append(median_time(lambda: call(q, v, tau_pin), repeat))
+                call = getattr(pin.pipeline, bare_call)
+                times["bare"].append(median_time(lambda: call(q, v, tau_pin), repeat))
+            median = {key: float(np.median(t)) if t else float("nan") for key, t in times.items()}
+            fastest = median["arrays"] if row != "impact" else median["linearize"]
+            pin.pipeline.fresh_data()
+            newest_cells = []
+            for call_name in (in_place_call, bare_call):
+                if call_name is None or not newest.python:
+                    newest_cells.append(("—", float("nan")))
+                    continue
+                reference = getattr(pin.pipeline, call_name)(*inputs[0])
+                text, _, _ = newest.cells(fastest, path, model, contacts or (), call_name, inputs, repeat, reference)
+                newest_cells.append((text, float(text.split()[0]) * 1e-6))
+            label = f"{name}, {row}" + (f" {len(contacts)}×{contacts[0].kind}" if contacts else "")
+            cell = lambda t: "—" if np.isnan(t) else f"{t * us:.1f}"  # noqa: E731
+            print(f"{label:<24}{cell(median['linearize']):>10}{cell(median['Linearizer']):>11}"
+                  f"{cell(median['arrays']):>8}{cell(median['in place']):>13}{cell(median['bare']):>10}"
+                  f"{newest_cells[0][0]:>24}{newest_cells[1][0]:>24}{fastest / median['bare']:>12.2f}"
+                  f"{fastest / newest_cells[1][1]:>20.2f}")
+
+
 def ours_pin_version() -> str:
     import pinocchio
 
@@ -560,6 +624,8 @@ def main() -> None:
     coupled_rows(details, rng, args.repeat)
     step_rows(details, rng, args.repeat)
     impact_rows(details, rng, args.repeat, newest)
+    bare_call_rows({name: details[name] for name in details if name in ("solo12", "talos")} if args.robots
+                   else {}, rng, args.repeat, newest)
     if args.scaling:
         scaling_rows(rng, max(args.repeat // 4, 10), newest)
 

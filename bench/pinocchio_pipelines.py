@@ -6,7 +6,8 @@ newest Pinocchio, in an environment of its own), on the same inputs:
     PYTHON bench/pinocchio_pipelines.py < job.json
 
 job: {"urdf", "floating", "contacts": [[frame, kind, reference]], "call": "free" |
-"constrained" | "impact", "inputs": [[q, v, tau]] in Pinocchio's coordinates, "repeat"};
+"free_in_place" | "free_bare" | "constrained" | "constrained_bare" | "impact" | "impact_bare",
+"inputs": [[q, v, tau]] in Pinocchio's coordinates, "repeat"};
 prints {"version", "median" (seconds, the median over the inputs of each one's median),
 "first" (the call's arrays at the first input, to check that they agree)}.
 """
@@ -51,8 +52,10 @@ class Pipeline:
     with numpy), ``constrained`` (constraintDynamics + computeConstraintDynamicsDerivatives,
     zero Baumgarte gains, proximal μ = 1e-12, one iteration, then A, B, λ, ∂λ/∂z, ∂λ/∂τ) and
     ``impact`` (impulseDynamics + computeImpulseDynamicsDerivatives, e = 0, then ν⁺, A_impact,
-    ∂Λ/∂z): what a Pinocchio user calls instead of ours.  contacts: objects with frame, kind
-    ("point" or "6d") and reference ("world_aligned" or "local")."""
+    ∂Λ/∂z): what a Pinocchio user calls instead of ours.  ``free_in_place``: the tightest
+    pipeline a careful user writes, A, B, M⁻¹ allocated once and filled in place.  ``*_bare``:
+    Pinocchio's C++ calls alone, nothing read or assembled (they return its Data's arrays).
+    contacts: objects with frame, kind ("point" or "6d") and reference ("world_aligned" or "local")."""
 
     def __init__(self, pin, urdf: str, floating: bool, contacts=()):
         self.pin = pin
@@ -60,6 +63,10 @@ class Pipeline:
         self.off = 6 if floating else 0
         self.contacts = tuple(contacts)
         self.settings = pin.ProximalSettings(1e-14, 1e-12, 1)
+        N = self.model.nv
+        self.in_place = (self._kinematic_rows(np.zeros(N)), np.zeros((2 * N, N - self.off)),
+                         np.zeros((N, N)))
+        self.lower = np.tril_indices(N, -1)
         self.fresh_data()
 
     def fresh_data(self) -> None:
@@ -92,6 +99,38 @@ class Pipeline:
         B = np.zeros((2 * N, N - self.off))
         B[N:] = M_inv[:, self.off:]
         return A, B, M_inv
+
+    def free_in_place(self, q, v, tau):
+        pin, N, off = self.pin, self.model.nv, self.off
+        pin.computeABADerivatives(self.model, self.data, q, v, tau)
+        A, B, M_inv = self.in_place
+        M_inv[...] = self.data.Minv
+        M_inv[self.lower] = M_inv.T[self.lower]
+        A[N:, :N] = self.data.ddq_dq
+        A[N:, N:] = self.data.ddq_dv
+        if off:
+            A[:6, :6] = -pin.Motion(v[:6]).action
+        B[N:] = M_inv[:, off:]
+        return A, B, M_inv
+
+    def free_bare(self, q, v, tau):
+        self.pin.computeABADerivatives(self.model, self.data, q, v, tau)
+        return self.data.ddq_dq, self.data.ddq_dv
+
+    def constrained_bare(self, q, v, tau):
+        pin = self.pin
+        pin.constraintDynamics(self.model, self.data, q, v, tau, self.constraint_models, self.constraint_datas,
+                               self.settings)
+        return pin.computeConstraintDynamicsDerivatives(self.model, self.data, self.constraint_models,
+                                                        self.constraint_datas, self.settings)[:2]
+
+    def impact_bare(self, q, v, tau=None):
+        pin = self.pin
+        pin.impulseDynamics(self.model, self.data, q, v, self.constraint_models, self.constraint_datas, 0.0,
+                            self.settings)
+        pin.computeImpulseDynamicsDerivatives(self.model, self.data, self.constraint_models, self.constraint_datas,
+                                              0.0, self.settings)
+        return self.data.ddq_dq, self.data.ddq_dv
 
     def constrained(self, q, v, tau):
         pin, N = self.pin, self.model.nv

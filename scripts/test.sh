@@ -60,12 +60,12 @@ if sys.prefix != sys.base_prefix:  # ROS's Python is a venv: make its packages v
     target.write_text(sysconfig.get_paths()["purelib"] + "\n")
 EOF
   fi
-  # The package and pytest only (launch_testing's plugin needs pytest < 8): the ROS tests use no
-  # oracle, and the oracles' wheels (Pinocchio 4) would pull numpy 2 onto a distribution built on
-  # numpy 1 (Humble).  numpy stays the one ROS's own Python has: its rosidl modules were compiled
+  # The package, pytest (launch_testing's plugin needs pytest < 8) and the example robots' URDFs
+  # (example-robot-data: data only): the ROS tests use no oracle, and the oracles' wheels
+  # (Pinocchio 4) would pull numpy 2 onto a distribution built on numpy 1 (Humble).  numpy stays the one ROS's own Python has: its rosidl modules were compiled
   # against it and its users run it.  pip's output only when it fails.
   ros_numpy=$("$ros_python" -c "import numpy; print(numpy.__version__)" 2>/dev/null || true)
-  $venv/bin/python -m pip install --quiet . "pytest<8" ${ros_numpy:+"numpy==$ros_numpy"} > $venv/pip.log 2>&1 \
+  $venv/bin/python -m pip install --quiet . "pytest<8" "example-robot-data>=4.1" ${ros_numpy:+"numpy==$ros_numpy"} > $venv/pip.log 2>&1 \
     || { cat $venv/pip.log; exit 1; }
   (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   # Build and install this package and the tests' C++ client into an overlay, from a copy

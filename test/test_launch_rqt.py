@@ -8,6 +8,7 @@ rqt_gui_py, Xvfb and ImageMagick's ``import``; skipped elsewhere."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,42 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
         # A's dynamics rows have strong entries of both signs: many cells of each colour on screen
         self.assertGreater(red.sum(), 500, "no red heatmap cells on the screen")
         self.assertGreater(blue.sum(), 500, "no blue heatmap cells on the screen")
+
+    def test_rqt_closes_cleanly_on_ctrl_c_and_sigterm(self, proc_output):
+        """Another rqt with the view, drawing the demo's A, gets SIGINT (Ctrl-C), then a third
+        SIGTERM: each exits 0 (or 130/143) within 5 s, with no abort, segfault or traceback."""
+        if MISSING:
+            self.skipTest(f"needs {MISSING} (ROS 2's rqt, Xvfb, ImageMagick)")
+        proc_output.assertWaitFor(DRAWN, process=RQT, timeout=180, stream="stderr")  # the demo is serving
+        for number in (signal.SIGINT, signal.SIGTERM):
+            with tempfile.TemporaryFile(mode="w+") as log:
+                rqt = subprocess.Popen(RQT_COMMAND, env=dict(os.environ, DISPLAY=DISPLAY), stdout=log,
+                                       stderr=subprocess.STDOUT, text=True)
+                try:
+                    deadline = time.monotonic() + 120
+                    while time.monotonic() < deadline and rqt.poll() is None:
+                        log.seek(0)
+                        if DRAWN in log.read():
+                            break
+                        time.sleep(0.2)
+                    log.seek(0)
+                    self.assertIn(DRAWN, log.read(), "the second rqt did not draw")
+                    rqt.send_signal(number)
+                    try:
+                        code = rqt.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        code = None
+                finally:
+                    if rqt.poll() is None:
+                        rqt.kill()
+                        rqt.wait()
+                log.seek(0)
+                output = log.read()
+            name = signal.Signals(number).name
+            self.assertIn(code, (0, 128 + number), f"{name}: rqt exit {code}: {output[-2000:]}")
+            for sign in ("Aborted", "Segmentation fault", "Traceback", "Fatal Python error"):
+                self.assertNotIn(sign, output, f"{name}: {output[-2000:]}")
+            self.assertIn(f"{name}: closing the view and rqt", output)
 
 
 @launch_testing.post_shutdown_test()

@@ -10,14 +10,19 @@ between are replaced unread in the middleware and never wake Python: the view co
 node nothing and itself little.  Taking a message outside the executor uses rclpy's
 subscription handle (the call the node's input loop makes, not a documented API): should
 it fail, the view says so and falls back to executor callbacks, which keep the newest
-(inputs.LatestMessages).  When rclpy's context has ended (its signal handlers end it on
-Ctrl-C and SIGTERM) the timers notice, stop, give up the subscription, and ask rqt to quit.
+(inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (CloseOnSignal): it stops
+its timers, gives up its subscription and asks rqt to quit, as closing the window does, before
+rclpy's or rclcpp's signal handlers end their contexts under rqt's threads.  Should rclpy's
+context end otherwise, the timers notice and do the same.
 Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
 Visualization ▸ Linearization (A, B, M⁻¹).  Arguments (``--args``): ``--node
 NAMESPACE --matrix TOPIC --scale log|linear``.
 """
 
 from __future__ import annotations
+
+import signal
+import threading
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -29,11 +34,61 @@ from ..ros.node import TakenByTheirOwner
 from .heatmap import SCALES
 from .inputs import DRAW_PERIOD_S, LatestMessages, plugin_arguments
 from .matrices import BY_TOPIC, linearization_nodes, message_data
-from .qt import QtCore
+from .qt import QtCore, QtWidgets
 from .widgets import LinearizationView
 
 TOPIC = "linearization"
 NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what is drawn
+
+
+class CloseOnSignal:
+    """SIGINT and SIGTERM as a close of rqt's window: each open view shuts down (its timers, then
+    its subscription), and rqt's main window is closed (close_rqt), which tears its plugins and
+    nodes down in order.  Installed over the handlers rclpy and rclcpp put in place (which end their contexts
+    from a thread of theirs while rqt's main thread and executor still use them: an abort or a
+    segfault); the Python handler runs on the main thread at the views' next timer (≤ 0.1 s).
+    The handlers found are put back when the last view closes."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.views: list = []
+        self.previous: dict = {}
+
+    def add(self, view) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # (Python sets signal handlers from the main thread only)
+        if not self.views:
+            self.previous = {number: signal.signal(number, self.close) for number in self.SIGNALS}
+        self.views.append(view)
+
+    def remove(self, view) -> None:
+        if view in self.views:
+            self.views.remove(view)
+            if not self.views:
+                for number, handler in self.previous.items():
+                    signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+                self.previous = {}
+
+    def close(self, number, frame) -> None:
+        for view in list(self.views):
+            view.node.get_logger().info(f"{signal.Signals(number).name}: closing the view and rqt")
+            view.shutdown_plugin()
+        close_rqt()
+
+
+def close_rqt() -> None:
+    """Close rqt's main window, as its close button does: qt_gui then saves the perspective, shuts
+    its plugins and their nodes down in order, and quits.  (Quitting the event loop under the
+    window instead ends in a segfault: the dock widgets' hide events reach a toolbar already gone.)"""
+    windows = [w for w in QtWidgets.QApplication.topLevelWidgets() if isinstance(w, QtWidgets.QMainWindow)]
+    for window in windows:
+        window.close()
+    if not windows:
+        QtCore.QCoreApplication.quit()
+
+
+CLOSE_ON_SIGNAL = CloseOnSignal()
 
 
 class LinearizationPlugin(Plugin):
@@ -68,6 +123,7 @@ class LinearizationPlugin(Plugin):
         self.draw_timer = QtCore.QTimer(self.view)
         self.draw_timer.timeout.connect(self.draw)
         self.draw_timer.start(int(DRAW_PERIOD_S * 1000))
+        CLOSE_ON_SIGNAL.add(self)
         self.discover()
         if self.argument_problem:
             self.view.status.setText(self.argument_problem)
@@ -112,7 +168,7 @@ class LinearizationPlugin(Plugin):
         if self.node.context.ok():
             return True
         self.shutdown_plugin()
-        QtCore.QCoreApplication.quit()
+        close_rqt()
         return False
 
     def take_newest(self) -> None:
@@ -159,7 +215,8 @@ class LinearizationPlugin(Plugin):
                                         f"largest |entry| {self.view.heatmap.peak:.6g}")
 
     def shutdown_plugin(self) -> None:
-        """rqt closing the view, or the context gone: the timers first, then the subscription."""
+        """rqt closing the view, a signal, or the context gone: the timers first, then the subscription."""
+        CLOSE_ON_SIGNAL.remove(self)
         self.discovery.stop()
         self.draw_timer.stop()
         try:
