@@ -80,7 +80,7 @@ def demo(args: argparse.Namespace) -> int:
     """Simulate the bundled robot, record a bag, replay it through the node's
     pipeline (linearizing every step), validate a sample, draw A and B (and, when it
     walks, one touchdown)."""
-    from .ros.gait import gait_for
+    from .gait import gait_for
 
     path = args.urdf or bundled_urdf_path()
     try:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.constrained_dynamics import constrained_forward_dynamics
+from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
+from .algorithms.inverse_mass_matrix import inverse_mass_matrix
+from .algorithms.kinematics import body_transforms
 from .algorithms.forward_dynamics import forward_dynamics
 from .arguments import joint_vector, positive_number
-from .contacts import resolve
+from .contacts import as_contacts, resolve
 from .coupling import CoupledModel
 from .impacts import impact, restitution_coefficient, touchdown
 from .model import Model, State, check_state
@@ -60,3 +62,24 @@ def impact_before_step(model: Model, state: State, contacts, previous_contacts, 
     if not touchdown(previous_contacts, contacts):
         return state
     return impact(model, state, contacts, e).state
+
+
+def contact_velocities_zeroed(model: Model, state: State, contacts) -> State:
+    """``state`` with its velocity ν projected, in the metric of M, onto zero contact velocity
+    J ν = 0 (contacts as for :func:`step`): what a simulation does after each explicit step so
+    that its drift off the constraint does not build up.  The linearized model has no such
+    correction; a CoupledModel's projection is taken in its tree and read back."""
+    tree = getattr(model, "tree", model)
+    full = model.tree_state(state) if tree is not model else state
+    X_up = body_transforms(tree, full.joint_positions)
+    v, _ = bias_motion(tree, full, X_up)
+    J, _ = contact_kinematics(model, full, as_contacts(contacts), X_up, v, v)
+    M_inv = inverse_mass_matrix(tree, full.joint_positions)
+    nu = full.joint_velocities if not tree.floating_base else np.concatenate([full.base_twist, full.joint_velocities])
+    nu = nu - M_inv @ J.T @ np.linalg.lstsq(J @ M_inv @ J.T, J @ nu, rcond=None)[0]
+    if tree is not model:  # back to the independent joints
+        nu = nu[model.velocity_rows]
+    if not model.floating_base:
+        return State(joint_positions=state.joint_positions, joint_velocities=nu)
+    return State(base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=nu[:6],
+                 joint_velocities=nu[6:])

@@ -1,4 +1,4 @@
-"""The demo walks: the bundled quadruped trots in place (ros/gait.py), the simulation applies
+"""The demo walks: the bundled quadruped trots in place (gait.py), the simulation applies
 the rigid impact at every touchdown (rl.impact, docs/impacts.md) and holds the new feet where
 they touch down, and the schedule reaches the node's pipeline on /contacts.  The physics is
 checked independently, with Pinocchio's kinematics and mass matrix."""
@@ -12,7 +12,7 @@ import pytest
 
 import robot_linearization as rl
 from robot_linearization.cli import DEMO_OUTPUTS
-from robot_linearization.ros.gait import TROT, gait_for
+from robot_linearization.gait import TROT, gait_for
 from robot_linearization.ros.parameters import simulation_settings
 from robot_linearization.ros.simulation import Simulation
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..contacts import CONTACT_SYNTAX, ContactError, as_contacts
 from ..discretization import METHODS
 from ..urdf import MIMIC_MODES
-from .gait import GAITS
+from ..gait import GAITS
 from .pipeline import PipelineConfig
 
 PARAMETERS = {  # name: (default, description)

@@ -12,7 +12,7 @@ from ..robots import bundled_urdf_path
 from ..urdf import load_urdf
 from .messages import joint_state_message, odometry_message, string_message
 from .node import LATCHED, RclpyFactory, declare_parameters, run
-from .gait import gait_for
+from ..gait import gait_for
 from .parameters import SIMULATION_PARAMETERS, simulation_settings
 from .simulation import Simulation
 

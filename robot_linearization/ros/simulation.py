@@ -15,9 +15,10 @@ from ..algorithms.kinematics import body_transforms, frame_poses
 from ..algorithms.forward_dynamics import forward_dynamics
 from ..contacts import as_contacts
 from ..impacts import Impact, impact, touchdown
+from ..integrator import contact_velocities_zeroed
 from ..model import Model, State
 from ..spatial import inverse_transform, se3_exp, se3_log
-from .gait import Gait
+from ..gait import Gait
 
 
 DIVERGED = 1e4
@@ -31,7 +32,7 @@ class Touchdown:
     impact.state, with ``impact.contacts`` held and ``joint_torques`` applied;
     ``previous_contacts`` were held before.  That step is rl.step(model,
     impact.pre_impact_state, joint_torques, dt, impact.contacts, previous_contacts=…),
-    followed by the simulation's projection onto J ν = 0 (see ``_held``)."""
+    followed by the simulation's projection onto J ν = 0 (integrator.contact_velocities_zeroed)."""
 
     time: float
     impact: Impact
@@ -134,27 +135,6 @@ class Simulation:
         return ", ".join(c.frame if (c.kind, c.reference) == ("point", "world_aligned") else
                          f"{c.frame}:{c.kind}:{c.reference}" for c in self.contacts)
 
-    def _held(self, state: State) -> State:
-        """The state with its velocity projected (in the metric of M) onto zero contact
-        velocity, J ν = 0: the explicit step's drift off the constraint does not build up.
-        Only the simulation does this; the linearized model has no such correction."""
-        model = self.model
-        tree = getattr(model, "tree", model)
-        full = model.tree_state(state) if tree is not model else state
-        X_up = body_transforms(tree, full.joint_positions)
-        v, _ = bias_motion(tree, full, X_up)
-        J, _ = contact_kinematics(model, full, self.contacts, X_up, v, v)
-        M_inv = inverse_mass_matrix(tree, full.joint_positions)
-        nu = full.joint_velocities if not tree.floating_base else np.concatenate(
-            [full.base_twist, full.joint_velocities])
-        nu = nu - M_inv @ J.T @ np.linalg.lstsq(J @ M_inv @ J.T, J @ nu, rcond=None)[0]
-        if tree is not model:  # back to the independent joints
-            nu = nu[model.velocity_rows]
-        if not model.floating_base:
-            return State(joint_positions=state.joint_positions, joint_velocities=nu)
-        return State(base_pose=state.base_pose, joint_positions=state.joint_positions, base_twist=nu[:6],
-                     joint_velocities=nu[6:])
-
     def _advance(self, state: State, torques: np.ndarray) -> None:
         if self.contacts or hasattr(self.model, "tree"):  # contacts, or a CoupledModel's mimic joints
             nu_dot = constrained_forward_dynamics(self.model, state, torques, self.contacts)[0]
@@ -171,7 +151,7 @@ class Simulation:
         else:
             self.state = State(joint_positions=s, joint_velocities=r)
         if self.contacts and np.isfinite(s).all() and np.isfinite(r).all():
-            self.state = self._held(self.state)
+            self.state = contact_velocities_zeroed(self.model, self.state, self.contacts)
         if not (np.abs(s).max(initial=0.0) < DIVERGED and np.abs(r).max(initial=0.0) < DIVERGED
                 and (not self.model.floating_base or np.abs(self.state.base_twist).max() < DIVERGED)):
             self.state = self.initial_state  # an unstable step size: start over

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contacts import as_contacts
-from ..robots import BUNDLED_FEET
+from .contacts import as_contacts
+from .robots import BUNDLED_FEET
 
 GAITS = ("none", "trot")
 """The gaits the demo offers (``--gait``, the simulated robot's ``gait`` parameter)."""

@@ -1,0 +1,381 @@
+"""A linear time-varying whole-body MPC of a legged robot on the step Jacobians (docs/mpc.md).
+
+Every control cycle it linearizes the robot along its previous plan, shifted to now, at K knots
+of ``knot_dt`` along the gait's schedule, and solves one sparse QP for the perturbations δz_k
+(2N) of the states and δτ_k (n) of the torques:
+
+    min  Σ_k ½‖r_k + G_k [δz_k; δτ_k]‖²_W
+    s.t. δz_0 = 0,  δz_{k+1} = A_d,k δz_k + B_d,k δτ_k + c_k              (the dynamics)
+         m_k + ∂m/∂z δz_k + ∂m/∂τ δτ_k ≥ 0                                (contact margins)
+         −τ_max ≤ τ̄_k + δτ_k ≤ τ_max,  swing feet above the ground
+
+with A_d, B_d the exact Jacobians of rl.step's semi-implicit Euler at (x̄_k, τ̄_k) (a touchdown's
+knot: through its impact), c_k = step(x̄_k, τ̄_k) ⊖ x̄_{k+1} the defect of the shifted plan, and
+m the friction pyramid and unilateral margins of λ (rl.contact_margins).  The residuals r track
+a base pose and twist that follow the command, the gait's posture, the swing feet's height
+profile and landing points, and small torques.  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the
+robot gets τ̄_0 + δτ_0.  The QP keeps one sparsity pattern (every foot has its rows at every
+knot, zero when it does not hold), so the solver is set up once and warm-started.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..algorithms.constrained_dynamics import bias_motion, contact_kinematics
+from ..algorithms.kinematics import body_transforms, frame_poses
+from ..contact_margins import contact_margins
+from ..contacts import Contact
+from ..gait import Gait
+from ..impacts import touchdown
+from ..integrator import step
+from ..linearization import linearize
+from ..linearizer import Linearizer
+from ..model import Model, State
+from ..spatial import se3_exp, se3_log
+from ..validation import perturb, state_difference
+
+FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
+ROWS_PER_FOOT = FACETS + 1
+
+
+class MPCError(RuntimeError):
+    """The QP has no solution: the message names the constraint and the knot."""
+
+
+@dataclass
+class MPCSettings:
+    """knot_dt [s] and knots K (the horizon is K·knot_dt); ground: its height [m]; base_height:
+    of the base above it [m]; friction μ of the planned forces' pyramid (inner) and the least
+    normal force [N] a held foot is planned to carry (both below the ground's, so that the forces
+    the robot receives between knots stay inside the real cone); swing_height [m]
+    at mid-swing; raibert: the landing point's gain on the velocity error [s]; weights: 1/σ² of
+    each residual (the σ is the error that costs as much as one unit)."""
+
+    knot_dt: float = 0.015
+    knots: int = 20
+    ground: float = 0.0
+    base_height: float = 0.30
+    friction: float = 0.6
+    min_normal_force: float = 5.0
+    swing_height: float = 0.06
+    raibert: float = 0.15
+    solver: str = "proxsuite"
+    weights: dict = field(default_factory=lambda: {
+        "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
+        "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
+        "posture": 10.0, "joint_velocity": 0.1, "foot_height": 4e4, "foot_xy": 2500.0, "torque": 2.5e-3,
+        "terminal": 3.0})
+
+
+@dataclass
+class MPCResult:
+    """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
+    timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
+    max |δz_{k+1} − A δz_k − B δτ_k − c_k|; min_margin: the smallest planned margin (linearized)."""
+
+    torques: np.ndarray
+    states: list
+    torques_plan: np.ndarray
+    timings: dict
+    iterations: int
+    dynamics_residual: float
+    min_margin: float
+
+
+def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
+    """The <limit effort=…> of each joint [N m or N], from a URDF's path or text; inf where none."""
+    from urdf_parser_py.urdf import URDF
+
+    text = open(description).read() if not description.lstrip().startswith("<") else description
+    robot = URDF.from_xml_string(text)
+    limits = {j.name: (j.limit.effort if j.limit is not None and j.limit.effort else math.inf) for j in robot.joints}
+    return np.array([limits.get(name, math.inf) for name in joint_names], dtype=float)
+
+
+def yaw_of(H: np.ndarray) -> float:
+    return math.atan2(H[1, 0], H[0, 0])
+
+
+def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    H = np.eye(4)
+    H[:3, :3] = [[math.cos(yaw), -math.sin(yaw), 0.0], [math.sin(yaw), math.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
+    H[:3, 3] = x, y, z
+    return H
+
+
+class WholeBodyMPC:
+    """The MPC of the module docstring for ``model`` walking ``gait`` on ``feet`` (point contacts),
+    torques limited to ``effort_limits`` (n,).  command(): the base's velocity to follow;
+    solve(): one control cycle."""
+
+    def __init__(self, model: Model, gait: Gait, feet, effort_limits, settings: MPCSettings | None = None):
+        self.model, self.gait, self.feet = model, gait, tuple(feet)
+        self.settings = settings or MPCSettings()
+        self.effort_limits = np.asarray(effort_limits, dtype=float)
+        self.posture = np.array([gait.posture.get(j, 0.0) for j in model.joint_names])
+        stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
+                      joint_velocities=np.zeros(model.n_joints))
+        self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
+        self.all_feet = [Contact(f) for f in self.feet]
+        self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
+        self._linearizers: dict = {}
+        self._plan: tuple | None = None  # (time, states, torques)
+        self._solver = None
+        N, n, K = model.n_velocities, model.n_joints, self.settings.knots
+        self.sizes = (2 * N, n, K)
+        self.block = 2 * N + n
+        self.variables = K * self.block + 2 * N
+
+    def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
+        """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z."""
+        self.velocity = np.array([forward, lateral, yaw_rate], dtype=float)
+
+    # ---- the knots -----------------------------------------------------------------------------
+    def _knot_contacts(self, time: float, contacts_now, held_now) -> list:
+        """The feet held over each knot's step (the first: what the simulation holds now) and the
+        set before it."""
+        h, K = self.settings.knot_dt, self.settings.knots
+        sets = [tuple(contacts_now)]
+        for k in range(1, K + 1):
+            scheduled = {c.frame for c in self.gait.contacts_at(time + k * h + 1e-9)}
+            sets.append(tuple(f for f in self.feet if f in scheduled))
+        return [(sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1)]
+
+    def _swing(self, foot: str, t: float):
+        """(fraction of its swing, seconds until it lands) of a foot swinging at t, or None."""
+        phase, fraction = self.gait.phase_at(t + 1e-9)
+        if foot in phase.stance:
+            return None
+        return fraction, (1.0 - fraction) * phase.duration
+
+    def _shifted_plan(self, time: float, state: State):
+        """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
+        knots), the measured state first; the standing posture's zero torques at the start."""
+        model, (_, n, K) = self.model, self.sizes
+        h = self.settings.knot_dt
+        if self._plan is None:
+            return [state] * (K + 1), np.zeros((K, n))
+        start, states, torques = self._plan
+        out_states, out_torques = [state], np.empty((K, n))
+        for k in range(K + 1):
+            position = (time + k * h - start) / h
+            i = min(int(math.floor(position)), K - 1)
+            fraction = min(max(position - i, 0.0), 1.0)
+            if k > 0:
+                out_states.append(perturb(model, states[i], fraction * state_difference(model, states[i],
+                                                                                       states[i + 1])))
+            if k < K:
+                out_torques[k] = torques[min(i + (fraction > 0.5), K - 1)]
+        return out_states, out_torques
+
+    def _linearize(self, state, torques, contacts, previous):
+        """(A_d, B_d, margins, ∂m/∂z, ∂m/∂τ or None) of one knot's step, and the next state."""
+        model, h = self.model, self.settings.knot_dt
+        held = [Contact(f) for f in contacts]
+        landing = touchdown(previous, contacts)
+        if landing:  # a touchdown: the impact at the start of the step (rl.linearize, the Linearizer has none)
+            lin = linearize(model, state, torques, contacts=held, dt=h, previous_contacts=[Contact(f) for f in
+                                                                                           previous])
+            A_d, B_d = lin.A_d, lin.B_d
+        else:
+            lin = self._linearizers.get(contacts)
+            if lin is None:
+                lin = self._linearizers[contacts] = Linearizer(model, contacts=held or None, dt=h)
+            lin.linearize(state, torques)
+            A_d, B_d = lin.A_d.copy(), lin.B_d.copy()
+        margins = contact_margins(model, lin, friction=self.settings.friction, facets=FACETS) if held else None
+        following = step(model, state, torques, h, contacts=held,
+                         previous_contacts=[Contact(f) for f in previous] if landing else None)
+        return A_d, B_d, margins, following
+
+    def _feet(self, state: State):
+        """(positions (f, 3), J (3f, N)) of the feet in the world at ``state``."""
+        X_up = body_transforms(self.model, state.joint_positions)
+        J, _ = contact_kinematics(self.model, state, self.all_feet, X_up, *bias_motion(self.model, state, X_up))
+        return frame_poses(self.model, state, list(self.feet), X_up)[:, :3, 3], J
+
+    # ---- one cycle -----------------------------------------------------------------------------
+    def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
+        """One control cycle at ``time`` [s] from the measured ``state``; contacts_now: the feet
+        that hold over the next step, held_now: those that held over the last (a touchdown now
+        when contacts_now has more).  MPCError (naming the constraint and knot) when the QP has
+        no solution; the plan is then dropped."""
+        model = self.model
+        two_N, n, K = self.sizes
+        clock = _time.perf_counter()
+        states, torques = self._shifted_plan(time, state)
+        knots = self._knot_contacts(time, contacts_now, held_now)
+        steps = [self._linearize(states[k], torques[k], *knots[k]) for k in range(K)]
+        defects = [state_difference(model, states[k + 1], steps[k][3]) for k in range(K)]
+        feet = [self._feet(states[k]) for k in range(K + 1)]
+        linearized = _time.perf_counter()
+        Gamma, d = self._condense(steps, defects)
+        H, g, C, lower, labels = self._qp(time, state, states, torques, steps, feet, Gamma, d)
+        assembled = _time.perf_counter()
+        dtau_flat, iterations = self._solve_qp(H, g, C, lower, torques, labels)
+        solved = _time.perf_counter()
+        dz = Gamma @ dtau_flat + d
+        dtau = dtau_flat.reshape(K, n)
+        residual = max(float(np.abs(dz[k + 1] - steps[k][0] @ dz[k] - steps[k][1] @ dtau[k] - defects[k]).max())
+                       for k in range(K))
+        margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
+        min_margin = float((C[margin_rows] @ dtau_flat - lower[margin_rows]).min()) if margin_rows else math.inf
+        plan_states = [perturb(model, states[k], dz[k]) for k in range(K + 1)]
+        plan_torques = torques + dtau
+        self._plan = (time, plan_states, plan_torques)
+        return MPCResult(torques=plan_torques[0].copy(), states=plan_states, torques_plan=plan_torques,
+                         timings={"linearization": linearized - clock, "assembly": assembled - linearized,
+                                  "solve": solved - assembled},
+                         iterations=iterations, dynamics_residual=residual, min_margin=min_margin)
+
+    def _condense(self, steps, defects):
+        """δz_k = Γ_k δτ + d_k (δτ: the K torques' perturbations stacked): Γ (K+1, 2N, K·n), d (K+1, 2N),
+        from δz_0 = 0 and the knots' dynamics."""
+        two_N, n, K = self.sizes
+        Gamma, d = np.zeros((K + 1, two_N, K * n)), np.zeros((K + 1, two_N))
+        for k, (A_d, B_d, *_) in enumerate(steps):
+            Gamma[k + 1, :, :k * n] = A_d @ Gamma[k, :, :k * n]
+            Gamma[k + 1, :, k * n:(k + 1) * n] = B_d
+            d[k + 1] = A_d @ d[k] + defects[k]
+        return Gamma, d
+
+    def _qp(self, time, state, states, torques, steps, feet, Gamma, d):
+        """The condensed QP in δτ: H (K·n, K·n), g, the inequality rows C δτ ≥ lower, and a label
+        (kind, knot, what) per row; the torque limits are the solver's box."""
+        settings = self.settings
+        two_N, n, K = self.sizes
+        N = two_N // 2
+        h, w = settings.knot_dt, settings.weights
+        # the base's reference: the measured position and heading at the base height, moving with the command
+        H0 = state.base_pose
+        yaw = yaw_of(H0)
+        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + settings.base_height, yaw)
+        command_twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
+        pose_weights = np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"], w["yaw"]])
+        twist_weights = np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"], w["rate_xy"],
+                                  w["yaw_rate"]])
+        world_velocity = H0[:3, :3] @ state.base_twist[:3]
+        command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
+        Q = np.zeros((K + 1, two_N, two_N))  # each knot's state cost ½ δzᵀ Q δz + qᵀ δz
+        q = np.zeros((K + 1, two_N))
+
+        def add(k, residual, rows, columns, weights):
+            """½‖residual + J δz_k‖²_weights, J the rows (r, len(columns)) on δz_k's ``columns``."""
+            weights = weights * (w["terminal"] if k == K else 1.0)
+            weighted = rows.T * weights
+            Q[k][columns, columns] += weighted @ rows
+            q[k][columns] += weighted @ residual
+
+        identity6, identity_n = np.eye(6), np.eye(n)
+        base, joints, twist, rates = slice(0, 6), slice(6, N), slice(N, N + 6), slice(N + 6, two_N)
+        configuration = slice(0, N)
+        for k in range(1, K + 1):
+            x = states[k]
+            reference = reference0 @ se3_exp(k * h * command_twist)
+            add(k, se3_log(np.linalg.inv(reference) @ x.base_pose), identity6, base, pose_weights)
+            add(k, x.base_twist - command_twist, identity6, twist, twist_weights)
+            add(k, x.joint_positions - self.posture, identity_n, joints, np.full(n, w["posture"]))
+            add(k, x.joint_velocities, identity_n, rates, np.full(n, w["joint_velocity"]))
+            positions, J = feet[k]
+            for i, foot in enumerate(self.feet):
+                swing = self._swing(foot, time + k * h)
+                if swing is None:
+                    continue
+                fraction, remaining = swing
+                height = settings.ground + settings.swing_height * math.sin(math.pi * fraction)
+                add(k, np.array([positions[i, 2] - height]), J[3 * i + 2:3 * i + 3], configuration,
+                    np.array([w["foot_height"]]))
+                if fraction >= 0.5:  # the landing point: under the hip at touchdown, Raibert's correction
+                    landing = reference0 @ se3_exp((k * h + remaining) * command_twist)
+                    target = (landing[:3, :3] @ self.foot_offsets[i] + landing[:3, 3])[:2] \
+                        + 0.5 * self._stance_duration() * command_world[:2] \
+                        + settings.raibert * (world_velocity - command_world)[:2]
+                    add(k, positions[i, :2] - target, J[3 * i:3 * i + 2], configuration, np.full(2, w["foot_xy"]))
+        H = np.diag(np.full(K * n, w["torque"]))
+        g = w["torque"] * torques.ravel()
+        for k in range(1, K + 1):
+            used = k * n  # δz_k depends on the first k torques only
+            G = Gamma[k, :, :used]
+            GQ = G.T @ Q[k]
+            H[:used, :used] += GQ @ G
+            g[:used] += GQ @ d[k] + G.T @ q[k]
+        rows, lower, labels = [], [], []
+        for k, (_, _, margins, _) in enumerate(steps):
+            if margins is None:
+                continue
+            Mz = margins.state_jacobian
+            row = Mz @ Gamma[k]
+            row[:, k * n:(k + 1) * n] += margins.input_jacobian
+            rows.append(row)
+            floor = np.array([settings.min_normal_force if label.endswith(":unilateral") else 0.0
+                              for label in margins.labels])
+            lower.append(floor - margins.margins - Mz @ d[k])
+            labels += [("margin", k, label) for label in margins.labels]
+        for k in range(1, K + 1):
+            positions, J = feet[k]
+            for i, foot in enumerate(self.feet):
+                swing = self._swing(foot, time + k * h)
+                if swing is None or not 0.1 <= swing[0] <= 0.9:  # (lifting and landing: the height's cost)
+                    continue
+                Jz = J[3 * i + 2]
+                rows.append((Jz @ Gamma[k, :N])[None])
+                lower.append(np.array([settings.ground - positions[i, 2] - Jz @ d[k, :N]]))
+                labels.append(("above the ground", k, foot))
+        C = np.vstack(rows) if rows else np.zeros((0, K * n))
+        return 0.5 * (H + H.T), g, C, np.concatenate(lower) if lower else np.zeros(0), labels
+
+    def _stance_duration(self) -> float:
+        return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
+
+    def _solve_qp(self, H, g, C, lower, torques, labels):
+        """min ½ xᵀHx + gᵀx s.t. C x ≥ lower and the torque limits, with ProxSuite (dense, the
+        limits as its box) or OSQP (settings.solver); (x, iterations)."""
+        limits = np.tile(self.effort_limits, self.sizes[2])
+        box_lower, box_upper = -limits - torques.ravel(), limits - torques.ravel()
+        if self.settings.solver == "osqp":
+            x, solved, iterations = self._osqp(H, g, C, lower, box_lower, box_upper)
+        else:
+            x, solved, iterations = self._proxsuite(H, g, C, lower, box_lower, box_upper)
+        if not solved:
+            self._plan = None
+            violation = lower - C @ x if len(lower) else np.zeros(0)
+            culprit = ""
+            if len(violation) and violation.max() > 1e-6:
+                kind, knot, what = labels[int(np.argmax(violation))]
+                culprit = f": {kind} {what} at knot {knot} violated by {violation.max():.3g}"
+            elif np.any(x < box_lower - 1e-6) or np.any(x > box_upper + 1e-6):
+                worst = int(np.argmax(np.maximum(box_lower - x, x - box_upper)))
+                culprit = f": torque limit of {self.model.joint_names[worst % self.sizes[1]]} at knot " \
+                          f"{worst // self.sizes[1]}"
+            raise MPCError(f"the MPC's QP has no solution{culprit}")
+        return x, iterations
+
+    def _proxsuite(self, H, g, C, lower, box_lower, box_upper):
+        from proxsuite import proxqp
+
+        size, rows = len(g), len(lower)
+        qp = proxqp.dense.QP(size, 0, rows, True)
+        qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
+        qp.settings.max_iter = 1000
+        qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper)
+        qp.solve()
+        status = qp.results.info.status
+        return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
+
+    def _osqp(self, H, g, C, lower, box_lower, box_upper):
+        import osqp
+
+        size = len(g)
+        A = sp.vstack([sp.csc_matrix(C), sp.identity(size, format="csc")], format="csc")
+        solver = osqp.OSQP()
+        solver.setup(sp.csc_matrix(np.triu(H)), g, A, np.concatenate([lower, box_lower]),
+                     np.concatenate([np.full(len(lower), 1e30), box_upper]), verbose=False, eps_abs=1e-9,
+                     eps_rel=1e-9, max_iter=20000, polishing=True)
+        result = solver.solve()
+        return result.x, result.info.status == "solved", result.info.iter

@@ -1,0 +1,146 @@
+"""The bundled quadruped trotting under the MPC (mpc.py) on the ground (ground.py): a command
+schedule, pushes, and a log of what happened, for examples/mpc_trot.py and the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..algorithms.kinematics import frame_poses
+from ..gait import TROT, Gait
+from ..model import State
+from ..robots import BUNDLED_FEET, bundled_urdf_path
+from ..urdf import load_urdf
+from .ground import GroundSimulation
+from .mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits, yaw_of
+
+
+@dataclass(frozen=True)
+class Segment:
+    """From ``start`` [s] on, the command (forward, lateral [m/s], yaw rate [rad/s]), reached by a
+    linear ramp over ``ramp`` [s] from the previous one."""
+
+    start: float
+    command: tuple
+    ramp: float = 1.0
+
+
+@dataclass(frozen=True)
+class Push:
+    """At ``time`` [s], the base's velocity in the world changes by ``velocity`` (3,) [m/s]."""
+
+    time: float
+    velocity: tuple
+
+
+TROT_TURN_PUSH = (Segment(0.0, (0.3, 0.0, 0.0)), Segment(4.0, (0.0, 0.0, 0.5)), Segment(7.0, (0.0, 0.0, 0.0)))
+"""The 10 s scenario: trot forward at 0.3 m/s, turn in place at 0.5 rad/s, trot in place."""
+LATERAL_PUSH = (Push(2.5, (0.0, 0.5, 0.0)),)
+"""A lateral push of 0.5 m/s during the forward trot."""
+
+
+@dataclass
+class Log:
+    """Per control cycle: time [s], command (3,), base position (3,) and yaw, base velocity in the
+    world (3,) and yaw rate, foot heights (4,), the feet held, the torques, the MPC's timings and
+    iterations; per simulation step: the forces each held foot received.  violations: the
+    ground's (ground.Violation); error: why the MPC stopped, if it did."""
+
+    time: list = field(default_factory=list)
+    command: list = field(default_factory=list)
+    position: list = field(default_factory=list)
+    yaw: list = field(default_factory=list)
+    velocity: list = field(default_factory=list)
+    yaw_rate: list = field(default_factory=list)
+    foot_heights: list = field(default_factory=list)
+    held: list = field(default_factory=list)
+    torques: list = field(default_factory=list)
+    timings: list = field(default_factory=list)
+    iterations: list = field(default_factory=list)
+    dynamics_residual: list = field(default_factory=list)
+    min_margin: list = field(default_factory=list)
+    forces: list = field(default_factory=list)  # (time, foot, force (3,))
+    violations: list = field(default_factory=list)
+    error: str | None = None
+
+
+def standing_state(model, gait: Gait, feet) -> tuple[State, float]:
+    """The robot standing in the gait's posture with its feet on the ground z = 0, and the base's height."""
+    posture = np.array([gait.posture.get(j, 0.0) for j in model.joint_names])
+    at_origin = State(base_pose=np.eye(4), joint_positions=posture, base_twist=np.zeros(6),
+                      joint_velocities=np.zeros(model.n_joints))
+    height = -float(frame_poses(model, at_origin, list(feet))[:, 2, 3].mean())
+    pose = np.eye(4)
+    pose[2, 3] = height
+    return State(base_pose=pose, joint_positions=posture, base_twist=np.zeros(6),
+                 joint_velocities=np.zeros(model.n_joints)), height
+
+
+def command_at(segments, time: float) -> np.ndarray:
+    """The ramped command of ``segments`` at ``time``."""
+    command = np.zeros(3)
+    for segment in segments:
+        if time < segment.start:
+            break
+        previous = command
+        fraction = min((time - segment.start) / segment.ramp, 1.0) if segment.ramp > 0 else 1.0
+        command = previous + fraction * (np.array(segment.command, dtype=float) - previous)
+    return command
+
+
+def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *, gait: Gait = TROT,
+         settings: MPCSettings | None = None, control_period: float = 0.01, dt: float = 0.002,
+         model=None, mpc_class=WholeBodyMPC) -> Log:
+    """Run the bundled quadruped (or ``model``, with the bundled feet) for ``seconds``: the MPC every
+    ``control_period`` [s] from the measured state, its torque held over the simulation's steps of
+    ``dt``.  Stops early, with ``error`` set, when the MPC has no solution or the base falls
+    below half its height."""
+    model = model if model is not None else load_urdf(bundled_urdf_path())
+    state, height = standing_state(model, gait, BUNDLED_FEET)
+    simulation = GroundSimulation(model, gait, state, feet=BUNDLED_FEET, dt=dt)
+    settings = settings or MPCSettings()
+    settings.base_height = height
+    mpc = mpc_class(model, gait, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), model.joint_names), settings)
+    log = Log()
+    substeps = int(round(control_period / dt))
+    pending = sorted(pushes, key=lambda push: push.time)
+    while simulation.time < seconds - 1e-9:
+        now = simulation.time
+        while pending and pending[0].time <= now + 1e-9:
+            push = pending.pop(0)
+            s = simulation.state
+            extra = s.base_pose[:3, :3].T @ np.array(push.velocity, dtype=float)
+            simulation.state = State(base_pose=s.base_pose, joint_positions=s.joint_positions,
+                                     base_twist=s.base_twist + np.r_[extra, 0.0, 0.0, 0.0],
+                                     joint_velocities=s.joint_velocities)
+        command = command_at(segments, now)
+        mpc.command(*command)
+        try:
+            result = mpc.solve(now, simulation.state, simulation.contacts_now(), simulation.held)
+        except MPCError as error:
+            log.error = f"t = {now:.3f} s: {error}"
+            break
+        s = simulation.state
+        pose = s.base_pose
+        log.time.append(now)
+        log.command.append(command)
+        log.position.append(pose[:3, 3].copy())
+        log.yaw.append(yaw_of(pose))
+        log.velocity.append(pose[:3, :3] @ s.base_twist[:3])
+        log.yaw_rate.append((pose[:3, :3] @ s.base_twist[3:])[2])
+        log.foot_heights.append([simulation.foot_heights()[f] for f in BUNDLED_FEET])
+        log.torques.append(result.torques)
+        log.timings.append(result.timings)
+        log.iterations.append(result.iterations)
+        log.dynamics_residual.append(result.dynamics_residual)
+        log.min_margin.append(result.min_margin)
+        for _ in range(substeps):
+            simulation.step(result.torques)
+            log.forces.extend((simulation.time, foot, force.copy()) for foot, force in simulation.forces.items())
+        log.held.append(simulation.held)
+        if simulation.state.base_pose[2, 3] < 0.5 * height:
+            log.error = f"t = {simulation.time:.3f} s: the base fell to {simulation.state.base_pose[2, 3]:.3f} m"
+            break
+    log.violations = simulation.violations
+    return log
