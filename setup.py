@@ -46,7 +46,8 @@ setup(
     python_requires=">=3.10",
     install_requires=["setuptools", "numpy>=1.24", "scipy>=1.10", "numba>=0.58", "urdf-parser-py>=0.0.4",
                       "rosbags>=0.9", "matplotlib>=3.6"],
-    extras_require={"test": ["pytest>=7", "example-robot-data>=4.1",
+    extras_require={"mpc": ["proxsuite>=0.6", "osqp>=1.0"],  # walking/mpc.py's QP solvers
+                    "test": ["pytest>=7", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1",
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)

@@ -1,21 +1,21 @@
 """A linear time-varying whole-body MPC of a legged robot on the step Jacobians (docs/mpc.md).
 
 Every control cycle it linearizes the robot along its previous plan, shifted to now, at K knots
-of ``knot_dt`` along the gait's schedule, and solves one sparse QP for the perturbations δz_k
-(2N) of the states and δτ_k (n) of the torques:
+of ``knot_dt`` along the gait's schedule, and solves one QP for the perturbations δz_k (2N) of the
+states and δτ_k (n) of the torques:
 
     min  Σ_k ½‖r_k + G_k [δz_k; δτ_k]‖²_W
     s.t. δz_0 = 0,  δz_{k+1} = A_d,k δz_k + B_d,k δτ_k + c_k              (the dynamics)
-         m_k + ∂m/∂z δz_k + ∂m/∂τ δτ_k ≥ 0                                (contact margins)
+         m_k + ∂m/∂z δz_k + ∂m/∂τ δτ_k ≥ m_min                            (contact margins)
          −τ_max ≤ τ̄_k + δτ_k ≤ τ_max,  swing feet above the ground
 
 with A_d, B_d the exact Jacobians of rl.step's semi-implicit Euler at (x̄_k, τ̄_k) (a touchdown's
 knot: through its impact), c_k = step(x̄_k, τ̄_k) ⊖ x̄_{k+1} the defect of the shifted plan, and
 m the friction pyramid and unilateral margins of λ (rl.contact_margins).  The residuals r track
 a base pose and twist that follow the command, the gait's posture, the swing feet's height
-profile and landing points, and small torques.  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the
-robot gets τ̄_0 + δτ_0.  The QP keeps one sparsity pattern (every foot has its rows at every
-knot, zero when it does not hold), so the solver is set up once and warm-started.
+profile and landing points, and small torques.  The dynamics are condensed (δz_k = Γ_k δτ + d_k),
+leaving a dense QP in the K·n torques with the limits as a box (ProxSuite's dense solver; OSQP
+on request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ̄_0 + δτ_0.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class MPCSettings:
     min_normal_force: float = 5.0
     swing_height: float = 0.06
     raibert: float = 0.15
-    solver: str = "proxsuite"
+    solver: str = "proxsuite"  # or "osqp"
     weights: dict = field(default_factory=lambda: {
         "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
@@ -117,7 +117,14 @@ class WholeBodyMPC:
     def __init__(self, model: Model, gait: Gait, feet, effort_limits, settings: MPCSettings | None = None):
         self.model, self.gait, self.feet = model, gait, tuple(feet)
         self.settings = settings or MPCSettings()
+        for number, phase in enumerate(gait.phases, 1):
+            if not set(phase.stance) & set(self.feet):
+                raise ValueError(f"gait '{gait.name}': phase {number} ({phase.duration:g} s) lifts every foot: "
+                                 "nothing holds the robot there and the MPC has no contact force to plan")
         self.effort_limits = np.asarray(effort_limits, dtype=float)
+        if self.effort_limits.shape != (model.n_joints,) or not (self.effort_limits > 0).all():
+            raise ValueError(f"effort_limits: expected {model.n_joints} positive limits, one per joint, got "
+                             f"{self.effort_limits.tolist()}")
         self.posture = np.array([gait.posture.get(j, 0.0) for j in model.joint_names])
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
@@ -342,6 +349,8 @@ class WholeBodyMPC:
             x, solved, iterations = self._osqp(H, g, C, lower, box_lower, box_upper)
         else:
             x, solved, iterations = self._proxsuite(H, g, C, lower, box_lower, box_upper)
+        if solved and not np.isfinite(x).all():
+            solved = False
         if not solved:
             self._plan = None
             violation = lower - C @ x if len(lower) else np.zeros(0)
@@ -357,19 +366,19 @@ class WholeBodyMPC:
         return x, iterations
 
     def _proxsuite(self, H, g, C, lower, box_lower, box_upper):
-        from proxsuite import proxqp
+        proxqp = _solver_module("proxsuite").proxqp
 
         size, rows = len(g), len(lower)
         qp = proxqp.dense.QP(size, 0, rows, True)
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
-        qp.settings.max_iter = 1000
+        qp.settings.max_iter = 300  # (a solvable plan takes a handful; more is an infeasible one)
         qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper)
         qp.solve()
         status = qp.results.info.status
         return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
 
     def _osqp(self, H, g, C, lower, box_lower, box_upper):
-        import osqp
+        osqp = _solver_module("osqp")
 
         size = len(g)
         A = sp.vstack([sp.csc_matrix(C), sp.identity(size, format="csc")], format="csc")
@@ -379,3 +388,14 @@ class WholeBodyMPC:
                      eps_rel=1e-9, max_iter=20000, polishing=True)
         result = solver.solve()
         return result.x, result.info.status == "solved", result.info.iter
+
+
+def _solver_module(name: str):
+    """The QP solver's module, or an ImportError of one line saying how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ImportError(f"the MPC's QP solver {name} is not installed: pip install "
+                          f"'robot_linearization[mpc]'") from None

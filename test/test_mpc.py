@@ -1,0 +1,97 @@
+"""The whole-body MPC (walking/mpc.py) trotting the bundled quadruped on the ground (walking/ground.py):
+it stays up, its stance feet stay on the ground, its plans keep their constraints, it rejects a
+lateral push; bad schedules are refused in one line.  The Jacobians it plans with are rl.linearize's,
+checked elsewhere; a sign or a dt changed in them makes the robot fall (tried by hand)."""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.gait import TROT, Gait, Phase
+from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+from robot_linearization.walking.ground import GroundSimulation
+from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits
+from robot_linearization.walking.scenario import Push, Segment, command_at, standing_state, trot
+
+MODEL = rl.load_urdf(bundled_urdf_path())
+
+
+@pytest.fixture(scope="module")
+def pushed_trot():
+    """3.5 s: the command ramps to 0.3 m/s forward over 1 s; at 2 s the base is pushed sideways by 0.5 m/s."""
+    return trot(3.5, (Segment(0.0, (0.3, 0.0, 0.0)),), (Push(2.0, (0.0, 0.5, 0.0)),))
+
+
+def test_the_quadruped_trots_forward_and_stays_up(pushed_trot):
+    log = pushed_trot
+    assert log.error is None, log.error
+    heights = np.array(log.position)[:, 2]
+    assert heights.min() > 0.27 and heights.max() < 0.34  # standing at 0.306 m
+    velocity, time = np.array(log.velocity), np.array(log.time)
+    cruising = (time > 1.2) & (time < 2.0)
+    assert abs(velocity[cruising, 0].mean() - 0.3) < 0.05
+    assert np.array(log.position)[-1, 0] > 0.6  # (0.3 m/s for ≈ 2.5 s)
+    assert any(len(held) == 2 for held in log.held) and any(len(held) == 4 for held in log.held)  # it trots
+
+
+def test_the_push_is_rejected_within_a_second(pushed_trot):
+    log = pushed_trot
+    time, velocity, command = np.array(log.time), np.array(log.velocity), np.array(log.command)
+    after = (time >= 2.0) & (time < 2.05)
+    assert velocity[after, 1].max() > 0.4  # the push arrived
+    back = (time >= 3.0) & (time < 3.5)
+    assert np.abs(velocity[back, :2] - command[back, :2]).max() < 0.1
+
+
+def test_stance_feet_stay_on_the_ground_and_the_plans_keep_their_constraints(pushed_trot):
+    log = pushed_trot
+    assert not [v for v in log.violations if v.what in ("off the ground", "below the ground")]
+    assert max(log.dynamics_residual) < 1e-9
+    assert min(log.min_margin) > -1e-6
+
+
+def test_the_forces_the_robot_receives_are_checked_against_the_cone(pushed_trot):
+    """Rigid contacts hold what it takes: every received force outside μ = 0.7's cone is reported.
+    Between the knots, around touchdowns and lift-offs, a held foot pulls or slides by a few N at
+    most (the plan keeps 5 N of normal force and μ = 0.6); the report is exact."""
+    log = pushed_trot
+    worst = {"pulls": 0.0, "slips": 0.0}
+    for time, foot, force in log.forces:
+        tangential = float(np.hypot(force[0], force[1]))
+        if force[2] < 0:
+            worst["pulls"] = max(worst["pulls"], -force[2])
+        elif tangential > 0.7 * force[2]:
+            worst["slips"] = max(worst["slips"], tangential - 0.7 * force[2])
+    reported = {what: max([v.amount for v in log.violations if v.what == what], default=0.0) for what in worst}
+    assert reported == pytest.approx(worst)
+    assert max(worst.values()) < 10.0  # N, against ≈ 60 N per stance foot
+
+
+def test_the_command_ramps():
+    segments = (Segment(0.0, (0.3, 0.0, 0.0)), Segment(4.0, (0.0, 0.0, 0.5), ramp=2.0))
+    np.testing.assert_allclose(command_at(segments, 0.5), [0.15, 0.0, 0.0])
+    np.testing.assert_allclose(command_at(segments, 5.0), [0.15, 0.0, 0.25])
+    np.testing.assert_allclose(command_at(segments, 9.0), [0.0, 0.0, 0.5])
+
+
+def test_a_schedule_that_lifts_every_foot_is_refused_in_one_line():
+    flight = Gait(name="flight", phases=(Phase(0.1, BUNDLED_FEET), Phase(0.2, ())), posture=TROT.posture, lift={})
+    with pytest.raises(ValueError, match=r"^gait 'flight': phase 2 .* lifts every foot") as error:
+        WholeBodyMPC(MODEL, flight, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    assert "\n" not in str(error.value)
+
+
+def test_a_qp_without_solution_names_the_constraint_and_the_knot():
+    """1000 N under each foot: more than 30 N m at the knees can push the 12 kg robot into the ground."""
+    state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
+    simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(base_height=height, min_normal_force=1000.0))
+    with pytest.raises(MPCError, match=r"^the MPC's QP has no solution: .* at knot \d+") as error:
+        mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
+    assert "\n" not in str(error.value)
+
+
+def test_the_urdf_effort_limits_are_read_by_joint():
+    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    assert limits.tolist() == [20.0, 20.0, 30.0] * 4
