@@ -95,3 +95,48 @@ def test_a_qp_without_solution_names_the_constraint_and_the_knot():
 def test_the_urdf_effort_limits_are_read_by_joint():
     limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
     assert limits.tolist() == [20.0, 20.0, 30.0] * 4
+
+
+def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs():
+    """H and g of the backward recursion equal Σ_k Γ_kᵀ Q_k Γ_k and Σ_k Γ_kᵀ (Q_k d_k + q_k), with
+    Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column."""
+    rng = np.random.default_rng(32)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    two_N, n, K = mpc.sizes
+    steps = [(rng.normal(size=(two_N, two_N)) / 6, rng.normal(size=(two_N, n)), None, None) for _ in range(K)]
+    defects = [rng.normal(size=two_N) for _ in range(K)]
+    Q = np.array([(lambda R: R @ R.T)(rng.normal(size=(two_N, two_N))) for _ in range(K + 1)])
+    q = rng.normal(size=(K + 1, two_N))
+    Gamma, d = mpc._condense(steps, defects)
+    H, g = mpc._condensed_cost(steps, Q, q, d)
+    # the reference: each column of Γ is the rollout of one unit torque perturbation
+    reference_Gamma = np.zeros((K + 1, two_N, K * n))
+    for column in range(K * n):
+        tau = np.zeros(K * n)
+        tau[column] = 1.0
+        z = np.zeros(two_N)
+        for k in range(K):
+            z = steps[k][0] @ z + steps[k][1] @ tau[k * n:(k + 1) * n]
+            reference_Gamma[k + 1, :, column] = z
+    np.testing.assert_allclose(Gamma, reference_Gamma, rtol=1e-10, atol=1e-10 * np.abs(Gamma).max())
+    H_reference = sum(reference_Gamma[k].T @ Q[k] @ reference_Gamma[k] for k in range(1, K + 1))
+    g_reference = sum(reference_Gamma[k].T @ (Q[k] @ d[k] + q[k]) for k in range(1, K + 1))
+    np.testing.assert_allclose(H, H_reference, rtol=1e-10, atol=1e-10 * np.abs(H_reference).max())
+    np.testing.assert_allclose(g, g_reference, rtol=1e-10, atol=1e-10 * np.abs(g_reference).max())
+
+
+def test_each_knots_step_is_rl_step():
+    """The MPC's next state of a knot (from the linearization's accelerations) is rl.step's, also
+    through a touchdown's impact."""
+    rng = np.random.default_rng(7)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    state, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    state = rl.State(base_pose=state.base_pose, joint_positions=state.joint_positions + 0.05 * rng.normal(size=12),
+                     base_twist=0.1 * rng.normal(size=6), joint_velocities=0.3 * rng.normal(size=12))
+    torques = rng.normal(size=12)
+    pair, four = BUNDLED_FEET[0::3], tuple(BUNDLED_FEET)
+    for contacts, previous in ((pair, pair), (four, pair), ((), ())):
+        following = mpc._linearize(state, torques, contacts, previous)[3]
+        reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),
+                            previous_contacts=list(previous) if contacts != previous else None)
+        np.testing.assert_allclose(rl.state_difference(MODEL, reference, following), 0.0, atol=1e-12)

@@ -33,12 +33,11 @@ from ..contact_margins import contact_margins
 from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import touchdown
-from ..integrator import step
 from ..linearization import linearize
 from ..linearizer import Linearizer
 from ..model import Model, State
-from ..spatial import se3_exp, se3_log
-from ..validation import perturb, state_difference
+from ..spatial import inverse_transform, se3_exp, se3_log
+from ..validation import perturb
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
@@ -54,7 +53,8 @@ class MPCSettings:
     of the base above it [m]; friction μ of the planned forces' pyramid (inner) and the least
     normal force [N] a held foot is planned to carry (both below the ground's, so that the forces
     the robot receives between knots stay inside the real cone); swing_height [m]
-    at mid-swing; raibert: the landing point's gain on the velocity error [s]; weights: 1/σ² of
+    at mid-swing; raibert: the landing point's gain on the velocity error [s]; torque_hold: the
+    knots each planned torque is held over (the QP's size: K·n / torque_hold); weights: 1/σ² of
     each residual (the σ is the error that costs as much as one unit)."""
 
     knot_dt: float = 0.015
@@ -66,6 +66,7 @@ class MPCSettings:
     swing_height: float = 0.06
     raibert: float = 0.15
     solver: str = "proxsuite"  # or "osqp"
+    torque_hold: int = 2
     weights: dict = field(default_factory=lambda: {
         "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
@@ -86,6 +87,14 @@ class MPCResult:
     iterations: int
     dynamics_residual: float
     min_margin: float
+
+
+def _difference(a: State, b: State) -> np.ndarray:
+    """z with b = a·exp(z) (validation.state_difference) of two floating-base states of the plan,
+    which are valid by construction: not checked again."""
+    return np.concatenate([se3_log(inverse_transform(a.base_pose) @ b.base_pose),
+                           b.joint_positions - a.joint_positions, b.base_twist - a.base_twist,
+                           b.joint_velocities - a.joint_velocities])
 
 
 def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
@@ -136,8 +145,7 @@ class WholeBodyMPC:
         self._solver = None
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
         self.sizes = (2 * N, n, K)
-        self.block = 2 * N + n
-        self.variables = K * self.block + 2 * N
+        self._above_diagonal_blocks = np.kron(np.triu(np.ones((K, K)), 1), np.ones((n, n)))
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z."""
@@ -175,8 +183,7 @@ class WholeBodyMPC:
             i = min(int(math.floor(position)), K - 1)
             fraction = min(max(position - i, 0.0), 1.0)
             if k > 0:
-                out_states.append(perturb(model, states[i], fraction * state_difference(model, states[i],
-                                                                                       states[i + 1])))
+                out_states.append(perturb(model, states[i], fraction * _difference(states[i], states[i + 1])))
             if k < K:
                 out_torques[k] = torques[min(i + (fraction > 0.5), K - 1)]
         return out_states, out_torques
@@ -189,16 +196,19 @@ class WholeBodyMPC:
         if landing:  # a touchdown: the impact at the start of the step (rl.linearize, the Linearizer has none)
             lin = linearize(model, state, torques, contacts=held, dt=h, previous_contacts=[Contact(f) for f in
                                                                                            previous])
-            A_d, B_d = lin.A_d, lin.B_d
+            A_d, B_d, start = lin.A_d, lin.B_d, lin.impact.state
         else:
             lin = self._linearizers.get(contacts)
             if lin is None:
                 lin = self._linearizers[contacts] = Linearizer(model, contacts=held or None, dt=h)
             lin.linearize(state, torques)
-            A_d, B_d = lin.A_d.copy(), lin.B_d.copy()
+            A_d, B_d, start = lin.A_d.copy(), lin.B_d.copy(), state
         margins = contact_margins(model, lin, friction=self.settings.friction, facets=FACETS) if held else None
-        following = step(model, state, torques, h, contacts=held,
-                         previous_contacts=[Contact(f) for f in previous] if landing else None)
+        # the step itself (rl.step's semi-implicit Euler) from the accelerations the linearization computed
+        r = start.joint_velocities + h * lin.joint_accelerations
+        v = start.base_twist + h * lin.base_acceleration
+        following = State(base_pose=start.base_pose @ se3_exp(h * v), joint_positions=start.joint_positions + h * r,
+                          base_twist=v, joint_velocities=r)
         return A_d, B_d, margins, following
 
     def _feet(self, state: State):
@@ -219,7 +229,7 @@ class WholeBodyMPC:
         states, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
         steps = [self._linearize(states[k], torques[k], *knots[k]) for k in range(K)]
-        defects = [state_difference(model, states[k + 1], steps[k][3]) for k in range(K)]
+        defects = [_difference(states[k + 1], steps[k][3]) for k in range(K)]
         feet = [self._feet(states[k]) for k in range(K + 1)]
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
@@ -252,6 +262,24 @@ class WholeBodyMPC:
             d[k + 1] = A_d @ d[k] + defects[k]
         return Gamma, d
 
+    def _condensed_cost(self, steps, Q, q, d):
+        """Σ_k ½ δz_kᵀ Q_k δz_k + (Q_k d_k + q_k)ᵀ δz_k in the torques (δz_k = Γ_k δτ + d_k): (H, g), by
+        the backward recursion S_k = Q_k + A_kᵀ S_{k+1} A_k, s_k = Q_k d_k + q_k + A_kᵀ s_{k+1}, with
+        H_ij = B_iᵀ A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j (j ≥ i) and g_i = B_iᵀ s_{i+1}: O(K²) small products."""
+        two_N, n, K = self.sizes
+        H, g = np.zeros((K * n, K * n)), np.zeros(K * n)
+        S, s = Q[K], Q[K] @ d[K] + q[K]
+        W = np.zeros((two_N, 0))  # columns j > i: A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j
+        for i in range(K - 1, -1, -1):
+            A_i, B_i = steps[i][0], steps[i][1]
+            W = np.hstack([S @ B_i, steps[i + 1][0].T @ W]) if i + 1 < K else S @ B_i
+            H[i * n:(i + 1) * n, i * n:] = B_i.T @ W
+            g[i * n:(i + 1) * n] = B_i.T @ s
+            s = Q[i] @ d[i] + q[i] + A_i.T @ s
+            S = Q[i] + A_i.T @ S @ A_i
+        above = H * self._above_diagonal_blocks
+        return H + above.T, g
+
     def _qp(self, time, state, states, torques, steps, feet, Gamma, d):
         """The condensed QP in δτ: H (K·n, K·n), g, the inequality rows C δτ ≥ lower, and a label
         (kind, knot, what) per row; the torque limits are the solver's box."""
@@ -274,21 +302,24 @@ class WholeBodyMPC:
 
         def add(k, residual, rows, columns, weights):
             """½‖residual + J δz_k‖²_weights, J the rows (r, len(columns)) on δz_k's ``columns``."""
-            weights = weights * (w["terminal"] if k == K else 1.0)
-            weighted = rows.T * weights
+            weighted = rows.T * (weights * scales[k])
             Q[k][columns, columns] += weighted @ rows
             q[k][columns] += weighted @ residual
 
-        identity6, identity_n = np.eye(6), np.eye(n)
-        base, joints, twist, rates = slice(0, 6), slice(6, N), slice(N, N + 6), slice(N + 6, two_N)
+        # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
+        diagonal = np.concatenate([pose_weights, np.full(n, w["posture"]), twist_weights,
+                                   np.full(n, w["joint_velocity"])])
+        scales = np.ones(K + 1)
+        scales[K] = w["terminal"]
+        residuals = np.zeros((K + 1, two_N))
         configuration = slice(0, N)
         for k in range(1, K + 1):
             x = states[k]
             reference = reference0 @ se3_exp(k * h * command_twist)
-            add(k, se3_log(np.linalg.inv(reference) @ x.base_pose), identity6, base, pose_weights)
-            add(k, x.base_twist - command_twist, identity6, twist, twist_weights)
-            add(k, x.joint_positions - self.posture, identity_n, joints, np.full(n, w["posture"]))
-            add(k, x.joint_velocities, identity_n, rates, np.full(n, w["joint_velocity"]))
+            residuals[k, :6] = se3_log(inverse_transform(reference) @ x.base_pose)
+            residuals[k, 6:N] = x.joint_positions - self.posture
+            residuals[k, N:N + 6] = x.base_twist - command_twist
+            residuals[k, N + 6:] = x.joint_velocities
             positions, J = feet[k]
             for i, foot in enumerate(self.feet):
                 swing = self._swing(foot, time + k * h)
@@ -304,14 +335,12 @@ class WholeBodyMPC:
                         + 0.5 * self._stance_duration() * command_world[:2] \
                         + settings.raibert * (world_velocity - command_world)[:2]
                     add(k, positions[i, :2] - target, J[3 * i:3 * i + 2], configuration, np.full(2, w["foot_xy"]))
-        H = np.diag(np.full(K * n, w["torque"]))
-        g = w["torque"] * torques.ravel()
-        for k in range(1, K + 1):
-            used = k * n  # δz_k depends on the first k torques only
-            G = Gamma[k, :, :used]
-            GQ = G.T @ Q[k]
-            H[:used, :used] += GQ @ G
-            g[:used] += GQ @ d[k] + G.T @ q[k]
+        index = np.arange(two_N)
+        Q[1:, index, index] += scales[1:, None] * diagonal
+        q[1:] += scales[1:, None] * diagonal * residuals[1:]
+        H, g = self._condensed_cost(steps, Q, q, d)
+        H[np.diag_indices(K * n)] += w["torque"]
+        g += w["torque"] * torques.ravel()
         rows, lower, labels = [], [], []
         for k, (_, _, margins, _) in enumerate(steps):
             if margins is None:
@@ -341,16 +370,30 @@ class WholeBodyMPC:
         return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
 
     def _solve_qp(self, H, g, C, lower, torques, labels):
-        """min ½ xᵀHx + gᵀx s.t. C x ≥ lower and the torque limits, with ProxSuite (dense, the
-        limits as its box) or OSQP (settings.solver); (x, iterations)."""
-        limits = np.tile(self.effort_limits, self.sizes[2])
-        box_lower, box_upper = -limits - torques.ravel(), limits - torques.ravel()
+        """min ½ xᵀHx + gᵀx s.t. C x ≥ lower and the torque limits, x = T y with the torques held
+        over ``torque_hold`` knots (T: each y_m repeated over its knots), with ProxSuite (dense,
+        the limits as its box) or OSQP (settings.solver); (x, iterations)."""
+        _, n, K = self.sizes
+        starts = np.arange(0, K, self.settings.torque_hold)
+        groups = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, K)))  # knot -> its y_m
+
+        def held(matrix, axis):  # matrix·T along ``axis`` (K·n long there): sums over each y_m's knots
+            shape = matrix.shape[:axis] + (K, n) + matrix.shape[axis + 1:]
+            return np.add.reduceat(matrix.reshape(shape), starts, axis=axis).reshape(
+                matrix.shape[:axis] + (len(starts) * n,) + matrix.shape[axis + 1:])
+
+        H_held, g_held, C_held = held(held(H, 0), 1), held(g, 0), held(C, 1)
+        limits = self.effort_limits
+        box_lower = np.maximum.reduceat(-limits - torques, starts, axis=0).ravel()
+        box_upper = np.minimum.reduceat(limits - torques, starts, axis=0).ravel()
         if self.settings.solver == "osqp":
-            x, solved, iterations = self._osqp(H, g, C, lower, box_lower, box_upper)
+            y, solved, iterations = self._osqp(H_held, g_held, C_held, lower, box_lower, box_upper)
         else:
-            x, solved, iterations = self._proxsuite(H, g, C, lower, box_lower, box_upper)
+            y, solved, iterations = self._proxsuite(H_held, g_held, C_held, lower, box_lower, box_upper)
+        x = y.reshape(-1, n)[groups].ravel()
         if solved and not np.isfinite(x).all():
             solved = False
+        box_lower, box_upper = (-limits - torques).ravel(), (limits - torques).ravel()
         if not solved:
             self._plan = None
             violation = lower - C @ x if len(lower) else np.zeros(0)
@@ -372,7 +415,7 @@ class WholeBodyMPC:
         qp = proxqp.dense.QP(size, 0, rows, True)
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
         qp.settings.max_iter = 300  # (a solvable plan takes a handful; more is an infeasible one)
-        qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper)
+        qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper, compute_preconditioner=False)
         qp.solve()
         status = qp.results.info.status
         return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
