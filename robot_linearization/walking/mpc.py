@@ -75,6 +75,28 @@ class MPCSettings:
 
 
 @dataclass
+class References:
+    """What a cycle's cost tracks, knot by knot (k = 0 … K; knot 0 is the measured state and costs
+    nothing): base_poses (K+1, 4, 4) in the world, at the base height, level, moving with the
+    command; twist (6,) the commanded body twist [v; ω]; posture (n,); feet[k]: (foot index,
+    height [m], landing (2,) in the world or None) of each swinging foot; scales (K+1,): each
+    knot's weight (the terminal's); the weights (1/σ²) of each residual."""
+
+    base_poses: np.ndarray
+    twist: np.ndarray
+    posture: np.ndarray
+    feet: list
+    scales: np.ndarray
+    pose_weights: np.ndarray
+    twist_weights: np.ndarray
+    posture_weight: float
+    joint_velocity_weight: float
+    foot_height_weight: float
+    foot_xy_weight: float
+    torque_weight: float
+
+
+@dataclass
 class MPCResult:
     """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
     timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
@@ -280,67 +302,105 @@ class WholeBodyMPC:
         above = H * self._above_diagonal_blocks
         return H + above.T, g
 
+    def references(self, time: float, state: State) -> References:
+        """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
+        settings, K = self.settings, self.sizes[2]
+        h, w = settings.knot_dt, settings.weights
+        # the base's reference: the measured position and heading at the base height, moving with the command
+        H0 = state.base_pose
+        yaw = yaw_of(H0)
+        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + settings.base_height, yaw)
+        twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
+        world_velocity = H0[:3, :3] @ state.base_twist[:3]
+        command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
+        base_poses = np.array([reference0 @ se3_exp(k * h * twist) for k in range(K + 1)])
+        feet = []
+        for k in range(K + 1):
+            swinging = []
+            for i, foot in enumerate(self.feet):
+                swing = self._swing(foot, time + k * h)
+                if k == 0 or swing is None:
+                    continue
+                fraction, remaining = swing
+                height = settings.ground + settings.swing_height * math.sin(math.pi * fraction)
+                landing = None
+                if fraction >= 0.5:  # under the hip at touchdown, with Raibert's correction
+                    pose = reference0 @ se3_exp((k * h + remaining) * twist)
+                    landing = (pose[:3, :3] @ self.foot_offsets[i] + pose[:3, 3])[:2] \
+                        + 0.5 * self._stance_duration() * command_world[:2] \
+                        + settings.raibert * (world_velocity - command_world)[:2]
+                swinging.append((i, height, landing))
+            feet.append(swinging)
+        scales = np.ones(K + 1)
+        scales[K] = w["terminal"]
+        return References(
+            base_poses=base_poses, twist=twist, posture=self.posture, feet=feet, scales=scales,
+            pose_weights=np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"],
+                                   w["yaw"]]),
+            twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
+                                    w["rate_xy"], w["yaw_rate"]]),
+            posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
+            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"])
+
+    def cost(self, time: float, state: State, states, torques) -> float:
+        """The cost the cycle at ``time`` from ``state`` gives the plan ``states`` (K+1) and
+        ``torques`` (K, n): Σ_k ½‖r_k‖²_W of the residuals the QP linearizes (References)."""
+        ref, K = self.references(time, state), self.sizes[2]
+        diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
+                                   np.full(self.sizes[1], ref.joint_velocity_weight)])
+        total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
+        for k in range(1, K + 1):
+            x = states[k]
+            residual = np.concatenate([se3_log(inverse_transform(ref.base_poses[k]) @ x.base_pose),
+                                       x.joint_positions - ref.posture, x.base_twist - ref.twist, x.joint_velocities])
+            total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residual))
+            positions = self._feet(x)[0]
+            for i, height, landing in ref.feet[k]:
+                total += 0.5 * ref.scales[k] * ref.foot_height_weight * (positions[i, 2] - height) ** 2
+                if landing is not None:
+                    total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(positions[i, :2]
+                                                                                                - landing)))
+        return total
+
     def _qp(self, time, state, states, torques, steps, feet, Gamma, d):
         """The condensed QP in δτ: H (K·n, K·n), g, the inequality rows C δτ ≥ lower, and a label
         (kind, knot, what) per row; the torque limits are the solver's box."""
         settings = self.settings
         two_N, n, K = self.sizes
         N = two_N // 2
-        h, w = settings.knot_dt, settings.weights
-        # the base's reference: the measured position and heading at the base height, moving with the command
-        H0 = state.base_pose
-        yaw = yaw_of(H0)
-        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + settings.base_height, yaw)
-        command_twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
-        pose_weights = np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"], w["yaw"]])
-        twist_weights = np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"], w["rate_xy"],
-                                  w["yaw_rate"]])
-        world_velocity = H0[:3, :3] @ state.base_twist[:3]
-        command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
+        h = settings.knot_dt
+        ref = self.references(time, state)
+        scales = ref.scales
         Q = np.zeros((K + 1, two_N, two_N))  # each knot's state cost ½ δzᵀ Q δz + qᵀ δz
         q = np.zeros((K + 1, two_N))
 
-        def add(k, residual, rows, columns, weights):
-            """½‖residual + J δz_k‖²_weights, J the rows (r, len(columns)) on δz_k's ``columns``."""
+        def add(k, residual, rows, weights):
+            """½‖residual + J δz_k‖²_weights, J the rows (r, N) on δz_k's configuration part."""
             weighted = rows.T * (weights * scales[k])
-            Q[k][columns, columns] += weighted @ rows
-            q[k][columns] += weighted @ residual
+            Q[k][:N, :N] += weighted @ rows
+            q[k][:N] += weighted @ residual
 
         # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
-        diagonal = np.concatenate([pose_weights, np.full(n, w["posture"]), twist_weights,
-                                   np.full(n, w["joint_velocity"])])
-        scales = np.ones(K + 1)
-        scales[K] = w["terminal"]
+        diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
+                                   np.full(n, ref.joint_velocity_weight)])
         residuals = np.zeros((K + 1, two_N))
-        configuration = slice(0, N)
         for k in range(1, K + 1):
             x = states[k]
-            reference = reference0 @ se3_exp(k * h * command_twist)
-            residuals[k, :6] = se3_log(inverse_transform(reference) @ x.base_pose)
-            residuals[k, 6:N] = x.joint_positions - self.posture
-            residuals[k, N:N + 6] = x.base_twist - command_twist
+            residuals[k, :6] = se3_log(inverse_transform(ref.base_poses[k]) @ x.base_pose)
+            residuals[k, 6:N] = x.joint_positions - ref.posture
+            residuals[k, N:N + 6] = x.base_twist - ref.twist
             residuals[k, N + 6:] = x.joint_velocities
             positions, J = feet[k]
-            for i, foot in enumerate(self.feet):
-                swing = self._swing(foot, time + k * h)
-                if swing is None:
-                    continue
-                fraction, remaining = swing
-                height = settings.ground + settings.swing_height * math.sin(math.pi * fraction)
-                add(k, np.array([positions[i, 2] - height]), J[3 * i + 2:3 * i + 3], configuration,
-                    np.array([w["foot_height"]]))
-                if fraction >= 0.5:  # the landing point: under the hip at touchdown, Raibert's correction
-                    landing = reference0 @ se3_exp((k * h + remaining) * command_twist)
-                    target = (landing[:3, :3] @ self.foot_offsets[i] + landing[:3, 3])[:2] \
-                        + 0.5 * self._stance_duration() * command_world[:2] \
-                        + settings.raibert * (world_velocity - command_world)[:2]
-                    add(k, positions[i, :2] - target, J[3 * i:3 * i + 2], configuration, np.full(2, w["foot_xy"]))
+            for i, height, landing in ref.feet[k]:
+                add(k, np.array([positions[i, 2] - height]), J[3 * i + 2:3 * i + 3], np.array([ref.foot_height_weight]))
+                if landing is not None:
+                    add(k, positions[i, :2] - landing, J[3 * i:3 * i + 2], np.full(2, ref.foot_xy_weight))
         index = np.arange(two_N)
         Q[1:, index, index] += scales[1:, None] * diagonal
         q[1:] += scales[1:, None] * diagonal * residuals[1:]
         H, g = self._condensed_cost(steps, Q, q, d)
-        H[np.diag_indices(K * n)] += w["torque"]
-        g += w["torque"] * torques.ravel()
+        H[np.diag_indices(K * n)] += ref.torque_weight
+        g += ref.torque_weight * torques.ravel()
         rows, lower, labels = [], [], []
         for k, (_, _, margins, _) in enumerate(steps):
             if margins is None:

@@ -1,0 +1,235 @@
+"""Benchmark: one cycle of the whole-body MPC (robot_linearization/walking/mpc.py), and Crocoddyl's
+FDDP on the same horizon and cost.
+
+    .venv/bin/python bench/mpc.py [--seconds 3] [--at 1.2]
+
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite).  Runs the trot (forward at 0.3 m/s)
+for --seconds and prints the median time of a cycle split into linearization, QP assembly and
+solve, against the 10 ms of 100 Hz control.  Then, at the cycle at time --at, builds Crocoddyl's
+problem with the MPC's knots (the feet held at each, a touchdown as an impulse node), the same
+residuals and weights (References: base pose and twist, posture, joint velocities, swing feet,
+torques; Crocoddyl's Euler integration scales its running costs by dt, so its weights are the
+MPC's over dt) and the friction pyramid as a quadratic barrier (FDDP has no inequalities), and
+solves it with FDDP warm-started from the plan the MPC started that cycle from.  Prints its
+iterations, time per iteration and the cost it reaches, beside the cost of the MPC's own plan of
+that cycle in the same problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # one core, as the benchmark's other timings
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import robot_linearization as rl  # noqa: E402
+from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path  # noqa: E402
+from robot_linearization.walking import mpc as mpc_module  # noqa: E402
+from robot_linearization.walking.scenario import Segment, trot  # noqa: E402
+
+
+class Recorder(mpc_module.WholeBodyMPC):
+    """The MPC, keeping what it started from and planned at one chosen cycle."""
+
+    at = 1.2
+    kept = None
+
+    def solve(self, time, state, contacts_now, held_now):
+        if self.kept is not None or time < self.at - 1e-9:
+            return super().solve(time, state, contacts_now, held_now)
+        shifted = self._shifted_plan(time, state)
+        result = super().solve(time, state, contacts_now, held_now)
+        Recorder.kept = dict(time=time, state=state, shifted=shifted, result=result, mpc=self,
+                                 knots=self._knot_contacts(time, contacts_now, held_now),
+                                 references=self.references(time, state))
+        return result
+
+
+def pinocchio_coordinates(pmodel, model):
+    """Functions taking our states and torques to Pinocchio's x = [q; v] and u (its joint order)."""
+    import pinocchio as pin
+
+    names = list(pmodel.names)
+    joints = [pmodel.joints[names.index(j)] for j in model.joint_names]
+
+    def x_of(state):
+        q, v = np.zeros(pmodel.nq), np.zeros(pmodel.nv)
+        q[:3] = state.base_pose[:3, 3]
+        q[3:7] = pin.Quaternion(state.base_pose[:3, :3]).coeffs()
+        v[:6] = state.base_twist
+        for k, joint in enumerate(joints):
+            q[joint.idx_q], v[joint.idx_v] = state.joint_positions[k], state.joint_velocities[k]
+        return np.concatenate([q, v])
+
+    def u_of(torques):
+        u = np.zeros(pmodel.nv - 6)
+        for k, joint in enumerate(joints):
+            u[joint.idx_v - 6] = torques[k]
+        return u
+
+    return x_of, u_of
+
+
+def crocoddyl_problem(kept, model):
+    """The MPC's cycle ``kept`` as a Crocoddyl ShootingProblem, and the node at each knot."""
+    import crocoddyl
+    import pinocchio as pin
+
+    mpc, ref = kept["mpc"], kept["references"]
+    settings = mpc.settings
+    h, K = settings.knot_dt, settings.knots
+    pmodel = pin.buildModelFromUrdf(bundled_urdf_path(), pin.JointModelFreeFlyer())
+    state = crocoddyl.StateMultibody(pmodel)
+    actuation = crocoddyl.ActuationModelFloatingBase(state)
+    nu = actuation.nu
+    x_of, u_of = pinocchio_coordinates(pmodel, model)
+    base_id = pmodel.getFrameId(model.body_names[0])
+    foot_ids = [pmodel.getFrameId(f) for f in BUNDLED_FEET]
+    posture = rl.State(base_pose=np.eye(4), joint_positions=ref.posture, base_twist=np.zeros(6),
+                       joint_velocities=np.zeros(model.n_joints))
+    x_posture = x_of(posture)
+    state_weights = np.concatenate([np.zeros(6), np.full(model.n_joints, ref.posture_weight), np.zeros(6),
+                                    np.full(model.n_joints, ref.joint_velocity_weight)])
+
+    def state_costs(costs, k, scale, nu=nu):
+        """Knot k's state residuals into ``costs`` (CostModelSum of control size nu), each weight
+        times ``scale``."""
+        def add(name, residual, weights):
+            costs.addCost(name, crocoddyl.CostModelResidual(state, crocoddyl.ActivationModelWeightedQuad(
+                np.asarray(weights, dtype=float)), residual), scale * ref.scales[k])
+        add("base_pose", crocoddyl.ResidualModelFramePlacement(state, base_id, pin.SE3(ref.base_poses[k]), nu),
+            ref.pose_weights)
+        add("base_twist", crocoddyl.ResidualModelFrameVelocity(state, base_id, pin.Motion(ref.twist), pin.LOCAL, nu),
+            ref.twist_weights)
+        add("posture", crocoddyl.ResidualModelState(state, x_posture, nu), state_weights)
+        for i, height, landing in ref.feet[k]:
+            target = np.array([0.0, 0.0, height]) if landing is None else np.array([landing[0], landing[1], height])
+            weights = [0.0, 0.0, ref.foot_height_weight] if landing is None else \
+                [ref.foot_xy_weight, ref.foot_xy_weight, ref.foot_height_weight]
+            add(f"foot_{i}", crocoddyl.ResidualModelFrameTranslation(state, foot_ids[i], target, nu), weights)
+
+    def contact_set(feet, impulse=False):
+        group = crocoddyl.ImpulseModelMultiple(state) if impulse else crocoddyl.ContactModelMultiple(state, nu)
+        for foot in feet:
+            i = BUNDLED_FEET.index(foot)
+            item = crocoddyl.ImpulseModel3D(state, foot_ids[i], pin.LOCAL_WORLD_ALIGNED) if impulse else \
+                crocoddyl.ContactModel3D(state, foot_ids[i], np.zeros(3), pin.LOCAL_WORLD_ALIGNED, nu,
+                                         np.array([0.0, 0.0]))
+            (group.addImpulse if impulse else group.addContact)(foot, item)
+        return group
+
+    nodes, knot_node = [], []
+    for k in range(K):
+        contacts, previous = kept["knots"][k]
+        landing = bool(set(contacts) - set(previous))
+        if landing and k > 0:  # the impact: an impulse node (pre-impact state: knot k's state costs)
+            costs = crocoddyl.CostModelSum(state, 0)
+            state_costs(costs, k, 1.0, 0)
+            nodes.append(crocoddyl.ActionModelImpulseFwdDynamics(state, contact_set(contacts, True), costs, 0.0,
+                                                                 0.0, True))
+            knot_node.append(len(nodes) - 1)
+        costs = crocoddyl.CostModelSum(state, nu)
+        if k > 0 and not landing:
+            state_costs(costs, k, 1.0 / h)
+        elif k == 0 and landing:
+            raise RuntimeError("--at: choose a cycle that does not start with a touchdown")
+        costs.addCost("torque", crocoddyl.CostModelResidual(state, crocoddyl.ResidualModelControl(state, nu)),
+                      ref.torque_weight / h)
+        for foot in contacts:  # the planned forces' pyramid, as a barrier
+            cone = crocoddyl.FrictionCone(np.eye(3), settings.friction, mpc_module.FACETS, True,
+                                          settings.min_normal_force)
+            residual = crocoddyl.ResidualModelContactFrictionCone(state, foot_ids[BUNDLED_FEET.index(foot)], cone,
+                                                                  nu)
+            bounds = crocoddyl.ActivationBounds(cone.lb, cone.ub)
+            costs.addCost(f"cone_{foot}", crocoddyl.CostModelResidual(
+                state, crocoddyl.ActivationModelQuadraticBarrier(bounds), residual), 1e2 / h)
+        dynamics = crocoddyl.DifferentialActionModelContactFwdDynamics(state, actuation, contact_set(contacts), costs,
+                                                                        0.0, True)
+        nodes.append(crocoddyl.IntegratedActionModelEuler(dynamics, h))
+        if not (landing and k > 0):
+            knot_node.append(len(nodes) - 1)
+    costs = crocoddyl.CostModelSum(state, nu)
+    state_costs(costs, K, 1.0)
+    terminal = crocoddyl.IntegratedActionModelEuler(crocoddyl.DifferentialActionModelContactFwdDynamics(
+        state, actuation, contact_set(kept["knots"][K][0]), costs, 0.0, True), 0.0)
+    problem = crocoddyl.ShootingProblem(x_of(kept["state"]), nodes, terminal)
+    return problem, x_of, u_of, knot_node
+
+
+def trajectories(problem, kept, model, states, torques, x_of, u_of, knot_node):
+    """xs, us of Crocoddyl's nodes from our knot states and torques (after an impulse node, the
+    post-impact state)."""
+    K = kept["mpc"].settings.knots
+    xs, us = [], []
+    for k in range(K):
+        contacts, previous = kept["knots"][k]
+        if k > 0 and set(contacts) - set(previous):
+            xs.append(x_of(states[k]))
+            us.append(np.zeros(0))
+            xs.append(x_of(rl.impact(model, states[k], list(contacts)).state))
+        else:
+            xs.append(x_of(states[k]))
+        us.append(u_of(torques[k]))
+    xs.append(x_of(states[K]))
+    return xs, us
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
+    args = parser.parse_args()
+    import crocoddyl
+
+    Recorder.at = args.at
+    log = trot(args.seconds, (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorder)
+    if log.error:
+        raise SystemExit(f"the trot stopped: {log.error}")
+    timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
+    total = timings.sum(axis=1)
+    settings = mpc_module.MPCSettings()
+    print(f"machine: {os.cpu_count()} cores; the MPC on the bundled quadruped trotting at 0.3 m/s, "
+          f"{len(total)} cycles; {settings.knots} knots of {settings.knot_dt * 1e3:g} ms, torques held over "
+          f"{settings.torque_hold}")
+    print(f"one cycle (median ms): linearization {np.median(timings[:, 0]):.2f}, QP assembly "
+          f"{np.median(timings[:, 1]):.2f}, solve {np.median(timings[:, 2]):.2f}; total {np.median(total):.2f} "
+          f"(p90 {np.percentile(total, 90):.2f}) = {1e3 / np.median(total):.0f} Hz against 100 Hz")
+    kept = Recorder.kept
+    model = kept["mpc"].model
+    problem, x_of, u_of, knot_node = crocoddyl_problem(kept, model)
+    shifted_states, shifted_torques = kept["shifted"]
+    xs0, us0 = trajectories(problem, kept, model, shifted_states, shifted_torques, x_of, u_of, knot_node)
+    result = kept["result"]
+    xs_mpc, us_mpc = trajectories(problem, kept, model, result.states, result.torques_plan, x_of, u_of, knot_node)
+    mpc_cost = problem.calc(xs_mpc, us_mpc)
+    start_cost = problem.calc(xs0, us0)
+    mpc = kept["mpc"]
+    ours = {name: mpc.cost(kept["time"], kept["state"], states, torques) for name, (states, torques) in
+            (("start", kept["shifted"]), ("plan", (result.states, result.torques_plan)))}
+    print(f"\nthe cost in both measures (a check that the two problems are the same): the plan the MPC started "
+          f"from {ours['start']:.6g} (ours) {start_cost:.6g} (Crocoddyl's), its new plan {ours['plan']:.6g} "
+          f"{mpc_cost:.6g}")
+    solver = crocoddyl.SolverFDDP(problem)
+    solver.th_stop = 1e-9
+    started = time.perf_counter()
+    solver.solve(xs0, us0, 100, False)
+    elapsed = time.perf_counter() - started
+    iterations = max(solver.iter, 1)
+    print(f"\nat t = {kept['time']:.2f} s, the same horizon and cost in Crocoddyl 3.2.1 (pin 4.0.0), from the plan the "
+          f"MPC started from (cost {start_cost:.4g}):")
+    print(f"  the MPC's QP (one Gauss-Newton step, hard margins):   cost {mpc_cost:.4g} in "
+          f"{sum(result.timings.values()) * 1e3:.1f} ms")
+    print(f"  Crocoddyl FDDP (pyramid as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
+          f"{elapsed * 1e3:.1f} ms, {elapsed / iterations * 1e3:.2f} ms per iteration")
+    one = crocoddyl.SolverFDDP(problem)
+    started = time.perf_counter()
+    one.solve(xs0, us0, 1, False)
+    print(f"  Crocoddyl FDDP, one iteration: cost {one.cost:.4g} in {(time.perf_counter() - started) * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
