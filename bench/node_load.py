@@ -229,7 +229,10 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints)]
                if floor else ["-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
                               "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
-    node = subprocess.Popen([sys.executable, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # from /: `-c` puts the working directory first on sys.path, and a checkout's sources lack the
+    # overlay's generated interfaces (robot_linearization.msg)
+    node = subprocess.Popen([sys.executable, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd="/")
     client = LoadClient(model, namespace)
     view = None
     try:
@@ -306,7 +309,7 @@ def main() -> None:
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
         for name in args.robots:
-            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor, args.with_rqt)
+            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor, args.with_rqt, args.requests)
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
                   f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
                   + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))

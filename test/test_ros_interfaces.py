@@ -13,9 +13,9 @@ from rosbags.typesys import Stores, get_typestore
 import robot_linearization as rl
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.ros.bag import replay, write_simulation_bag
-from robot_linearization.ros.interfaces import (LINEARIZATION, MATRICES, interface_file, linearization_matrices,
-                                                linearization_message, register_interfaces, request_options,
-                                                validation_fields)
+from robot_linearization.ros.interfaces import (LINEARIZATION, MATRICES, interface_file, linearization_cdr,
+                                                linearization_matrices, linearization_message, register_interfaces,
+                                                request_options, validation_fields)
 from robot_linearization.ros.messages import (InputError, RosbagsFactory, joint_state_message, odometry_message,
                                               quaternion_rotation)
 from robot_linearization.ros.pipeline import LinearizationPipeline, Output, PipelineConfig
@@ -115,6 +115,32 @@ def test_a_cycle_with_contacts_a_step_margins_and_a_touchdown_survives_cdr_bit_f
     assert (p.x, p.y, p.z) == tuple(state.base_pose[:3, 3])
     assert (v.linear.x, v.angular.z) == (state.base_twist[0], state.base_twist[5])
     assert message.compute_time > 0 and message.floating_base
+
+
+@pytest.mark.parametrize("case", ["touchdown, step, margins", "free", "fixed base", "non-ascii frame"])
+def test_the_nodes_own_serialization_is_the_messages_cdr_byte_for_byte(typestore, rng, case):
+    """linearization_cdr (what the node publishes, raw) against rosbags' serializer of the message
+    linearization_message builds: the same bytes, for every kind of cycle (odd-length strings and
+    empty sequences move the alignment)."""
+    floating = case != "fixed base"
+    contacts = FEET if case == "touchdown, step, margins" else ""
+    pipeline = LinearizationPipeline(PipelineConfig(contacts=rl.contacts.as_contacts(contacts), friction_facets=4,
+                                                    discretization_dt=2e-3 if contacts else None,
+                                                    floating_base=floating))
+    assert pipeline.set_description(URDF) is None
+    state, torques = random_state(rng), rng.normal(size=12)
+    if not floating:
+        state = rl.State(base_pose=np.eye(4), joint_positions=state.joint_positions, base_twist=np.zeros(6),
+                         joint_velocities=state.joint_velocities)
+    options = dict(contacts=FEET, previous_contacts=", ".join(BUNDLED_FEET[:2]), restitution=0.3, dt=2e-3) \
+        if contacts else {}
+    out = pipeline.linearize_request(request(typestore, "Linearize", state, torques, **options))
+    frame = "bâse_lînk" if case == "non-ascii frame" else "base"
+    expected = bytes(typestore.serialize_cdr(linearization_message(RosbagsFactory(typestore), out, frame),
+                                             LINEARIZATION))
+    ours = linearization_cdr(out, frame)
+    assert len(ours) == len(expected) and ours == expected
+    assert typestore.deserialize_cdr(ours, LINEARIZATION).header.frame_id == frame
 
 
 def test_a_fixed_base_cycle_has_an_identity_pose_and_empty_optional_fields(typestore, rng):
