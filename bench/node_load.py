@@ -167,6 +167,7 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
     subscriptions = [node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data, raw=True)
                      for t, topic in ((JointState, "joint_states"), (Odometry, "odom"))]
     wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
+    bodies = {}  # header length -> the prebuilt message after its header (a frame_id that long: the same alignment)
     while rclpy.ok():
         wait_set.clear_entities()
         for sub in subscriptions:
@@ -179,9 +180,11 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
             while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
                 if sub.msg_type is JointState:
                     header = _header_of(taken[0])
-                    prebuilt.header.frame_id = "x" * (len(header) - 17)  # the same length: the same alignment
-                    raw = serialize_message(prebuilt)
-                    publisher.publish(header + raw[len(_header_of(raw)):])
+                    if len(header) not in bodies:
+                        prebuilt.header.frame_id = "x" * (len(header) - 17)
+                        raw = serialize_message(prebuilt)
+                        bodies[len(header)] = raw[len(_header_of(raw)):]
+                    publisher.publish(header + bodies[len(header)])
 
 
 class RqtView:

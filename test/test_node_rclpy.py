@@ -548,3 +548,24 @@ def test_the_readmes_service_call_works_as_written(ros):
     expected = rl.linearize(MODEL, state, contacts=rl.robots.BUNDLED_FEET, dt=0.002).A
     np.testing.assert_allclose(A.reshape(expected.shape), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
     graph.close()
+
+
+def test_the_raw_linearization_the_node_publishes_is_rclpys_own_serialization(ros):
+    """What the node publishes raw (interfaces.linearization_cdr) is the bytes rclpy serializes the
+    message linearization_message builds into (rosidl's typesupport: the other independent serializer)."""
+    from types import SimpleNamespace
+
+    from rclpy.serialization import serialize_message
+
+    from robot_linearization.ros.interfaces import linearization_cdr, linearization_message
+
+    rng = np.random.default_rng(5)
+    state = rl.State(base_pose=se3_exp(rng.normal(size=6)), joint_positions=rng.normal(size=12),
+                     base_twist=rng.normal(size=6), joint_velocities=rng.normal(size=12))
+    feet = list(rl.robots.BUNDLED_FEET)
+    lin = rl.linearize(MODEL, state, rng.normal(size=12), contacts=feet, dt=0.002, previous_contacts=feet[:2])
+    out = SimpleNamespace(linearization=lin, model=MODEL, state=state, joint_torques=lin.joint_torques,
+                          margins=rl.contact_margins(MODEL, lin, friction=0.7, facets=4), impact=lin.impact,
+                          stamp_ns=12 * 10**9 + 34, compute_time=1e-4)
+    assert linearization_cdr(out, "base_link") == bytes(serialize_message(
+        linearization_message(RclpyFactory(), out, "base_link")))

@@ -27,7 +27,7 @@ from rclpy.serialization import deserialize_message
 
 from .health import health
 from .images import heatmap_rgb
-from .interfaces import LINEARIZATION, linearization_message, validation_fields
+from .interfaces import LINEARIZATION, linearization_cdr, linearization_message, validation_fields
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        output_messages, output_topics, state_labels_message)
@@ -372,7 +372,9 @@ class LinearizationNode(Node):
     def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
-                self.linearization_pub.publish(linearization_message(self.factory, out, self.pipeline.base_frame))
+                # serialized in place (interfaces.linearization_cdr): rclpy's conversion of the Python message
+                # costs more than the linearization itself
+                self.linearization_pub.publish(linearization_cdr(out, self.pipeline.base_frame))
                 if not self.matrix_topics:
                     continue
                 if out.margins is not None and out.margins.labels != self._margin_labels:  # a new contact set
