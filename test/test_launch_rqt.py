@@ -109,6 +109,7 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
                         time.sleep(0.2)
                     log.seek(0)
                     self.assertIn(DRAWN, log.read(), "the second rqt did not draw")
+                    time.sleep(1.0)  # the view open and drawing, as a user's is
                     rqt.send_signal(number)
                     try:
                         code = rqt.wait(timeout=5)

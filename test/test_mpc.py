@@ -140,3 +140,12 @@ def test_each_knots_step_is_rl_step():
         reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),
                             previous_contacts=list(previous) if contacts != previous else None)
         np.testing.assert_allclose(rl.state_difference(MODEL, reference, following), 0.0, atol=1e-12)
+
+
+def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_torque():
+    """3 m/s sideways, standing: the MPC's QP loses its solution within a few cycles and says which
+    constraint at which knot; every torque the robot got was finite."""
+    log = trot(1.5, (Segment(0.0, (0.0, 0.0, 0.0)),), (Push(0.5, (0.0, 3.0, 0.0)),))
+    assert log.error is not None and "\n" not in log.error
+    assert log.error.startswith("t = ") and ("at knot" in log.error or "fell" in log.error), log.error
+    assert all(np.isfinite(torques).all() for torques in log.torques)

@@ -46,7 +46,8 @@ class CloseOnSignal:
     its subscription), and rqt's main window is closed (close_rqt), which tears its plugins and
     nodes down in order.  Installed over the handlers rclpy and rclcpp put in place (which end their contexts
     from a thread of theirs while rqt's main thread and executor still use them: an abort or a
-    segfault); the Python handler runs on the main thread at the views' next timer (≤ 0.1 s).
+    segfault); the Python handler runs on the main thread at the views' next timer (≤ 0.1 s) and
+    leaves the closing to the event loop's next turn.
     The handlers found are put back when the last view closes."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -71,8 +72,14 @@ class CloseOnSignal:
                 self.previous = {}
 
     def close(self, number, frame) -> None:
-        for view in list(self.views):
+        """The handler: it may run between any two bytecodes of the main thread, also inside Qt's or
+        qt_gui's Python, so the closing itself is left to the event loop's next turn."""
+        for view in self.views:
             view.node.get_logger().info(f"{signal.Signals(number).name}: closing the view and rqt")
+        QtCore.QTimer.singleShot(0, self._close_now)
+
+    def _close_now(self) -> None:
+        for view in list(self.views):
             view.shutdown_plugin()
         close_rqt()
 

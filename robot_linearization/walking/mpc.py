@@ -474,7 +474,9 @@ class WholeBodyMPC:
         size, rows = len(g), len(lower)
         qp = proxqp.dense.QP(size, 0, rows, True)
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
-        qp.settings.max_iter = 300  # (a solvable plan takes a handful; more is an infeasible one)
+        # a solvable plan takes a handful of iterations; far more is an infeasible one, which must not
+        # take seconds to say so (ProxSuite's defaults: 10 000 outer and 1 500 inner iterations)
+        qp.settings.max_iter, qp.settings.max_iter_in = 100, 50
         qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper, compute_preconditioner=False)
         qp.solve()
         status = qp.results.info.status
