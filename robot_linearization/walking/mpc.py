@@ -100,7 +100,8 @@ class References:
 class MPCResult:
     """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
     timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
-    max |δz_{k+1} − A δz_k − B δτ_k − c_k|; min_margin: the smallest planned margin (linearized)."""
+    max |δz_{k+1} − A δz_k − B δτ_k − c_k|; min_margin: the smallest planned margin beyond its bound
+    (linearized; ≥ 0 up to the solver's tolerance)."""
 
     torques: np.ndarray
     states: list
@@ -123,7 +124,11 @@ def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
     """The <limit effort=…> of each joint [N m or N], from a URDF's path or text; inf where none."""
     from urdf_parser_py.urdf import URDF
 
-    text = open(description).read() if not description.lstrip().startswith("<") else description
+    if description.lstrip().startswith("<"):
+        text = description
+    else:
+        with open(description) as f:
+            text = f.read()
     robot = URDF.from_xml_string(text)
     limits = {j.name: (j.limit.effort if j.limit is not None and j.limit.effort else math.inf) for j in robot.joints}
     return np.array([limits.get(name, math.inf) for name in joint_names], dtype=float)
