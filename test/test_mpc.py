@@ -149,3 +149,13 @@ def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_t
     assert log.error is not None and "\n" not in log.error
     assert log.error.startswith("t = ") and ("at knot" in log.error or "fell" in log.error), log.error
     assert all(np.isfinite(torques).all() for torques in log.torques)
+
+
+def test_a_command_that_is_not_a_finite_number_is_refused_in_one_line():
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    for arguments, name in (((float("nan"),), "forward"), ((0.3, "left"), "lateral"), ((0.0, 0.0, np.inf), "yaw_rate")):
+        with pytest.raises(ValueError, match=f"^{name}: ") as error:
+            mpc.command(*arguments)
+        assert "\n" not in str(error.value)
+    mpc.command(0.3, 0.0, 0.5)
+    assert mpc.velocity.tolist() == [0.3, 0.0, 0.5]

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..algorithms.constrained_dynamics import bias_motion, contact_kinematics
+from ..arguments import real_array
 from ..algorithms.kinematics import body_transforms, frame_poses
 from ..contact_margins import contact_margins
 from ..contacts import Contact
@@ -175,8 +176,11 @@ class WholeBodyMPC:
         self._above_diagonal_blocks = np.kron(np.triu(np.ones((K, K)), 1), np.ones((n, n)))
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
-        """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z."""
-        self.velocity = np.array([forward, lateral, yaw_rate], dtype=float)
+        """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
+        ValueError in one line for a value that is not a finite number."""
+        self.velocity = np.array([real_array(value, name, (), what="a finite number")
+                                  for name, value in (("forward", forward), ("lateral", lateral),
+                                                      ("yaw_rate", yaw_rate))], dtype=float)
 
     # ---- the knots -----------------------------------------------------------------------------
     def _knot_contacts(self, time: float, contacts_now, held_now) -> list:
@@ -216,7 +220,8 @@ class WholeBodyMPC:
         return out_states, out_torques
 
     def _linearize(self, state, torques, contacts, previous):
-        """(A_d, B_d, margins, ∂m/∂z, ∂m/∂τ or None) of one knot's step, and the next state."""
+        """(A_d, B_d, the margins (ContactMargins, or None without contacts), the next state) of one
+        knot's step."""
         model, h = self.model, self.settings.knot_dt
         held = [Contact(f) for f in contacts]
         landing = touchdown(previous, contacts)
