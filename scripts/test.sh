@@ -14,6 +14,24 @@ echo "public-API tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
   .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py
 
+# ---- Python 3.10 (Ubuntu 22.04's, under ROS 2 Humble) ------------------------------
+# The same suite in a venv of its own, wherever a python3.10 is found: on PATH, as
+# $PYTHON310, or in pyenv's versions.  Without one this says so.
+python310=""
+for candidate in ${PYTHON310:-} python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
+  # (a pyenv shim on PATH answers to the name without being that Python: ask it)
+  if "$candidate" -c "import sys; sys.exit(sys.version_info[:2] != (3, 10))" 2>/dev/null; then
+    python310=$(command -v "$candidate"); break
+  fi
+done
+if [ -n "$python310" ]; then
+  echo "the suite on $("$python310" --version) ($python310):"
+  (VENV=.venv-py310 VENV_PYTHON=$python310; source scripts/venv.sh test
+   .venv-py310/bin/pytest -q -p no:cacheprovider test "$@")
+else
+  echo "the suite on Python 3.10: NOT RUN - no python3.10 found (on PATH, \$PYTHON310 or pyenv)"
+fi
+
 # ---- the ROS 2 tests -------------------------------------------------------------
 # Found in this order: an environment already sourced (rclpy importable), $ROS_SETUP (to
 # choose one of several: ROS_SETUP=/opt/ros/humble/setup.bash bash scripts/test.sh),
