@@ -2,6 +2,7 @@
 real definitions, the .msg text itself), one cycle's typed message through CDR against the engine's
 arrays, the Linearize/Validate requests and their one-line refusals, and the replay's bags."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from rosbags.typesys import Stores, get_typestore
 import robot_linearization as rl
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.ros.bag import replay, write_simulation_bag
-from robot_linearization.ros.interfaces import (LINEARIZATION, MATRICES, interface_file, linearization_cdr,
+from robot_linearization.ros.interfaces import (LINEARIZATION, MATRICES, LinearizationCdr, interface_file,
+                                                linearization_cdr,
                                                 linearization_matrices, linearization_message, register_interfaces,
                                                 request_options, validation_fields)
 from robot_linearization.ros.messages import (InputError, RosbagsFactory, joint_state_message, odometry_message,
@@ -117,11 +119,11 @@ def test_a_cycle_with_contacts_a_step_margins_and_a_touchdown_survives_cdr_bit_f
     assert message.compute_time > 0 and message.floating_base
 
 
-@pytest.mark.parametrize("case", ["touchdown, step, margins", "free", "fixed base", "non-ascii frame"])
-def test_the_nodes_own_serialization_is_the_messages_cdr_byte_for_byte(typestore, rng, case):
-    """linearization_cdr (what the node publishes, raw) against rosbags' serializer of the message
-    linearization_message builds: the same bytes, for every kind of cycle (odd-length strings and
-    empty sequences move the alignment)."""
+CYCLE_KINDS = ["touchdown, step, margins", "free", "fixed base", "non-ascii frame"]
+
+
+def cycle_output(typestore, rng, case, discretization=""):
+    """(Output, frame id) of one pipeline cycle of the given kind, at a random state."""
     floating = case != "fixed base"
     contacts = FEET if case == "touchdown, step, margins" else ""
     pipeline = LinearizationPipeline(PipelineConfig(contacts=rl.contacts.as_contacts(contacts), friction_facets=4,
@@ -132,15 +134,51 @@ def test_the_nodes_own_serialization_is_the_messages_cdr_byte_for_byte(typestore
     if not floating:
         state = rl.State(base_pose=np.eye(4), joint_positions=state.joint_positions, base_twist=np.zeros(6),
                          joint_velocities=state.joint_velocities)
-    options = dict(contacts=FEET, previous_contacts=", ".join(BUNDLED_FEET[:2]), restitution=0.3, dt=2e-3) \
-        if contacts else {}
+    options = dict(contacts=FEET, previous_contacts=", ".join(BUNDLED_FEET[:2]), restitution=0.3, dt=2e-3,
+                   discretization=discretization) if contacts else {}
     out = pipeline.linearize_request(request(typestore, "Linearize", state, torques, **options))
-    frame = "bâse_lînk" if case == "non-ascii frame" else "base"
-    expected = bytes(typestore.serialize_cdr(linearization_message(RosbagsFactory(typestore), out, frame),
-                                             LINEARIZATION))
-    ours = linearization_cdr(out, frame)
+    return out, "bâse_lînk" if case == "non-ascii frame" else "base"
+
+
+def rosbags_cdr(typestore, out, frame):
+    return bytes(typestore.serialize_cdr(linearization_message(RosbagsFactory(typestore), out, frame),
+                                         LINEARIZATION))
+
+
+@pytest.mark.parametrize("case", CYCLE_KINDS)
+def test_the_nodes_own_serialization_is_the_messages_cdr_byte_for_byte(typestore, rng, case):
+    """linearization_cdr (what the node publishes, raw) against rosbags' serializer of the message
+    linearization_message builds: the same bytes, for every kind of cycle (odd-length strings and
+    empty sequences move the alignment)."""
+    out, frame = cycle_output(typestore, rng, case)
+    expected, ours = rosbags_cdr(typestore, out, frame), linearization_cdr(out, frame)
     assert len(ours) == len(expected) and ours == expected
     assert typestore.deserialize_cdr(ours, LINEARIZATION).header.frame_id == frame
+
+
+def test_one_writer_follows_every_change_of_layout_and_overwrites_every_number(typestore, rng):
+    """The node's writer (one LinearizationCdr for every cycle) over cycles of one layout, each at
+    another state, and over changes of robot, frame, contact set, step and touchdown in turn: each
+    cycle is rosbags' bytes of its own message (a number left from the cycle before, or a layout
+    kept after it changed, differs)."""
+    writer = LinearizationCdr()
+    kinds = ["free", "free", "touchdown, step, margins", "touchdown, step, margins", "free", "fixed base",
+             "fixed base", "non-ascii frame", "touchdown, step, margins"]
+    for case in kinds:
+        out, frame = cycle_output(typestore, rng, case)
+        assert writer(out, frame) == rosbags_cdr(typestore, out, frame), case
+    # the same layout with every number-valued field moved, the stamp and the flags included
+    out, frame = cycle_output(typestore, rng, "touchdown, step, margins")
+    first = writer(out, frame)
+    out.stamp_ns += 3 * SEC + 17
+    out.compute_time *= 2.0
+    out.impact = dataclasses.replace(out.impact, restitution=0.6)
+    assert writer(out, frame) == rosbags_cdr(typestore, out, frame) != first
+    # a string that changes alone, every size kept: the frame, the discretization
+    for frame in ("odom", "base"):
+        assert writer(out, frame) == rosbags_cdr(typestore, out, frame), frame
+    out, frame = cycle_output(typestore, rng, "touchdown, step, margins", discretization="zoh")
+    assert writer(out, frame) == rosbags_cdr(typestore, out, frame)
 
 
 def test_a_fixed_base_cycle_has_an_identity_pose_and_empty_optional_fields(typestore, rng):

@@ -88,17 +88,16 @@ def linearization_values(output, frame_id: str) -> dict:
     tuples ((sec, nanosec), frame_id), ((x, y, z), (x, y, z, w)), ((x, y, z), (x, y, z))."""
     lin, model, state = output.linearization, output.model, output.state
     floating = model.floating_base
-    H = state.base_pose if floating else np.eye(4)
-    twist = state.base_twist if floating else np.zeros(6)
-    w, x, y, z = (float(c) for c in pose_quaternion(H))
+    H = state.base_pose if floating else _IDENTITY
+    twist = state.base_twist.tolist() if floating else [0.0] * 6
+    w, x, y, z = pose_quaternion(H)
     margins, jump = output.margins, output.impact
     return {
         "header": (divmod(int(output.stamp_ns), 1_000_000_000), frame_id),
         "joint_names": list(model.joint_names), "joint_positions": state.joint_positions,
         "joint_velocities": state.joint_velocities, "joint_efforts": output.joint_torques,
         "floating_base": bool(floating),
-        "base_pose": (tuple(float(c) for c in H[:3, 3]), (x, y, z, w)),
-        "base_twist": (tuple(float(c) for c in twist[:3]), tuple(float(c) for c in twist[3:])),
+        "base_pose": (H[:3, 3].tolist(), (x, y, z, w)), "base_twist": (twist[:3], twist[3:]),
         "state_labels": model.state_labels, "input_labels": _input_labels(model.joint_names),
         "state_matrix": lin.A, "input_matrix": lin.B, "inverse_mass_matrix": lin.M_inv,
         "dt": float(lin.dt or 0.0), "discretization": (lin.discretization or "") if lin.A_d is not None else "",
@@ -115,6 +114,10 @@ def linearization_values(output, frame_id: str) -> dict:
         "impulse_labels": jump.impulse_labels if jump is not None else (),
         "impulses": None if jump is None else jump.impulses,
         "compute_time": float(output.compute_time)}
+
+
+_IDENTITY = np.eye(4)
+_IDENTITY.flags.writeable = False
 
 
 @functools.lru_cache(maxsize=64)
@@ -148,41 +151,91 @@ def linearization_message(factory, output, frame_id: str):
     return factory.make(LINEARIZATION, **fields)
 
 
-def linearization_cdr(output, frame_id: str) -> bytes:
+class LinearizationCdr:
     """:func:`linearization_message` as its serialized CDR (little-endian) bytes, for rclpy's raw
     publish: the same message on the wire, without building the Python message and having rclpy
-    convert it (≈ 0.4 ms of a talos cycle).  The label lists, the same every cycle, are encoded once."""
-    parts, size = [b"\x00\x01\x00\x00"], 0  # CDR_LE; alignment counts from after this header
+    convert it (≈ 0.4 ms of a talos cycle).  A writer keeps the last cycle's bytes and where each
+    number sits in them: the next cycle of the same layout (same robot, labels, contact set, sizes)
+    only overwrites the numbers; another layout is laid out anew.
 
-    def write(data: bytes, alignment: int = 1) -> None:
-        nonlocal size
-        pad = -size % alignment
-        if pad:
-            parts.append(bytes(pad))
-        parts.append(data)
-        size += pad + len(data)
+    ``writer(output, frame_id) -> bytes``, output as :func:`linearization_values` takes it."""
 
-    for name, value in linearization_values(output, frame_id).items():
-        if name == "header":
-            (sec, nanosec), frame = value
-            write(_STAMP.pack(sec, nanosec), 4)
-            write(_string_cdr(frame), 4)
-        elif name in ("base_pose", "base_twist"):
-            write(_DOUBLES[len(value[0]) + len(value[1])].pack(*value[0], *value[1]), 8)
-        elif isinstance(value, bool):
-            write(b"\x01" if value else b"\x00")
-        elif isinstance(value, float):
-            write(_DOUBLE.pack(value), 8)
-        elif isinstance(value, str):
-            write(_string_cdr(value), 4)
-        elif isinstance(value, (tuple, list)):
-            write(_strings_cdr(tuple(value)), 4)
-        else:
-            data = b"" if value is None else np.ascontiguousarray(value, dtype="<f8").tobytes()
-            write(_UINT32.pack(len(data) // 8), 4)
-            if data:
-                write(data, 8)
-    return b"".join(parts)
+    def __init__(self):
+        self._buffer = bytearray()
+        # per field, in order: (name, kind, where its number(s) go, what the layout took it to be)
+        self._plan: list[tuple] = []
+
+    def __call__(self, output, frame_id: str) -> bytes:
+        values = linearization_values(output, frame_id)
+        if len(values) != len(self._plan):
+            return self._lay_out(values)
+        buffer = self._buffer
+        for name, kind, where, laid_out in self._plan:
+            value = values[name]
+            if kind == "array":
+                if (0 if value is None else value.size) != laid_out:
+                    return self._lay_out(values)
+                if laid_out:
+                    where[:] = value.reshape(-1)
+            elif kind == "text":
+                if value != laid_out:
+                    return self._lay_out(values)
+            elif kind == "header":
+                if value[1] != laid_out:
+                    return self._lay_out(values)
+                _STAMP.pack_into(buffer, where, *value[0])
+            elif kind == "double":
+                _DOUBLE.pack_into(buffer, where, value)
+            else:  # base_pose, base_twist: two sequences of doubles, packed by the Struct ``kind``
+                kind.pack_into(buffer, where, *value[0], *value[1])
+        return bytes(buffer)
+
+    def _lay_out(self, values: dict) -> bytes:
+        """Serialize ``values`` field by field (CDR: each primitive aligned to its size, counted from
+        after the 4-byte encapsulation header), noting where each number went and what decided the
+        layout (a string's text, a flag, an array's size)."""
+        buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE
+        plan = []
+
+        def write(data: bytes, alignment: int = 1) -> int:
+            buffer.extend(bytes(-(len(buffer) - 4) % alignment))
+            buffer.extend(data)
+            return len(buffer) - len(data)
+
+        for name, value in values.items():
+            if name == "header":
+                (sec, nanosec), frame = value
+                plan.append((name, "header", write(_STAMP.pack(sec, nanosec), 4), frame))
+                write(_string_cdr(frame), 4)
+            elif name in ("base_pose", "base_twist"):
+                packer = _DOUBLES[len(value[0]) + len(value[1])]
+                plan.append((name, packer, write(packer.pack(*value[0], *value[1]), 8), None))
+            elif isinstance(value, bool):  # (a flag that goes with sizes: floating base, touchdown)
+                write(b"\x01" if value else b"\x00")
+                plan.append((name, "text", None, value))
+            elif isinstance(value, float):
+                plan.append((name, "double", write(_DOUBLE.pack(value), 8), None))
+            elif isinstance(value, str):
+                write(_string_cdr(value), 4)
+                plan.append((name, "text", None, value))
+            elif isinstance(value, (tuple, list)):
+                write(_strings_cdr(tuple(value)), 4)
+                plan.append((name, "text", None, value))
+            else:
+                data = b"" if value is None else np.ascontiguousarray(value, dtype="<f8").tobytes()
+                write(_UINT32.pack(len(data) // 8), 4)
+                plan.append((name, "array", write(data, 8) if data else None, len(data) // 8))
+        # the arrays are written through views into the buffer, which keeps its size from now on
+        self._plan = [(name, kind, np.frombuffer(buffer, dtype="<f8", count=laid_out, offset=where)
+                       if kind == "array" and laid_out else where, laid_out)
+                      for name, kind, where, laid_out in plan]
+        self._buffer = buffer
+        return bytes(buffer)
+
+
+def linearization_cdr(output, frame_id: str) -> bytes:
+    """One message's CDR bytes by a writer of its own (:class:`LinearizationCdr`; the node keeps one)."""
+    return LinearizationCdr()(output, frame_id)
 
 
 _STAMP, _UINT32, _DOUBLE = struct.Struct("<iI"), struct.Struct("<I"), struct.Struct("<d")

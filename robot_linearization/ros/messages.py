@@ -312,24 +312,25 @@ class CdrInputs:
         return OdometryFields(stamp, child_frame_id, values[0:3], values[3:7], values[43:49])
 
 
-def pose_quaternion(H: np.ndarray) -> np.ndarray:
-    """Unit quaternion [w, x, y, z] of the rotation of H (Shepperd's method)."""
-    R = H[:3, :3]
-    trace = np.trace(R)
+def pose_quaternion(H: np.ndarray) -> tuple:
+    """Unit quaternion (w, x, y, z) of the rotation of H, w ≥ 0 (Shepperd's method; plain floats:
+    numpy's per-call cost on 3×3 is most of the time at 1 kHz)."""
+    R = H[:3, :3].tolist()
+    trace = R[0][0] + R[1][1] + R[2][2]
     if trace > 0:
-        s = 2.0 * np.sqrt(trace + 1.0)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q = [0.25 * s, (R[2][1] - R[1][2]) / s, (R[0][2] - R[2][0]) / s, (R[1][0] - R[0][1]) / s]
     else:
-        i = int(np.argmax(np.diag(R)))
+        diagonal = [R[0][0], R[1][1], R[2][2]]
+        i = diagonal.index(max(diagonal))
         j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        s = 2.0 * math.sqrt(1.0 + R[i][i] - R[j][j] - R[k][k])
         q = [0.0] * 4
-        q[0] = (R[k, j] - R[j, k]) / s
+        q[0] = (R[k][j] - R[j][k]) / s
         q[1 + i] = 0.25 * s
-        q[1 + j] = (R[j, i] + R[i, j]) / s
-        q[1 + k] = (R[k, i] + R[i, k]) / s
-    q = np.array(q)
-    return q if q[0] >= 0 else -q
+        q[1 + j] = (R[j][i] + R[i][j]) / s
+        q[1 + k] = (R[k][i] + R[i][k]) / s
+    return tuple(q) if q[0] >= 0 else tuple(-c for c in q)
 
 
 def joint_state_message(factory: MessageFactory, ns: int, names, positions, velocities, efforts=()):
@@ -342,7 +343,7 @@ def joint_state_message(factory: MessageFactory, ns: int, names, positions, velo
 def odometry_message(factory: MessageFactory, ns: int, frame_id: str, child_frame_id: str, H: np.ndarray,
                      twist: np.ndarray):
     """nav_msgs/Odometry: pose A_H_0 in frame_id, body twist [v; ω] in child_frame_id."""
-    w, x, y, z = (float(c) for c in pose_quaternion(H))
+    w, x, y, z = pose_quaternion(H)
     vec = lambda v: factory.make("geometry_msgs/msg/Vector3", x=float(v[0]), y=float(v[1]), z=float(v[2]))  # noqa: E731
     pose = factory.make("geometry_msgs/msg/Pose",
                         position=factory.make("geometry_msgs/msg/Point", x=float(H[0, 3]), y=float(H[1, 3]),

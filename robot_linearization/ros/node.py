@@ -27,7 +27,7 @@ from rclpy.serialization import deserialize_message
 
 from .health import health
 from .images import heatmap_rgb
-from .interfaces import LINEARIZATION, linearization_cdr, linearization_message, validation_fields
+from .interfaces import LINEARIZATION, LinearizationCdr, linearization_message, validation_fields
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        output_messages, output_topics, state_labels_message)
@@ -203,6 +203,7 @@ class LinearizationNode(Node):
         self.publish_heatmaps, self.publish_health = settings.publish_heatmaps, settings.publish_health
         self.matrix_topics = settings.publish_matrix_topics
         self.linearization_pub = self.create_publisher(message_class(LINEARIZATION), "~/linearization", 10)
+        self.linearization_cdr = LinearizationCdr()
         self.out = {name: self.create_publisher(message_class(t), f"~/{name}", 10)
                     for name, t in output_topics(self.publish_heatmaps, settings.pipeline.discretization_dt,
                                                  self.publish_health, self.matrix_topics).items()}
@@ -372,9 +373,9 @@ class LinearizationNode(Node):
     def _step_locked(self) -> None:
         try:
             for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
-                # serialized in place (interfaces.linearization_cdr): rclpy's conversion of the Python message
-                # costs more than the linearization itself
-                self.linearization_pub.publish(linearization_cdr(out, self.pipeline.base_frame))
+                # serialized by the node (interfaces.LinearizationCdr): rclpy's conversion of the Python
+                # message costs more than the linearization itself
+                self.linearization_pub.publish(self.linearization_cdr(out, self.pipeline.base_frame))
                 if not self.matrix_topics:
                     continue
                 if out.margins is not None and out.margins.labels != self._margin_labels:  # a new contact set
