@@ -7,6 +7,8 @@ to frame a.  The functions here operate on plain numpy arrays.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .arguments import real_array
@@ -101,18 +103,30 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) ->
     return M
 
 
+def _series(theta2: float) -> tuple[float, float, float]:
+    """(a, b, c) = (sin θ/θ, (1 − cos θ)/θ², (θ − sin θ)/θ³) of θ² = |w|²: exp(w^) = I + a w^ + b w^²
+    (Rodrigues) and the SE(3) exponential's V = I + b w^ + c w^²; their Taylor series below |w| = 1e-4."""
+    if theta2 < _SMALL_ANGLE**2:
+        return 1.0 - theta2 / 6.0, 0.5 - theta2 / 24.0, 1.0 / 6.0 - theta2 / 120.0
+    theta = math.sqrt(theta2)
+    sin, cos = math.sin(theta), math.cos(theta)
+    return sin / theta, (1.0 - cos) / theta2, (theta - sin) / (theta2 * theta)
+
+
+def _identity_plus(x: float, y: float, z: float, a: float, b: float) -> list:
+    """The rows of I + a w^ + b w^ w^ for w = (x, y, z), in plain floats (w^ w^ = w wᵀ − |w|² I,
+    entry by entry): numpy's cost per call is most of the time on 3×3 matrices."""
+    xy, xz, yz = b * x * y, b * x * z, b * y * z
+    return [[1.0 - b * (y * y + z * z), xy - a * z, xz + a * y],
+            [xy + a * z, 1.0 - b * (x * x + z * z), yz - a * x],
+            [xz - a * y, yz + a * x, 1.0 - b * (x * x + y * y)]]
+
+
 def so3_exp(w: np.ndarray) -> np.ndarray:
     """Rotation matrix exp(w^) (Rodrigues), accurate for small |w|."""
-    theta2 = float(w @ w)
-    W = skew(w)
-    if theta2 < _SMALL_ANGLE**2:
-        a = 1.0 - theta2 / 6.0
-        b = 0.5 - theta2 / 24.0
-    else:
-        theta = np.sqrt(theta2)
-        a = np.sin(theta) / theta
-        b = (1.0 - np.cos(theta)) / theta2
-    return np.eye(3) + a * W + b * W @ W
+    x, y, z = np.asarray(w, dtype=float).tolist()
+    a, b, _ = _series(x * x + y * y + z * z)
+    return np.array(_identity_plus(x, y, z, a, b))
 
 
 def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
@@ -125,54 +139,51 @@ def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
 
 def so3_log(R: np.ndarray) -> np.ndarray:
     """Rotation vector w with exp(w^) = R, |w| ∈ [0, π]; robust near 0 and π."""
-    cos_theta = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)
-    axis_sin = unskew(R)  # = sin(θ) · axis
-    sin_theta = np.linalg.norm(axis_sin)
-    theta = np.arctan2(sin_theta, cos_theta)
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = np.asarray(R, dtype=float)[:3, :3].tolist()
+    cos_theta = min(max(0.5 * (r00 + r11 + r22 - 1.0), -1.0), 1.0)
+    x, y, z = 0.5 * (r21 - r12), 0.5 * (r02 - r20), 0.5 * (r10 - r01)  # = sin(θ) · axis
+    sin_theta = math.sqrt(x * x + y * y + z * z)
+    theta = math.atan2(sin_theta, cos_theta)
     if theta < _SMALL_ANGLE:
-        return (1.0 + theta**2 / 6.0) * axis_sin
-    if np.pi - theta > 1e-3:
-        return theta / sin_theta * axis_sin
+        return (1.0 + theta**2 / 6.0) * np.array([x, y, z])
+    if math.pi - theta > 1e-3:
+        return theta / sin_theta * np.array([x, y, z])
     # Near π, sin θ loses the axis: R + R^T = 2cosθ I + 2(1 - cosθ) n n^T.
+    R = np.asarray(R, dtype=float)[:3, :3]
     B = 0.5 * (R + R.T) - cos_theta * np.eye(3)
     k = int(np.argmax(np.diag(B)))
     n = B[:, k] / np.linalg.norm(B[:, k])
-    if n @ axis_sin < 0.0:
+    if n @ np.array([x, y, z]) < 0.0:
         n = -n
     return theta * n
 
 
-def _left_jacobian_terms(theta2: float) -> tuple[float, float]:
-    """Coefficients (b, c) of V = I + b w^ + c w^ w^ in the SE(3) exponential."""
-    if theta2 < _SMALL_ANGLE**2:
-        return 0.5 - theta2 / 24.0, 1.0 / 6.0 - theta2 / 120.0
-    theta = np.sqrt(theta2)
-    return (1.0 - np.cos(theta)) / theta2, (theta - np.sin(theta)) / (theta2 * theta)
-
-
 def se3_exp(twist: np.ndarray) -> np.ndarray:
     """SE(3) exponential (2.39) of a twist [v; ω] (6,) -> 4×4 transform."""
-    v, w = twist[:3], twist[3:]
-    W = skew(w)
-    b, c = _left_jacobian_terms(float(w @ w))
-    H = np.eye(4)
-    H[:3, :3] = so3_exp(w)
-    H[:3, 3] = v + b * (W @ v) + c * (W @ (W @ v))
-    return H
+    v0, v1, v2, x, y, z = np.asarray(twist, dtype=float).tolist()
+    a, b, c = _series(x * x + y * y + z * z)
+    R = _identity_plus(x, y, z, a, b)
+    V = _identity_plus(x, y, z, b, c)  # the left Jacobian: the translation is V v
+    return np.array([R[0] + [V[0][0] * v0 + V[0][1] * v1 + V[0][2] * v2],
+                     R[1] + [V[1][0] * v0 + V[1][1] * v1 + V[1][2] * v2],
+                     R[2] + [V[2][0] * v0 + V[2][1] * v1 + V[2][2] * v2],
+                     [0.0, 0.0, 0.0, 1.0]])
 
 
 def se3_log(H: np.ndarray) -> np.ndarray:
     """SE(3) logarithm (2.40): 4×4 transform -> twist [v; ω] with |ω| ≤ π."""
-    w = so3_log(H[:3, :3])
-    theta2 = float(w @ w)
-    W = skew(w)
+    x, y, z = so3_log(H).tolist()
+    theta2 = x * x + y * y + z * z
     if theta2 < _SMALL_ANGLE**2:
         d = 1.0 / 12.0 + theta2 / 720.0
     else:
-        theta = np.sqrt(theta2)
-        d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / theta2
-    V_inv = np.eye(3) - 0.5 * W + d * W @ W
-    return np.concatenate([V_inv @ H[:3, 3], w])
+        theta = math.sqrt(theta2)
+        d = (1.0 - theta * math.sin(theta) / (2.0 * (1.0 - math.cos(theta)))) / theta2
+    V_inv = _identity_plus(x, y, z, -0.5, d)  # I − ½ w^ + d w^²
+    p0, p1, p2 = np.asarray(H, dtype=float)[:3, 3].tolist()
+    return np.array([V_inv[0][0] * p0 + V_inv[0][1] * p1 + V_inv[0][2] * p2,
+                     V_inv[1][0] * p0 + V_inv[1][1] * p1 + V_inv[1][2] * p2,
+                     V_inv[2][0] * p0 + V_inv[2][1] * p1 + V_inv[2][2] * p2, x, y, z])
 
 
 def is_rotation(R: np.ndarray, tol: float = 1e-6) -> bool:
