@@ -3,9 +3,10 @@ FDDP on the same horizon and cost.
 
     .venv/bin/python bench/mpc.py [--seconds 3] [--at 1.2]
 
-Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite).  Runs the trot (forward at 0.3 m/s)
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp).  Runs the trot (forward at 0.3 m/s)
 for --seconds and prints the median time of a cycle split into linearization, QP assembly and
-solve, against the 10 ms of 100 Hz control.  Then, at the cycle at time --at, builds Crocoddyl's
+solve, against the 10 ms of 100 Hz control, and the time each QP solver the MPC offers (ProxSuite,
+OSQP) takes on the QPs of every tenth cycle.  Then, at the cycle at time --at, builds Crocoddyl's
 problem with the MPC's knots (the feet held at each, a touchdown as an impulse node), the same
 residuals and weights (References: base pose and twist, posture, joint velocities, swing feet,
 torques; Crocoddyl's Euler integration scales its running costs by dt, so its weights are the
@@ -33,10 +34,19 @@ from robot_linearization.walking.scenario import Segment, trot  # noqa: E402
 
 
 class Recorder(mpc_module.WholeBodyMPC):
-    """The MPC, keeping what it started from and planned at one chosen cycle."""
+    """The MPC, keeping what it started from and planned at one chosen cycle, and every tenth
+    cycle's QP (its solver's arguments)."""
 
     at = 1.2
     kept = None
+    qps: list = []
+    solved = 0
+
+    def _proxsuite(self, *qp):
+        if Recorder.solved % 10 == 0:
+            Recorder.qps.append(qp)
+        Recorder.solved += 1
+        return super()._proxsuite(*qp)
 
     def solve(self, time, state, contacts_now, held_now):
         if self.kept is not None or time < self.at - 1e-9:
@@ -198,6 +208,21 @@ def main() -> None:
     print(f"one cycle (median ms): linearization {np.median(timings[:, 0]):.2f}, QP assembly "
           f"{np.median(timings[:, 1]):.2f}, solve {np.median(timings[:, 2]):.2f}; total {np.median(total):.2f} "
           f"(p90 {np.percentile(total, 90):.2f}) = {1e3 / np.median(total):.0f} Hz against 100 Hz")
+    mpc = Recorder.kept["mpc"]
+    solvers = {"ProxSuite (dense, primal-dual, warm from the shifted plan)": mpc._proxsuite,
+               "OSQP": mpc._osqp}
+    print(f"\nthe QP of every tenth cycle ({len(Recorder.qps)}, {Recorder.qps[0][2].shape[1]} unknowns, "
+          f"≈ {np.median([len(qp[3]) for qp in Recorder.qps]):.0f} inequality rows and the torque limits), "
+          "solved to eps 1e-9 by each solver (median ms, 90th percentile):")
+    for name, solve in solvers.items():
+        times = []
+        for qp in Recorder.qps:
+            started = time.perf_counter()
+            solved = solve(*qp)[1]
+            times.append(time.perf_counter() - started)
+            if not solved:
+                raise SystemExit(f"{name} did not solve a QP the MPC solved")
+        print(f"  {name:60s} {np.median(times) * 1e3:7.2f} {np.percentile(times, 90) * 1e3:7.2f}")
     kept = Recorder.kept
     model = kept["mpc"].model
     problem, x_of, u_of, knot_node = crocoddyl_problem(kept, model)
@@ -207,7 +232,6 @@ def main() -> None:
     xs_mpc, us_mpc = trajectories(problem, kept, model, result.states, result.torques_plan, x_of, u_of, knot_node)
     mpc_cost = problem.calc(xs_mpc, us_mpc)
     start_cost = problem.calc(xs0, us0)
-    mpc = kept["mpc"]
     ours = {name: mpc.cost(kept["time"], kept["state"], states, torques) for name, (states, torques) in
             (("start", kept["shifted"]), ("plan", (result.states, result.torques_plan)))}
     print(f"\nthe cost in both measures (a check that the two problems are the same): the plan the MPC started "

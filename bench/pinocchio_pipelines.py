@@ -59,7 +59,8 @@ class Pipeline:
 
     def __init__(self, pin, urdf: str, floating: bool, contacts=()):
         self.pin = pin
-        self.model = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(urdf)
+        self.model = (pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer()) if floating
+                      else pin.buildModelFromUrdf(urdf))
         self.off = 6 if floating else 0
         self.contacts = tuple(contacts)
         self.settings = pin.ProximalSettings(1e-14, 1e-12, 1)

@@ -114,6 +114,8 @@ def six_vector(value, name: str, what: str = "[linear; angular]") -> np.ndarray:
 def positive_number(value, name: str, unit: str = "") -> float:
     """A positive, finite number (a step in seconds, a finite-difference step): a Python or
     numpy number, or a 0-d array."""
+    if type(value) is float and 0.0 < value < math.inf:
+        return value  # the control cycle's case
     expected = f"a positive number{unit and ' of ' + unit}"
     number = float(real_array(value, name, (), what=expected, finite=False))
     if not 0 < number < math.inf:

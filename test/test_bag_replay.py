@@ -118,7 +118,8 @@ def test_replay_survives_bad_messages_and_never_writes_nan(tmp_path):
     zero_q = odometry_message(factory, 50, "odom", "base_link", np.eye(4), np.zeros(6))
     zero_q.pose.pose.orientation.w = 0.0
     events = [
-        (10, odom, good_odom(10)), (11, js, joint_state_message(factory, 11, MODEL.joint_names, np.zeros(n), np.zeros(n))),
+        (10, odom, good_odom(10)),
+        (11, js, joint_state_message(factory, 11, MODEL.joint_names, np.zeros(n), np.zeros(n))),
         (20, js, joint_state_message(factory, 20, MODEL.joint_names, np.full(n, np.nan), np.zeros(n))),
         (30, js, joint_state_message(factory, 5, MODEL.joint_names, np.ones(n), np.zeros(n))),  # out of order
         (40, js, joint_state_message(factory, 40, MODEL.joint_names[:3], np.ones(3), np.zeros(3))),  # missing

@@ -9,7 +9,8 @@ from robot_linearization.spatial import spatial_inertia
 
 from conftest import PinocchioOracle, example_robot_path, load_example
 
-INERTIAL = '<inertial><mass value="{m}"/><origin xyz="{c}"/><inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>'
+INERTIAL = ('<inertial><mass value="{m}"/><origin xyz="{c}"/>'
+            '<inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial>')
 
 
 def urdf(links: dict, joints: list[str], name="t") -> str:
@@ -48,7 +49,8 @@ def test_fixed_joint_lumps_inertia_like_a_single_rigid_body():
     welded = urdf({"a": BODY, "b": dict(m=2.0, c="0.1 0 0", i=0.02), "c": BODY},
                   [joint("weld", "fixed", "a", "b", xyz="0 0.3 0"), joint("j", "revolute", "a", "c", xyz="0 0 0.5")])
     model = rl.load_urdf(welded)
-    expected = spatial_inertia(1.0, np.zeros(3), 0.01 * np.eye(3)) + spatial_inertia(2.0, [0.1, 0.3, 0], 0.02 * np.eye(3))
+    expected = (spatial_inertia(1.0, np.zeros(3), 0.01 * np.eye(3))
+                + spatial_inertia(2.0, [0.1, 0.3, 0], 0.02 * np.eye(3)))
     np.testing.assert_allclose(model.inertias[0], expected, atol=1e-12)
     assert model.frames["b"][0] == 0 and model.joint_names == ("j",)
 
@@ -65,7 +67,8 @@ def test_fixed_base_ur5_matches_pinocchio_mass_matrix_with_merged_links(rng):
 
 def test_prismatic_joint_about_an_arbitrary_axis_and_continuous_joint_load():
     text = urdf({"a": BODY, "b": BODY, "c": BODY},
-                [joint("slide", "prismatic", "a", "b", axis="1 1 0"), joint("spin", "continuous", "b", "c", axis="0 1 1")])
+                [joint("slide", "prismatic", "a", "b", axis="1 1 0"),
+                 joint("spin", "continuous", "b", "c", axis="0 1 1")])
     model = rl.load_urdf(text)
     np.testing.assert_allclose(model.motion_subspaces[1], [2 ** -0.5, 2 ** -0.5, 0, 0, 0, 0])
     np.testing.assert_allclose(model.motion_subspaces[2], [0, 0, 0, 0, 2 ** -0.5, 2 ** -0.5])
@@ -84,13 +87,16 @@ def test_gravity_is_a_model_parameter():
     (urdf({"a": BODY, "b": BODY, "c": BODY},
           [joint("j1", "revolute", "a", "b"), joint("j2", "revolute", "a", "c", extra='<mimic joint="ghost"/>')]),
      "joint 'j2' mimics joint 'ghost', which is not a moving joint"),
-    (urdf({"a": BODY, "b": None}, [joint("j", "revolute", "a", "b")]), "joint 'j': the bodies it moves have no inertia"),
+    (urdf({"a": BODY, "b": None}, [joint("j", "revolute", "a", "b")]),
+     "joint 'j': the bodies it moves have no inertia"),
     (urdf({"a": BODY, "b": dict(m=0.0, c="0 0 0.5", i=0.0)}, [joint("j", "revolute", "a", "b", axis="0 0 1")]),
      "joint 'j': the bodies it moves have no inertia"),
-    (urdf({"a": BODY, "b": dict(m=-1.0, c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]), "link 'b': negative mass"),
+    (urdf({"a": BODY, "b": dict(m=-1.0, c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]),
+     "link 'b': negative mass"),
     (urdf({"a": BODY, "b": dict(m=1.0, c="0 0 0", i=-0.5)}, [joint("j", "revolute", "a", "b")]),
      "link 'b': rotational inertia is not positive semi-definite"),
-    (urdf({"a": BODY, "b": dict(m="nan", c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]), "link 'b': inertial contains NaN"),
+    (urdf({"a": BODY, "b": dict(m="nan", c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")]),
+     "link 'b': inertial contains NaN"),
     (urdf({"a": BODY, "b": BODY}, [joint("j", "revolute", "a", "ghost")]), "joint 'j' refers to link 'ghost'"),
     (urdf({"a": BODY, "b": BODY}, []), "exactly one root link"),
     (urdf({"a": BODY, "b": BODY, "c": BODY}, [joint("j1", "revolute", "a", "c"), joint("j2", "revolute", "b", "c")]),

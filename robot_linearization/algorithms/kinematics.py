@@ -108,11 +108,9 @@ def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> 
     R, t = np.empty((tree.n_bodies, 3, 3)), np.empty((tree.n_bodies, 3))
     base_frame_poses_into(tree.parent, tree.motion_subspaces, X_up, tree.floating_base, R, t,
                           np.empty((tree.n_velocities, 6)))
-    base = full.base_pose if tree.floating_base else np.eye(4)
-    poses = np.empty((len(frames), 4, 4))
-    for k, frame in enumerate(frames):
-        body, body_H_frame = tree.frames[frame]
-        body_pose = np.eye(4)
-        body_pose[:3, :3], body_pose[:3, 3] = R[body], t[body]
-        poses[k] = base @ body_pose @ body_H_frame
-    return poses
+    placed = [tree.frames[frame] for frame in frames]  # (body, b_H_c) of each
+    bodies = [body for body, _ in placed]
+    body_poses = np.zeros((len(frames), 4, 4))  # 0_H_b of each frame's body
+    body_poses[:, :3, :3], body_poses[:, :3, 3], body_poses[:, 3, 3] = R[bodies], t[bodies], 1.0
+    frame_offsets = np.array([body_H_frame for _, body_H_frame in placed]).reshape(len(frames), 4, 4)
+    return (full.base_pose if tree.floating_base else np.eye(4)) @ body_poses @ frame_offsets
