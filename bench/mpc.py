@@ -215,14 +215,13 @@ def main() -> None:
           f"≈ {np.median([len(qp[3]) for qp in Recorder.qps]):.0f} inequality rows and the torque limits), "
           "solved to eps 1e-9 by each solver (median ms, 90th percentile):")
     for name, solve in solvers.items():
-        times = []
+        times, unsolved = [], 0
         for qp in Recorder.qps:
             started = time.perf_counter()
-            solved = solve(*qp)[1]
+            unsolved += not solve(*qp)[1]
             times.append(time.perf_counter() - started)
-            if not solved:
-                raise SystemExit(f"{name} did not solve a QP the MPC solved")
-        print(f"  {name:60s} {np.median(times) * 1e3:7.2f} {np.percentile(times, 90) * 1e3:7.2f}")
+        print(f"  {name:60s} {np.median(times) * 1e3:7.2f} {np.percentile(times, 90) * 1e3:7.2f}"
+              + (f"  ({unsolved} not solved within its iteration limit)" if unsolved else ""))
     kept = Recorder.kept
     model = kept["mpc"].model
     problem, x_of, u_of, knot_node = crocoddyl_problem(kept, model)

@@ -159,3 +159,19 @@ def test_a_command_that_is_not_a_finite_number_is_refused_in_one_line():
         assert "\n" not in str(error.value)
     mpc.command(0.3, 0.0, 0.5)
     assert mpc.velocity.tolist() == [0.3, 0.0, 0.5]
+
+
+def test_both_solvers_plan_the_same_torques():
+    """One cycle from the same standing state with ProxSuite and with OSQP (MPCSettings.solver): the
+    same QP, solved to 1e-9 by each, gives the same first torque to within 1e-4 of its size."""
+    state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
+    simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
+    torques = {}
+    for solver in ("proxsuite", "osqp"):
+        mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                           MPCSettings(base_height=height, solver=solver))
+        mpc.command(0.3)
+        torques[solver] = mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held).torques
+    scale = np.abs(torques["proxsuite"]).max()
+    assert scale > 1.0  # the robot's weight is carried
+    np.testing.assert_allclose(torques["osqp"], torques["proxsuite"], atol=1e-4 * scale)

@@ -504,8 +504,8 @@ class WholeBodyMPC:
         solver = osqp.OSQP()
         solver.setup(sp.csc_matrix(np.triu(H)), g, A, np.concatenate([lower, box_lower]),
                      np.concatenate([np.full(len(lower), 1e30), box_upper]), verbose=False, eps_abs=1e-9,
-                     eps_rel=1e-9, max_iter=20000, polishing=True)
-        result = solver.solve()
+                     eps_rel=1e-9, max_iter=20000)
+        result = solver.solve(raise_error=False)  # (the status is read below)
         return result.x, result.info.status == "solved", result.info.iter
 
 
