@@ -550,6 +550,44 @@ def test_the_readmes_service_call_works_as_written(ros):
     graph.close()
 
 
+def test_a_backlog_of_inputs_is_paired_stamp_by_stamp_and_kept(ros):
+    """The input thread late by 20 cycles (held here on the node's lock) finds 20 odometry messages
+    and 20 joint states queued: each joint state is linearized with the odometry of its own stamp
+    (odometry k puts the base at x = k), none with an older one, and none is lost (the inputs keep
+    the last 50 messages, not sensor-data's 5)."""
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("publish_heatmaps", value=False)]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
+    arrived = {}  # stamp -> the base's x in its ~/linearization (a history deep enough for the burst of 20)
+
+    def record(message):
+        arrived[message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec] = message.base_pose.position.x
+
+    graph.client.create_subscription(Linearization, f"{NS}/linearization", record, 100)
+    rng = np.random.default_rng(3)
+    s, r = rng.normal(size=12), rng.normal(size=12)
+
+    def publish(stamp, x):
+        odom_pub.publish(odometry_message(graph.factory, stamp, "odom", "base_link", se3_exp(np.r_[x, 0, 0, 0, 0, 0]),
+                                          np.zeros(6)))
+        js_pub.publish(joint_state_message(graph.factory, stamp, MODEL.joint_names, s, r))
+
+    assert graph.spin_until(lambda: arrived, each=lambda: publish(graph.node.get_clock().now().nanoseconds, -1.0))
+    graph.spin_until(lambda: False, timeout=0.3)
+    start = graph.node.get_clock().now().nanoseconds + 50_000_000
+    stamps = [start + k * 1_000_000 for k in range(20)]
+    with graph.node.lock:  # the input thread stops at its next message
+        for k, stamp in enumerate(stamps):
+            publish(stamp, float(k))
+            time.sleep(0.001)
+        time.sleep(0.3)  # every message in the node's queues
+    assert graph.spin_until(lambda: all(stamp in arrived for stamp in stamps), timeout=10.0), \
+        f"{sum(stamp in arrived for stamp in stamps)} of 20 linearized: {graph.node.pipeline.diagnostics(0)}"
+    assert [arrived[stamp] for stamp in stamps] == [float(k) for k in range(20)]
+    graph.close()
+
+
 def test_the_raw_linearization_the_node_publishes_is_rclpys_own_serialization(ros):
     """What the node publishes raw (interfaces.linearization_cdr) is the bytes rclpy serializes the
     message linearization_message builds into (rosidl's typesupport: the other independent serializer)."""

@@ -35,6 +35,11 @@ from .parameters import PARAMETERS, node_settings
 from .pipeline import FREE_FLOATING_UNTIL_FIT, LinearizationPipeline
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+INPUT_QOS = QoSProfile(depth=50, reliability=qos_profile_sensor_data.reliability,
+                       durability=qos_profile_sensor_data.durability, history=qos_profile_sensor_data.history)
+"""joint_states and odom: the sensor-data QoS (best effort, as drivers publish), keeping the last 50
+messages instead of 5: 50 ms at 1 kHz, so that a pause of the input thread (the heatmaps' timer,
+a service call) delays inputs rather than losing them."""
 
 
 class RclpyFactory(MessageFactory):
@@ -241,9 +246,9 @@ class LinearizationNode(Node):
         # taken serialized: read in place by CdrInputs rather than built into Python messages
         unused = lambda msg: None  # noqa: E731 - the input loop takes them
         joint_states = self.create_subscription(JointState, "joint_states", unused if fast else on_joint_state,
-                                                qos_profile_sensor_data, callback_group=group, raw=True)
+                                                INPUT_QOS, callback_group=group, raw=True)
         odometry = self.create_subscription(Odometry, "odom", unused if fast else on_odometry,
-                                            qos_profile_sensor_data, callback_group=group, raw=True)
+                                            INPUT_QOS, callback_group=group, raw=True)
         self.input_topics = {"joint_states": joint_states.topic_name, "odometry": odometry.topic_name}
         self.create_timer(0.1, self._watch_inputs)
         from robot_linearization.srv import Linearize, Validate
@@ -260,7 +265,9 @@ class LinearizationNode(Node):
         if self.publish_heatmaps or self.publish_health:  # for eyes and plots, on their own timer: they never
             self.create_timer(1.0 / settings.heatmap_rate_hz, self._publish_heatmaps_and_health,  # cost a cycle
                               clock=steady)
-        self.input_loop = InputLoop(self, [(joint_states, on_joint_state), (odometry, on_odometry)],
+        # odometry first: of a backlog (the node late by a few cycles), each joint state then finds its own
+        # odometry, instead of pairing with an older one while its own waits behind the newer joint states
+        self.input_loop = InputLoop(self, [(odometry, on_odometry), (joint_states, on_joint_state)],
                                     settings.description, serve=fast)
         self.input_loop.start()
         self.get_logger().info("ready")
