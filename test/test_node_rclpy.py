@@ -550,6 +550,45 @@ def test_the_readmes_service_call_works_as_written(ros):
     graph.close()
 
 
+def test_inputs_queued_while_the_description_loads_are_not_found_stale(ros, monkeypatch):
+    """A robot publishing from before the node's first load (here a load that takes 1 s, as a first
+    start's compile or a busy machine makes it): what queued meanwhile is dropped once, said in one
+    log line, not counted as stale inputs; the inputs after it are linearized."""
+    load = LinearizationNode.set_description
+
+    def slow_load(self, description):
+        time.sleep(1.0)
+        load(self, description)
+
+    monkeypatch.setattr(LinearizationNode, "set_description", slow_load)
+    node = LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                  Parameter("publish_heatmaps", value=False)])
+    client = rclpy.create_node("test_client")
+    executor = SingleThreadedExecutor()
+    for each in (node, client):
+        executor.add_node(each)
+    js_pub = client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = client.create_publisher(Odometry, "/odom", 10)
+    outputs = []
+    client.create_subscription(Linearization, f"{NS}/linearization", outputs.append, 10)
+    factory, rng = RclpyFactory(), np.random.default_rng(4)
+    s, r = rng.normal(size=12), rng.normal(size=12)
+    deadline = time.monotonic() + 30.0
+    while len(outputs) < 10 and time.monotonic() < deadline:  # 20 Hz, from before the model is there
+        now = node.get_clock().now().nanoseconds
+        odom_pub.publish(odometry_message(factory, now, "odom", "base_link", np.eye(4), np.zeros(6)))
+        js_pub.publish(joint_state_message(factory, now, MODEL.joint_names, s, r))
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+    with node.lock:
+        values = node.pipeline.diagnostics(node.get_clock().now().nanoseconds)[0][3]
+    assert len(outputs) >= 10, values
+    assert not [key for key in values if key.startswith("rejected")], values
+    node.destroy_node()
+    client.destroy_node()
+
+
 def test_a_backlog_of_inputs_is_paired_stamp_by_stamp_and_kept(ros):
     """The input thread late by 20 cycles (held here on the node's lock) finds 20 odometry messages
     and 20 joint states queued: each joint state is linearized with the odometry of its own stamp

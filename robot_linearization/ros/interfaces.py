@@ -85,7 +85,7 @@ def _flat(factory, matrix):
 def linearization_values(output, frame_id: str) -> dict:
     """The fields of one cycle's Linearization message as plain values, in the .msg's order: numbers,
     strings, lists of strings, float64 arrays (None: empty), and for header, base_pose and base_twist
-    tuples ((sec, nanosec), frame_id), ((x, y, z), (x, y, z, w)), ((x, y, z), (x, y, z))."""
+    pairs ((sec, nanosec), frame_id), ([x, y, z], (x, y, z, w)), ([vx, vy, vz], [ωx, ωy, ωz])."""
     lin, model, state = output.linearization, output.model, output.state
     floating = model.floating_base
     H = state.base_pose if floating else _IDENTITY

@@ -176,6 +176,12 @@ class InputLoop(threading.Thread):
     def _serve(self) -> None:
         taker = WaitSetTaker(self.node, [sub for sub, _ in self.subscriptions])
         handlers = [handler for _, handler in self.subscriptions]
+        # what queued while the first robot description loaded (each input keeps 50 messages) predates the
+        # model: not linearized, rather than found stale one by one
+        dropped = sum(1 for _ in taker.take(0)) if self.first_description else 0
+        if dropped:
+            self.node.get_logger().info(f"{dropped} joint_states and odom messages that arrived while the robot "
+                                        "description loaded were not linearized")
         while self.running and self.node.context.ok():
             for index, message in taker.take(100_000_000):  # 0.1 s: shutdown is noticed within it
                 handlers[index](message)
