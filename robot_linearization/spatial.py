@@ -129,12 +129,27 @@ def so3_exp(w: np.ndarray) -> np.ndarray:
     return np.array(_identity_plus(x, y, z, a, b))
 
 
+def _quaternion_rows(w: float, x: float, y: float, z: float) -> list:
+    """The rows of the rotation matrix of the unit quaternion w + xi + yj + zk, as lists."""
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+
+
 def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
     """Rotation matrix (3×3) of the unit quaternion w + xi + yj + zk (Hamilton, as ROS and
     Eigen use; ROS messages store it in the order x, y, z, w)."""
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return np.array(_quaternion_rows(w, x, y, z))
+
+
+def quaternion_pose(w: float, x: float, y: float, z: float, position) -> np.ndarray:
+    """H (4×4) of the frame at ``position`` (x, y, z) with the orientation of the unit quaternion
+    w + xi + yj + zk (:func:`quaternion_rotation`), built in one call (a 1 kHz input's cost)."""
+    rows = _quaternion_rows(w, x, y, z)
+    for row, coordinate in zip(rows, position):
+        row.append(coordinate)
+    rows.append([0.0, 0.0, 0.0, 1.0])
+    return np.array(rows, dtype=float)
 
 
 def so3_log(R: np.ndarray) -> np.ndarray:

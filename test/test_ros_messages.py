@@ -109,6 +109,11 @@ def test_odometry_bad_input_is_rejected_or_normalised():
         odometry_base_state(_odometry_with(child="odom_child"), "base_link")
     H, _ = odometry_base_state(_odometry_with(q=(1.01, 0, 0, 0.0)), "base_link")
     np.testing.assert_allclose(H[:3, :3], np.eye(3))  # slightly non-unit: normalised
+    # the finite check sums the numbers: a sum that overflows is not mistaken for inf
+    _, twist = odometry_base_state(_odometry_with(twist=np.array([1e308, 1e308, 0, 0, 0, 0])), "base_link")
+    np.testing.assert_array_equal(twist, [1e308, 1e308, 0, 0, 0, 0])
+    with pytest.raises(InputError, match="NaN"):  # inf − inf: NaN in the sum, and an inf in the numbers
+        odometry_base_state(_odometry_with(twist=np.array([np.inf, -np.inf, 0, 0, 0, 0])), "base_link")
 
 
 NAMES = ["a", "b", "c"]
@@ -142,6 +147,15 @@ def test_joint_state_is_mapped_by_name_and_extra_joints_ignored():
 def test_bad_joint_state_is_rejected_naming_the_problem(names, pos, vel, eff, need_effort, message):
     with pytest.raises(InputError, match=message):
         joint_state_arrays(_joint_state(names, pos, vel, eff), NAMES, need_effort=need_effort)
+
+
+def test_joint_state_finite_check_is_not_fooled_by_its_sum():
+    """The check sums each array first: an overflowing sum of finite values is accepted,
+    opposite infinities (a NaN sum) are named."""
+    s, r, _, _ = joint_state_arrays(_joint_state(NAMES, [1e308, 1e308, 1], [1, 2, 3]), NAMES, need_effort=False)
+    np.testing.assert_array_equal(s, [1e308, 1e308, 1])
+    with pytest.raises(InputError, match=r"velocity of \['a', 'b'\] is NaN or inf"):
+        joint_state_arrays(_joint_state(NAMES, [1, 2, 3], [np.inf, -np.inf, 3]), NAMES, need_effort=False)
 
 
 @pytest.mark.parametrize("use_effort", [False, True])

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..spatial import quaternion_rotation
+from ..spatial import quaternion_pose
 from .images import heatmap_rgb, state_block_boundaries
 
 
@@ -127,12 +127,13 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
             raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
     order = _joint_order(names, tuple(joint_names))
     out = {}
-    for field in ("position", "velocity", "effort"):
+    for field, values in fields.items():
         if field in absent:
             out[field] = np.zeros(len(joint_names))
             continue
-        values = fields[field][order] if len(order) else np.zeros(0)
-        if (field != "effort" or need_effort) and not np.isfinite(values).all():
+        values = values[order]
+        # (a finite sum: all finite, NaN and inf propagate; a sum that overflows: each is checked)
+        if (field != "effort" or need_effort) and not (math.isfinite(values.sum()) or np.isfinite(values).all()):
             names = [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))][:5]
             raise InputError(f"joint_states {field} of {names} is NaN or inf")
         out[field] = values
@@ -195,21 +196,21 @@ def odometry_base_state(msg, expected_child_frame: str):
         raise InputError(f"odometry child_frame_id is '{fields.child_frame_id}', expected the base frame "
                          f"'{expected_child_frame}' (its twist must be expressed in the base frame)")
     # plain floats: for 3- and 4-vectors, numpy's per-call overhead is most of the cost (1 kHz)
-    position = tuple(float(value) for value in fields.position)
-    x, y, z, w = (float(value) for value in fields.orientation)
-    twist = tuple(float(value) for value in fields.twist)
-    if not all(math.isfinite(value) for value in (*position, w, x, y, z, *twist)):
+    x, y, z, w = fields.orientation
+    if not _all_finite((*fields.position, x, y, z, w, *fields.twist)):
         raise InputError("odometry contains NaN or inf")
     norm = math.sqrt(w * w + x * x + y * y + z * z)
     if norm < 1e-9:
         raise InputError("odometry orientation is the zero quaternion")
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise InputError(f"odometry orientation is not a unit quaternion (|q| = {norm:.3g})")
-    H = np.empty((4, 4))
-    H[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
-    H[:3, 3] = position
-    H[3] = (0.0, 0.0, 0.0, 1.0)
-    return H, np.array(twist)
+    return quaternion_pose(w / norm, x / norm, y / norm, z / norm, fields.position), np.array(fields.twist, dtype=float)
+
+
+def _all_finite(values) -> bool:
+    """No NaN or inf among a few numbers: their sum is finite (NaN and inf propagate), or, where
+    the sum overflows, each is."""
+    return math.isfinite(sum(values)) or all(math.isfinite(value) for value in values)
 
 
 # ---- inputs as serialized CDR (what the node takes, without rclpy building messages) ----

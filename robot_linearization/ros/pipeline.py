@@ -311,6 +311,11 @@ class LinearizationPipeline:
         return appeared
 
     # ---- the cycle -------------------------------------------------------
+    @property
+    def waiting(self) -> bool:
+        """A joint state is queued: :meth:`step` may have an output to make."""
+        return bool(self._joint_states)
+
     def step(self, now_ns: int, newest_only: bool = False) -> list[Output]:
         """Linearize the joint states that are ready; their outputs, oldest first.
 
@@ -353,9 +358,9 @@ class LinearizationPipeline:
             if isinstance(paired, str):
                 return self._drop(paired, "unpaired")
             H, twist = paired
-            state = State(base_pose=H, joint_positions=positions, base_twist=twist, joint_velocities=velocities)
+            state = State._given(H, positions, twist, velocities)  # (arrays of the inputs' own, made by the reading)
         else:
-            state = State(joint_positions=positions, joint_velocities=velocities)
+            state = State._given(None, positions, None, velocities)
         torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
         start = time.perf_counter()
         try:
