@@ -33,12 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.constrained_dynamics import contact_arrays, contact_kinematics_into
-from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
+from .algorithms.constrained_dynamics import contact_frame_kinematics
 from .compiled import announce_compilation, kernel
 from .arguments import _given, check_linearization, positive_number, real_array
-from .contacts import as_contacts
-from .workspace import workspace
+from .contacts import as_contacts, format_contacts
 
 SMOOTH_TANGENT = 1e-12
 """The exact cone's ‖f_t‖ is taken as not differentiable when ‖f_t‖ ≤ this times ‖f‖
@@ -100,29 +98,55 @@ def contact_margins(model, linearization, *, friction, normal=(0.0, 0.0, 1.0), f
                          "for a horizon call it per step")
     if lin.contact_forces is None or not lin.contacts:
         raise ValueError("linearization: has no contacts (make it with rl.linearize(..., contacts=...))")
-    mu = positive_number(friction, "friction")
-    n = real_array(normal, "normal", (3,), what="the ground's normal in the world")
-    if not np.linalg.norm(n) > 1e-12:
-        raise ValueError(f"normal: expected a nonzero vector, got {n.tolist()}")
-    n = n / np.linalg.norm(n)
-    k = _facets(facets)
-    if not isinstance(inner, (bool, np.bool_)):
-        raise ValueError(f"inner: expected True (inner pyramid) or False (outer), got {_given(inner)}")
-    contacts = as_contacts(lin.contacts)
-    soles = _sole_sizes(sole_size, [c.frame for c in contacts if c.kind == "6d"])
-    layout = _layout(contacts, mu, tuple(n.tolist()), k, bool(inner), tuple(soles.items()))
+    return MarginEvaluator(model, lin.contacts, friction=friction, normal=normal, facets=facets, inner=inner,
+                           sole_size=sole_size)(lin)
 
-    N = model.n_velocities
-    if layout.turning.any():
-        rotations, rotation_jacobians = _frame_rotations(model, lin.state, contacts)
-    else:
-        rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
-    p = len(layout.labels)
-    margins, state_jacobian, input_jacobian = np.empty(p), np.empty((p, 2 * N)), np.empty((p, model.n_joints))
-    announce_compilation(margins_into)
-    margins_into((lin.contact_forces, lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian),
-                 layout.arrays, (rotations, rotation_jacobians), (margins, state_jacobian, input_jacobian))
-    return ContactMargins(margins, state_jacobian, input_jacobian, layout.labels, mu, n, k, bool(inner), soles)
+
+class MarginEvaluator:
+    """:func:`contact_margins` of one model and contact set with the same friction, normal, cone and
+    soles, its arguments checked once, for state after state (a controller's loop)::
+
+        margins_of = MarginEvaluator(model, contacts, friction=0.6, facets=4)
+        margins = margins_of(linearizer.linearize(state))  # a ContactMargins, as contact_margins gives
+
+    The linearization must be of ``model`` (not checked again) with ``contacts`` (rl.linearize or a
+    Linearizer): its contact set is checked per call (ValueError when it differs).
+    """
+
+    def __init__(self, model, contacts, *, friction, normal=(0.0, 0.0, 1.0), facets=None, inner: bool = True,
+                 sole_size=None):
+        self.model = model
+        self.friction = mu = positive_number(friction, "friction")
+        n = real_array(normal, "normal", (3,), what="the ground's normal in the world")
+        if not np.linalg.norm(n) > 1e-12:
+            raise ValueError(f"normal: expected a nonzero vector, got {n.tolist()}")
+        self.normal = n = n / np.linalg.norm(n)
+        self.facets = k = _facets(facets)
+        if not isinstance(inner, (bool, np.bool_)):
+            raise ValueError(f"inner: expected True (inner pyramid) or False (outer), got {_given(inner)}")
+        self.inner = bool(inner)
+        self.contacts = as_contacts(contacts)
+        self.sole_sizes = _sole_sizes(sole_size, [c.frame for c in self.contacts if c.kind == "6d"])
+        self.layout = _layout(self.contacts, mu, tuple(n.tolist()), k, self.inner, tuple(self.sole_sizes.items()))
+
+    def __call__(self, linearization) -> ContactMargins:
+        """The ContactMargins of ``linearization`` (one state's, of this model and contact set)."""
+        lin, model, layout = linearization, self.model, self.layout
+        if lin.contacts != self.contacts and as_contacts(lin.contacts) != self.contacts:
+            raise ValueError(f"linearization: its contacts [{format_contacts(lin.contacts)}] are not the "
+                             f"evaluator's [{format_contacts(self.contacts)}]")
+        N = model.n_velocities
+        if layout.turning.any():
+            rotations, rotation_jacobians = _frame_rotations(model, lin.state, self.contacts)
+        else:
+            rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
+        p = len(layout.labels)
+        margins, state_jacobian, input_jacobian = np.empty(p), np.empty((p, 2 * N)), np.empty((p, model.n_joints))
+        announce_compilation(margins_into)
+        margins_into((lin.contact_forces, lin.contact_forces_state_jacobian, lin.contact_forces_input_jacobian),
+                     layout.arrays, (rotations, rotation_jacobians), (margins, state_jacobian, input_jacobian))
+        return ContactMargins(margins, state_jacobian, input_jacobian, layout.labels, self.friction, self.normal,
+                              self.facets, self.inner, self.sole_sizes)
 
 
 _NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
@@ -347,14 +371,7 @@ def _frame_rotations(model, state, contacts):
     (a CoupledModel's: the tree's through Ĝ)."""
     tree = getattr(model, "tree", model)
     tree_state = model.tree_state(state) if tree is not model else state
-    arrays = contact_arrays(tree, tuple(contacts))
-    ws = workspace(tree)
-    body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
-    base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
-    ws.v[:], ws.a[:] = 0.0, 0.0
-    data, scratch = arrays.data(ws)
-    base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
-    contact_kinematics_into(ws.model, ws.data, data, base_rotation)
+    scratch, _ = contact_frame_kinematics(tree, tree_state, tuple(contacts))
     rotation, J_local = scratch.rotation.copy(), scratch.J_local.copy()
     J_omega = J_local[:, 3:]
     if tree is not model:

@@ -186,7 +186,7 @@ def se3_exp(twist: np.ndarray) -> np.ndarray:
 
 
 def se3_log(H: np.ndarray) -> np.ndarray:
-    """SE(3) logarithm (2.40): 4×4 transform -> twist [v; ω] with |ω| ≤ π."""
+    """SE(3) logarithm (2.40): 4×4 transform (or its top three rows, 3×4) -> twist [v; ω] with |ω| ≤ π."""
     x, y, z = so3_log(H).tolist()
     theta2 = x * x + y * y + z * z
     if theta2 < _SMALL_ANGLE**2:

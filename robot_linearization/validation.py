@@ -28,14 +28,13 @@ DEFAULT_STEP = 1e-2
 
 
 def perturb(model: Model, state: State, z: np.ndarray) -> State:
-    """The state g·exp(z): H·exp(z_H^), s + z_s, v + z_v, r + z_r (thesis (3.4))."""
+    """The state g·exp(z): H·exp(z_H^), s + z_s, v + z_v, r + z_r (thesis (3.4)); z (2N,) float64.
+    (Every array of the result is new: built without the State constructor's copies.)"""
     n = model.n_joints
     if not model.floating_base:
-        return State(joint_positions=state.joint_positions + z[:n], joint_velocities=state.joint_velocities + z[n:])
-    return State(base_pose=state.base_pose @ se3_exp(z[:6]),
-                 joint_positions=state.joint_positions + z[6:6 + n],
-                 base_twist=state.base_twist + z[6 + n:12 + n],
-                 joint_velocities=state.joint_velocities + z[12 + n:])
+        return State._given(None, state.joint_positions + z[:n], None, state.joint_velocities + z[n:])
+    return State._given(state.base_pose @ se3_exp(z[:6]), state.joint_positions + z[6:6 + n],
+                        state.base_twist + z[6 + n:12 + n], state.joint_velocities + z[12 + n:])
 
 
 def state_difference(model: Model, a: State, b: State) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 import robot_linearization as rl
 from robot_linearization.algorithms.constrained_dynamics import bias_motion, contact_kinematics
 from robot_linearization.algorithms.kinematics import body_transforms
-from robot_linearization.contact_margins import contact_margins
+from robot_linearization.contact_margins import MarginEvaluator, contact_margins
 from robot_linearization.spatial import se3_exp
 from robot_linearization.validation import _extrapolated, perturb
 
@@ -352,6 +352,30 @@ def test_a_linearization_without_contacts_or_sole_sizes_is_refused(rng):
     with pytest.raises(ValueError, match="^linearization: contact_margins takes one state's"):
         contact_margins(model, rl.linearize_trajectory(model, [state, state], contacts=["left_sole_link"], dt=1e-3),
                         friction=0.5)
+
+
+def test_an_evaluator_gives_contact_margins_and_refuses_another_contact_set(rng):
+    """MarginEvaluator (arguments checked once, for a controller's loop) equals contact_margins bit
+    for bit, on a Linearizer's fields too, and names a linearization of other contacts."""
+    model = load_example("solo12")
+    state = random_state(model, rng)
+    contacts = [rl.Contact(f, reference="local") for f in SOLO_FEET]
+    options = dict(friction=0.6, normal=TILTED, facets=6)
+    evaluator = MarginEvaluator(model, contacts, **options)
+    lin = rl.linearize(model, state, contacts=contacts)
+    expected = contact_margins(model, lin, **options)
+    for got in (evaluator(lin), evaluator(rl.Linearizer(model, contacts=contacts).linearize(state))):
+        assert got.labels == expected.labels
+        for name in ("margins", "state_jacobian", "input_jacobian"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    other = rl.linearize(model, state, contacts=[rl.Contact(f, reference="local") for f in SOLO_FEET[:3]])
+    with pytest.raises(ValueError, match=r"^linearization: its contacts \[FL_FOOT:point:local, FR_FOOT:point:local, "
+                                         r"HL_FOOT:point:local\] are not the evaluator's \[FL_FOOT:point:local, "):
+        evaluator(other)
+    with pytest.raises(ValueError, match=r"^linearization: its contacts \[FL_FOOT:point:world_aligned, "):
+        evaluator(rl.linearize(model, state, contacts=list(SOLO_FEET)))  # the same frames, other axes
+    with pytest.raises(ValueError, match="^friction: "):
+        MarginEvaluator(model, contacts, friction=-1.0)
 
 
 def test_the_exact_cone_at_zero_tangential_force_has_the_minimal_norm_subgradient():

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 import robot_linearization as rl
+from robot_linearization.algorithms.kinematics import frame_poses
 from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.walking.ground import GroundSimulation
 from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits
+from robot_linearization.validation import perturb
 from robot_linearization.walking.scenario import Push, Segment, command_at, standing_state, trot
 
 MODEL = rl.load_urdf(bundled_urdf_path())
@@ -97,32 +99,61 @@ def test_the_urdf_effort_limits_are_read_by_joint():
     assert limits.tolist() == [20.0, 20.0, 30.0] * 4
 
 
-def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs():
+@pytest.mark.parametrize("hold", [1, 2, 3])
+def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     """H and g of the backward recursion equal Σ_k Γ_kᵀ Q_k Γ_k and Σ_k Γ_kᵀ (Q_k d_k + q_k), with
-    Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column."""
+    Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column, each
+    column a unit perturbation of one held torque y_m over all the knots of its group (hold 3:
+    20 knots end with a group of two)."""
     rng = np.random.default_rng(32)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(torque_hold=hold))
     two_N, n, K = mpc.sizes
+    groups = -(-K // hold)
     steps = [(rng.normal(size=(two_N, two_N)) / 6, rng.normal(size=(two_N, n)), None, None) for _ in range(K)]
     defects = [rng.normal(size=two_N) for _ in range(K)]
     Q = np.array([(lambda R: R @ R.T)(rng.normal(size=(two_N, two_N))) for _ in range(K + 1)])
     q = rng.normal(size=(K + 1, two_N))
     Gamma, d = mpc._condense(steps, defects)
     H, g = mpc._condensed_cost(steps, Q, q, d)
-    # the reference: each column of Γ is the rollout of one unit torque perturbation
-    reference_Gamma = np.zeros((K + 1, two_N, K * n))
-    for column in range(K * n):
-        tau = np.zeros(K * n)
-        tau[column] = 1.0
+    # the reference: each column of Γ is the rollout of one unit held-torque perturbation
+    reference_Gamma = np.zeros((K + 1, two_N, groups * n))
+    reference_d = np.zeros((K + 1, two_N))
+    for k in range(K):
+        reference_d[k + 1] = steps[k][0] @ reference_d[k] + defects[k]
+    for column in range(groups * n):
+        y = np.zeros(groups * n)
+        y[column] = 1.0
         z = np.zeros(two_N)
         for k in range(K):
-            z = steps[k][0] @ z + steps[k][1] @ tau[k * n:(k + 1) * n]
+            m = k // hold
+            z = steps[k][0] @ z + steps[k][1] @ y[m * n:(m + 1) * n]
             reference_Gamma[k + 1, :, column] = z
     np.testing.assert_allclose(Gamma, reference_Gamma, rtol=1e-10, atol=1e-10 * np.abs(Gamma).max())
+    np.testing.assert_allclose(d, reference_d, rtol=1e-10, atol=1e-10 * np.abs(d).max())
     H_reference = sum(reference_Gamma[k].T @ Q[k] @ reference_Gamma[k] for k in range(1, K + 1))
     g_reference = sum(reference_Gamma[k].T @ (Q[k] @ d[k] + q[k]) for k in range(1, K + 1))
     np.testing.assert_allclose(H, H_reference, rtol=1e-10, atol=1e-10 * np.abs(H_reference).max())
     np.testing.assert_allclose(g, g_reference, rtol=1e-10, atol=1e-10 * np.abs(g_reference).max())
+
+
+def test_the_feet_positions_and_jacobians_are_the_kinematics():
+    """The MPC's foot positions are frame_poses', their Jacobian (3f, N) the geometric finite
+    differences of those positions along z_q = [z_H; z_s] (validation.perturb), at a tilted state."""
+    rng = np.random.default_rng(7)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    state, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    N = MODEL.n_velocities
+    state = perturb(MODEL, state, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)]))
+    positions, J = mpc._feet(state)
+    np.testing.assert_allclose(positions, frame_poses(MODEL, state, list(BUNDLED_FEET))[:, :3, 3], atol=1e-14)
+    epsilon = 1e-6
+    for column in range(N):
+        z = np.zeros(2 * N)
+        z[column] = epsilon
+        ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(BUNDLED_FEET))[:, :3, 3]
+        behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(BUNDLED_FEET))[:, :3, 3]
+        np.testing.assert_allclose(J[:, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
 
 
 def test_each_knots_step_is_rl_step():

@@ -420,6 +420,23 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     return scratch.J.copy(), scratch.drift.copy()
 
 
+def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
+    """:func:`contact_kinematics_into` at ``tree_state``'s positions, at rest (a tree, a Model):
+    (scratch, ws) — this thread's scratch of ``contacts`` (a tuple of Contact) with J (m, N),
+    J_local (k, 6, N) and rotation (k, 3, 3) = A_R_c filled, and the tree's workspace with the
+    bodies' poses R (n+1, 3, 3), t (n+1, 3) in the base frame.  Both are overwritten by the
+    thread's next call: copy what you keep."""
+    arrays = contact_arrays(tree, contacts)
+    ws = workspace(tree)
+    body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
+    base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
+    ws.v[:], ws.a[:] = 0.0, 0.0
+    data, scratch = arrays.data(ws)
+    base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    contact_kinematics_into(ws.model, ws.data, data, base_rotation)
+    return scratch, ws
+
+
 def bias_motion(model: Model, state: State, X_up: np.ndarray):
     """(v, a) (n+1, 6): body twists and body accelerations at ν̇ = 0 without gravity."""
     ws = workspace(model)

@@ -98,8 +98,7 @@ class GroundSimulation:
         dt = self.dt
         r = state.joint_velocities + dt * nu_dot[6:]
         v = state.base_twist + dt * nu_dot[:6]
-        state = State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=state.joint_positions + dt * r,
-                      base_twist=v, joint_velocities=r)
+        state = State._given(state.base_pose @ se3_exp(dt * v), state.joint_positions + dt * r, v, r)
         if contacts:
             state = contact_velocities_zeroed(model, state, contacts)
         self.state, self.held = state, held

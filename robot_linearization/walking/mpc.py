@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..algorithms.constrained_dynamics import bias_motion, contact_kinematics
+from ..algorithms.constrained_dynamics import contact_frame_kinematics
 from ..arguments import real_array
-from ..algorithms.kinematics import body_transforms, frame_poses
-from ..contact_margins import contact_margins
+from ..algorithms.kinematics import frame_poses
+from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import touchdown
 from ..linearization import linearize
 from ..linearizer import Linearizer
 from ..model import Model, State
-from ..spatial import inverse_transform, se3_exp, se3_log
+from ..spatial import se3_exp, se3_log
 from ..validation import perturb
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
@@ -79,13 +79,15 @@ class MPCSettings:
 class References:
     """What a cycle's cost tracks, knot by knot (k = 0 … K; knot 0 is the measured state and costs
     nothing): base_poses (K+1, 4, 4) in the world, at the base height, level, moving with the
-    command; twist (6,) the commanded body twist [v; ω]; posture (n,); feet[k]: (foot index,
+    command; twist (6,) the commanded body twist [v; ω]; posture (n,); swings[k]: per foot, (the
+    fraction of its swing done, seconds until it lands) or None in stance; feet[k]: (foot index,
     height [m], landing (2,) in the world or None) of each swinging foot; scales (K+1,): each
     knot's weight (the terminal's); the weights (1/σ²) of each residual."""
 
     base_poses: np.ndarray
     twist: np.ndarray
     posture: np.ndarray
+    swings: list
     feet: list
     scales: np.ndarray
     pose_weights: np.ndarray
@@ -116,9 +118,16 @@ class MPCResult:
 def _difference(a: State, b: State) -> np.ndarray:
     """z with b = a·exp(z) (validation.state_difference) of two floating-base states of the plan,
     which are valid by construction: not checked again."""
-    return np.concatenate([se3_log(inverse_transform(a.base_pose) @ b.base_pose),
-                           b.joint_positions - a.joint_positions, b.base_twist - a.base_twist,
-                           b.joint_velocities - a.joint_velocities])
+    return np.concatenate([_log_between(a.base_pose, b.base_pose), b.joint_positions - a.joint_positions,
+                           b.base_twist - a.base_twist, b.joint_velocities - a.joint_velocities])
+
+
+def _log_between(H_a: np.ndarray, H_b: np.ndarray) -> np.ndarray:
+    """log(H_a⁻¹ H_b) (6,), [v; ω], of two 4×4 transforms."""
+    rotation = H_a[:3, :3].T
+    relative = rotation @ H_b[:3]  # the top rows of H_a⁻¹ H_b: [R_aᵀ R_b, R_aᵀ (p_b − p_a)]
+    relative[:, 3] -= rotation @ H_a[:3, 3]
+    return se3_log(relative)
 
 
 def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
@@ -166,14 +175,19 @@ class WholeBodyMPC:
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
-        self.all_feet = [Contact(f) for f in self.feet]
+        self._foot_contacts = tuple(Contact(f) for f in self.feet)
+        self._foot_bodies = np.array([model.frames[f][0] for f in self.feet])  # each foot's body, its point in it:
+        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self._linearizers: dict = {}
+        self._margin_evaluators: dict = {}
         self._plan: tuple | None = None  # (time, states, torques)
         self._solver = None
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
         self.sizes = (2 * N, n, K)
-        self._above_diagonal_blocks = np.kron(np.triu(np.ones((K, K)), 1), np.ones((n, n)))
+        # the QP's unknowns: y_m (n), the torque perturbation held over knots starts[m] … starts[m+1]−1
+        self._starts = np.arange(0, K, self.settings.torque_hold)
+        self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
@@ -192,13 +206,6 @@ class WholeBodyMPC:
             scheduled = {c.frame for c in self.gait.contacts_at(time + k * h + 1e-9)}
             sets.append(tuple(f for f in self.feet if f in scheduled))
         return [(sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1)]
-
-    def _swing(self, foot: str, t: float):
-        """(fraction of its swing, seconds until it lands) of a foot swinging at t, or None."""
-        phase, fraction = self.gait.phase_at(t + 1e-9)
-        if foot in phase.stance:
-            return None
-        return fraction, (1.0 - fraction) * phase.duration
 
     def _shifted_plan(self, time: float, state: State):
         """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
@@ -235,19 +242,28 @@ class WholeBodyMPC:
                 lin = self._linearizers[contacts] = Linearizer(model, contacts=held or None, dt=h)
             lin.linearize(state, torques)
             A_d, B_d, start = lin.A_d.copy(), lin.B_d.copy(), state
-        margins = contact_margins(model, lin, friction=self.settings.friction, facets=FACETS) if held else None
+        margins = self._margins_of(contacts)(lin) if held else None
         # the step itself (rl.step's semi-implicit Euler) from the accelerations the linearization computed
         r = start.joint_velocities + h * lin.joint_accelerations
         v = start.base_twist + h * lin.base_acceleration
-        following = State(base_pose=start.base_pose @ se3_exp(h * v), joint_positions=start.joint_positions + h * r,
-                          base_twist=v, joint_velocities=r)
+        following = State._given(start.base_pose @ se3_exp(h * v), start.joint_positions + h * r, v, r)
         return A_d, B_d, margins, following
+
+    def _margins_of(self, contacts) -> MarginEvaluator:
+        """The planned forces' margins of a contact set (the pyramid of settings.friction)."""
+        evaluator = self._margin_evaluators.get(contacts)
+        if evaluator is None:
+            evaluator = self._margin_evaluators[contacts] = MarginEvaluator(
+                self.model, [Contact(f) for f in contacts], friction=self.settings.friction, facets=FACETS)
+        return evaluator
 
     def _feet(self, state: State):
         """(positions (f, 3), J (3f, N)) of the feet in the world at ``state``."""
-        X_up = body_transforms(self.model, state.joint_positions)
-        J, _ = contact_kinematics(self.model, state, self.all_feet, X_up, *bias_motion(self.model, state, X_up))
-        return frame_poses(self.model, state, list(self.feet), X_up)[:, :3, 3], J
+        scratch, ws = contact_frame_kinematics(self.model, state, self._foot_contacts)
+        bodies = self._foot_bodies
+        in_base = np.einsum("fij,fj->fi", ws.R[bodies], self._foot_points) + ws.t[bodies]
+        H = state.base_pose
+        return in_base @ H[:3, :3].T + H[:3, 3], scratch.J.copy()
 
     # ---- one cycle -----------------------------------------------------------------------------
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
@@ -267,14 +283,14 @@ class WholeBodyMPC:
         Gamma, d = self._condense(steps, defects)
         H, g, C, lower, labels = self._qp(time, state, states, torques, steps, feet, Gamma, d)
         assembled = _time.perf_counter()
-        dtau_flat, iterations = self._solve_qp(H, g, C, lower, torques, labels)
+        y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
         solved = _time.perf_counter()
-        dz = Gamma @ dtau_flat + d
-        dtau = dtau_flat.reshape(K, n)
+        dz = Gamma @ y + d
+        dtau = y.reshape(-1, n)[self._groups]
         residual = max(float(np.abs(dz[k + 1] - steps[k][0] @ dz[k] - steps[k][1] @ dtau[k] - defects[k]).max())
                        for k in range(K))
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
-        min_margin = float((C[margin_rows] @ dtau_flat - lower[margin_rows]).min()) if margin_rows else math.inf
+        min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
         plan_states = [perturb(model, states[k], dz[k]) for k in range(K + 1)]
         plan_torques = torques + dtau
         self._plan = (time, plan_states, plan_torques)
@@ -284,33 +300,42 @@ class WholeBodyMPC:
                          iterations=iterations, dynamics_residual=residual, min_margin=min_margin)
 
     def _condense(self, steps, defects):
-        """δz_k = Γ_k δτ + d_k (δτ: the K torques' perturbations stacked): Γ (K+1, 2N, K·n), d (K+1, 2N),
-        from δz_0 = 0 and the knots' dynamics."""
+        """δz_k = Γ_k y + d_k (y: the held torque perturbations y_m stacked, δτ_k = y_m of knot k's
+        group): Γ (K+1, 2N, M·n), d (K+1, 2N), from δz_0 = 0 and the knots' dynamics."""
         two_N, n, K = self.sizes
-        Gamma, d = np.zeros((K + 1, two_N, K * n)), np.zeros((K + 1, two_N))
+        Gamma, d = np.zeros((K + 1, two_N, len(self._starts) * n)), np.zeros((K + 1, two_N))
         for k, (A_d, B_d, *_) in enumerate(steps):
-            Gamma[k + 1, :, :k * n] = A_d @ Gamma[k, :, :k * n]
-            Gamma[k + 1, :, k * n:(k + 1) * n] = B_d
+            end = (self._groups[k] + 1) * n  # (the columns of later groups are still zero)
+            Gamma[k + 1, :, :end] = A_d @ Gamma[k, :, :end]
+            Gamma[k + 1, :, end - n:end] += B_d
             d[k + 1] = A_d @ d[k] + defects[k]
         return Gamma, d
 
     def _condensed_cost(self, steps, Q, q, d):
-        """Σ_k ½ δz_kᵀ Q_k δz_k + (Q_k d_k + q_k)ᵀ δz_k in the torques (δz_k = Γ_k δτ + d_k): (H, g), by
-        the backward recursion S_k = Q_k + A_kᵀ S_{k+1} A_k, s_k = Q_k d_k + q_k + A_kᵀ s_{k+1}, with
-        H_ij = B_iᵀ A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j (j ≥ i) and g_i = B_iᵀ s_{i+1}: O(K²) small products."""
+        """Σ_k ½ δz_kᵀ Q_k δz_k + (Q_k d_k + q_k)ᵀ δz_k in the held torques y (δz_k = Γ_k y + d_k):
+        (H, g), by the backward recursion S_k = Q_k + A_kᵀ S_{k+1} A_k, s_k = Q_k d_k + q_k + A_kᵀ s_{k+1}.
+        Per knot, H_ij = B_iᵀ A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j (j ≥ i) and g_i = B_iᵀ s_{i+1}; summed into
+        the groups (m ∋ i, l ∋ j) as they come, U_ml = Σ_{i ≤ j} H_ij is block upper triangular and
+        H = U + Uᵀ − blockdiag(Σ_{i∈m} H_ii): O(K²) small products."""
         two_N, n, K = self.sizes
-        H, g = np.zeros((K * n, K * n)), np.zeros(K * n)
+        size = len(self._starts) * n
+        U, D, g = np.zeros((size, size)), np.zeros((size, size)), np.zeros(size)
         S, s = Q[K], Q[K] @ d[K] + q[K]
-        W = np.zeros((two_N, 0))  # columns j > i: A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j
+        W = np.zeros((two_N, size))  # column block l: Σ_{j∈l, j ≥ i} A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j
         for i in range(K - 1, -1, -1):
             A_i, B_i = steps[i][0], steps[i][1]
-            W = np.hstack([S @ B_i, steps[i + 1][0].T @ W]) if i + 1 < K else S @ B_i
-            H[i * n:(i + 1) * n, i * n:] = B_i.T @ W
-            g[i * n:(i + 1) * n] = B_i.T @ s
+            block = slice(self._groups[i] * n, (self._groups[i] + 1) * n)
+            later = slice(block.start, size)
+            if i + 1 < K:
+                W[:, later] = steps[i + 1][0].T @ W[:, later]
+            SB = S @ B_i
+            W[:, block] += SB
+            U[block, later] += B_i.T @ W[:, later]
+            D[block, block] += B_i.T @ SB
+            g[block] += B_i.T @ s
             s = Q[i] @ d[i] + q[i] + A_i.T @ s
             S = Q[i] + A_i.T @ S @ A_i
-        above = H * self._above_diagonal_blocks
-        return H + above.T, g
+        return U + U.T - D, g
 
     def references(self, time: float, state: State) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
@@ -324,11 +349,13 @@ class WholeBodyMPC:
         world_velocity = H0[:3, :3] @ state.base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
         base_poses = np.array([reference0 @ se3_exp(k * h * twist) for k in range(K + 1)])
-        feet = []
+        swings, feet = [], []
         for k in range(K + 1):
+            phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
+            swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
+                                for foot in self.feet))
             swinging = []
-            for i, foot in enumerate(self.feet):
-                swing = self._swing(foot, time + k * h)
+            for i, swing in enumerate(swings[k]):
                 if k == 0 or swing is None:
                     continue
                 fraction, remaining = swing
@@ -344,7 +371,7 @@ class WholeBodyMPC:
         scales = np.ones(K + 1)
         scales[K] = w["terminal"]
         return References(
-            base_poses=base_poses, twist=twist, posture=self.posture, feet=feet, scales=scales,
+            base_poses=base_poses, twist=twist, posture=self.posture, swings=swings, feet=feet, scales=scales,
             pose_weights=np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"],
                                    w["yaw"]]),
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
@@ -361,7 +388,7 @@ class WholeBodyMPC:
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
         for k in range(1, K + 1):
             x = states[k]
-            residual = np.concatenate([se3_log(inverse_transform(ref.base_poses[k]) @ x.base_pose),
+            residual = np.concatenate([_log_between(ref.base_poses[k], x.base_pose),
                                        x.joint_positions - ref.posture, x.base_twist - ref.twist, x.joint_velocities])
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residual))
             positions = self._feet(x)[0]
@@ -373,22 +400,15 @@ class WholeBodyMPC:
         return total
 
     def _qp(self, time, state, states, torques, steps, feet, Gamma, d):
-        """The condensed QP in δτ: H (K·n, K·n), g, the inequality rows C δτ ≥ lower, and a label
-        (kind, knot, what) per row; the torque limits are the solver's box."""
+        """The condensed QP in the held torques y: H (M·n, M·n), g, the inequality rows C y ≥ lower, and
+        a label (kind, knot, what) per row; the torque limits are the solver's box."""
         settings = self.settings
         two_N, n, K = self.sizes
         N = two_N // 2
-        h = settings.knot_dt
         ref = self.references(time, state)
         scales = ref.scales
         Q = np.zeros((K + 1, two_N, two_N))  # each knot's state cost ½ δzᵀ Q δz + qᵀ δz
         q = np.zeros((K + 1, two_N))
-
-        def add(k, residual, rows, weights):
-            """½‖residual + J δz_k‖²_weights, J the rows (r, N) on δz_k's configuration part."""
-            weighted = rows.T * (weights * scales[k])
-            Q[k][:N, :N] += weighted @ rows
-            q[k][:N] += weighted @ residual
 
         # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
         diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
@@ -396,28 +416,42 @@ class WholeBodyMPC:
         residuals = np.zeros((K + 1, two_N))
         for k in range(1, K + 1):
             x = states[k]
-            residuals[k, :6] = se3_log(inverse_transform(ref.base_poses[k]) @ x.base_pose)
+            residuals[k, :6] = _log_between(ref.base_poses[k], x.base_pose)
             residuals[k, 6:N] = x.joint_positions - ref.posture
             residuals[k, N:N + 6] = x.base_twist - ref.twist
             residuals[k, N + 6:] = x.joint_velocities
-            positions, J = feet[k]
+            if not ref.feet[k]:
+                continue
+            # the swing feet's ½‖p + J δz_k − target‖²_w, rows 3i + axis of p (f, 3) and J (3f, N)
+            rows, targets, weights = [], [], []
             for i, height, landing in ref.feet[k]:
-                add(k, np.array([positions[i, 2] - height]), J[3 * i + 2:3 * i + 3], np.array([ref.foot_height_weight]))
+                rows.append(3 * i + 2)
+                targets.append(height)
+                weights.append(ref.foot_height_weight)
                 if landing is not None:
-                    add(k, positions[i, :2] - landing, J[3 * i:3 * i + 2], np.full(2, ref.foot_xy_weight))
+                    rows += [3 * i, 3 * i + 1]
+                    targets += [landing[0], landing[1]]
+                    weights += [ref.foot_xy_weight] * 2
+            positions, J = feet[k]
+            J_rows = J[rows]
+            weighted = J_rows.T * (np.array(weights) * scales[k])
+            Q[k, :N, :N] += weighted @ J_rows
+            q[k, :N] += weighted @ (positions.ravel()[rows] - np.array(targets))
         index = np.arange(two_N)
         Q[1:, index, index] += scales[1:, None] * diagonal
         q[1:] += scales[1:, None] * diagonal * residuals[1:]
         H, g = self._condensed_cost(steps, Q, q, d)
-        H[np.diag_indices(K * n)] += ref.torque_weight
-        g += ref.torque_weight * torques.ravel()
+        # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
+        H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
+        g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         rows, lower, labels = [], [], []
         for k, (_, _, margins, _) in enumerate(steps):
             if margins is None:
                 continue
             Mz = margins.state_jacobian
             row = Mz @ Gamma[k]
-            row[:, k * n:(k + 1) * n] += margins.input_jacobian
+            m = self._groups[k]
+            row[:, m * n:(m + 1) * n] += margins.input_jacobian
             rows.append(row)
             floor = np.array([settings.min_normal_force if label.endswith(":unilateral") else 0.0
                               for label in margins.labels])
@@ -425,58 +459,48 @@ class WholeBodyMPC:
             labels += [("margin", k, label) for label in margins.labels]
         for k in range(1, K + 1):
             positions, J = feet[k]
-            for i, foot in enumerate(self.feet):
-                swing = self._swing(foot, time + k * h)
+            for i, (foot, swing) in enumerate(zip(self.feet, ref.swings[k])):
                 if swing is None or not 0.1 <= swing[0] <= 0.9:  # (lifting and landing: the height's cost)
                     continue
                 Jz = J[3 * i + 2]
                 rows.append((Jz @ Gamma[k, :N])[None])
                 lower.append(np.array([settings.ground - positions[i, 2] - Jz @ d[k, :N]]))
                 labels.append(("above the ground", k, foot))
-        C = np.vstack(rows) if rows else np.zeros((0, K * n))
+        C = np.vstack(rows) if rows else np.zeros((0, len(g)))
         return 0.5 * (H + H.T), g, C, np.concatenate(lower) if lower else np.zeros(0), labels
 
     def _stance_duration(self) -> float:
         return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
 
     def _solve_qp(self, H, g, C, lower, torques, labels):
-        """min ½ xᵀHx + gᵀx s.t. C x ≥ lower and the torque limits, x = T y with the torques held
-        over ``torque_hold`` knots (T: each y_m repeated over its knots), with ProxSuite (dense,
-        the limits as its box) or OSQP (settings.solver); (x, iterations)."""
-        _, n, K = self.sizes
-        starts = np.arange(0, K, self.settings.torque_hold)
-        groups = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, K)))  # knot -> its y_m
-
-        def held(matrix, axis):  # matrix·T along ``axis`` (K·n long there): sums over each y_m's knots
-            shape = matrix.shape[:axis] + (K, n) + matrix.shape[axis + 1:]
-            return np.add.reduceat(matrix.reshape(shape), starts, axis=axis).reshape(
-                matrix.shape[:axis] + (len(starts) * n,) + matrix.shape[axis + 1:])
-
-        H_held, g_held, C_held = held(held(H, 0), 1), held(g, 0), held(C, 1)
+        """min ½ yᵀHy + gᵀy s.t. C y ≥ lower and the torque limits of every knot of each y_m (τ̄ the
+        plan's ``torques`` (K, n)), with ProxSuite (dense, the limits as its box) or OSQP
+        (settings.solver); (y, iterations)."""
+        n = self.sizes[1]
         limits = self.effort_limits
-        box_lower = np.maximum.reduceat(-limits - torques, starts, axis=0).ravel()
-        box_upper = np.minimum.reduceat(limits - torques, starts, axis=0).ravel()
+        box_lower = np.maximum.reduceat(-limits - torques, self._starts, axis=0).ravel()
+        box_upper = np.minimum.reduceat(limits - torques, self._starts, axis=0).ravel()
         if self.settings.solver == "osqp":
-            y, solved, iterations = self._osqp(H_held, g_held, C_held, lower, box_lower, box_upper)
+            y, solved, iterations = self._osqp(H, g, C, lower, box_lower, box_upper)
         else:
-            y, solved, iterations = self._proxsuite(H_held, g_held, C_held, lower, box_lower, box_upper)
-        x = y.reshape(-1, n)[groups].ravel()
-        if solved and not np.isfinite(x).all():
+            y, solved, iterations = self._proxsuite(H, g, C, lower, box_lower, box_upper)
+        if solved and not np.isfinite(y).all():
             solved = False
-        box_lower, box_upper = (-limits - torques).ravel(), (limits - torques).ravel()
         if not solved:
             self._plan = None
-            violation = lower - C @ x if len(lower) else np.zeros(0)
+            violation = lower - C @ y if len(lower) else np.zeros(0)
             culprit = ""
             if len(violation) and violation.max() > 1e-6:
                 kind, knot, what = labels[int(np.argmax(violation))]
                 culprit = f": {kind} {what} at knot {knot} violated by {violation.max():.3g}"
-            elif np.any(x < box_lower - 1e-6) or np.any(x > box_upper + 1e-6):
-                worst = int(np.argmax(np.maximum(box_lower - x, x - box_upper)))
-                culprit = f": torque limit of {self.model.joint_names[worst % self.sizes[1]]} at knot " \
-                          f"{worst // self.sizes[1]}"
+            else:
+                x = y.reshape(-1, n)[self._groups].ravel()
+                box_lower, box_upper = (-limits - torques).ravel(), (limits - torques).ravel()
+                if np.any(x < box_lower - 1e-6) or np.any(x > box_upper + 1e-6):
+                    worst = int(np.argmax(np.maximum(box_lower - x, x - box_upper)))
+                    culprit = f": torque limit of {self.model.joint_names[worst % n]} at knot {worst // n}"
             raise MPCError(f"the MPC's QP has no solution{culprit}")
-        return x, iterations
+        return y, iterations
 
     def _proxsuite(self, H, g, C, lower, box_lower, box_upper):
         proxqp = _solver_module("proxsuite").proxqp
