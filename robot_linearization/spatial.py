@@ -201,6 +201,61 @@ def se3_log(H: np.ndarray) -> np.ndarray:
                      V_inv[2][0] * p0 + V_inv[2][1] * p1 + V_inv[2][2] * p2, x, y, z])
 
 
+def _cross_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise a × b of (K, 3) arrays."""
+    return a[:, [1, 2, 0]] * b[:, [2, 0, 1]] - a[:, [2, 0, 1]] * b[:, [1, 2, 0]]
+
+
+def se3_exp_many(twists: np.ndarray) -> np.ndarray:
+    """:func:`se3_exp` of K twists [v; ω] (K, 6) at once -> (K, 4, 4), in numpy over the K (a
+    horizon's knots): R = cos θ I + (sin θ/θ) ω^ + ((1 − cos θ)/θ²) ω ωᵀ, t = v + b ω × v + c ω × (ω × v)."""
+    twists = np.asarray(twists, dtype=float).reshape(-1, 6)
+    v, w = twists[:, :3], twists[:, 3:]
+    theta2 = np.einsum("ki,ki->k", w, w)
+    small = theta2 < _SMALL_ANGLE**2
+    theta = np.where(small, 1.0, np.sqrt(theta2))
+    sin, cos = np.sin(theta), np.cos(theta)
+    a = np.where(small, 1.0 - theta2 / 6.0, sin / theta)
+    b = np.where(small, 0.5 - theta2 / 24.0, (1.0 - cos) / theta**2)
+    c = np.where(small, 1.0 / 6.0 - theta2 / 120.0, (theta - sin) / theta**3)
+    H = np.zeros((len(twists), 4, 4))
+    H[:, :3, :3] = b[:, None, None] * w[:, :, None] * w[:, None, :]
+    H[:, [0, 1, 2], [0, 1, 2]] += (1.0 - b * theta2)[:, None]
+    aw = a[:, None] * w
+    H[:, 0, 1] -= aw[:, 2]
+    H[:, 1, 0] += aw[:, 2]
+    H[:, 0, 2] += aw[:, 1]
+    H[:, 2, 0] -= aw[:, 1]
+    H[:, 1, 2] -= aw[:, 0]
+    H[:, 2, 1] += aw[:, 0]
+    w_v = _cross_many(w, v)
+    H[:, :3, 3] = v + b[:, None] * w_v + c[:, None] * _cross_many(w, w_v)
+    H[:, 3, 3] = 1.0
+    return H
+
+
+def se3_log_many(H: np.ndarray) -> np.ndarray:
+    """:func:`se3_log` of K transforms (K, 4, 4) (or their top rows, (K, 3, 4)) at once -> (K, 6),
+    |ω| ≤ π; a rotation within 1e-3 of π takes :func:`so3_log`'s own axis recovery."""
+    H = np.asarray(H, dtype=float)
+    R, p = H[:, :3, :3], H[:, :3, 3]
+    cos = np.clip(0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0), -1.0, 1.0)
+    axis = 0.5 * np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], axis=1)
+    sin = np.sqrt(np.einsum("ki,ki->k", axis, axis))  # (axis = sin θ · the unit axis)
+    theta = np.arctan2(sin, cos)
+    small, near_pi = theta < _SMALL_ANGLE, np.pi - theta <= 1e-3
+    w = np.where(small, 1.0 + theta**2 / 6.0, theta / np.where(small | near_pi, 1.0, sin))[:, None] * axis
+    for k in np.flatnonzero(near_pi):
+        w[k] = so3_log(R[k])
+    theta2 = np.einsum("ki,ki->k", w, w)
+    tiny = theta2 < _SMALL_ANGLE**2
+    angle = np.where(tiny, 1.0, np.sqrt(theta2))
+    d = np.where(tiny, 1.0 / 12.0 + theta2 / 720.0,
+                 (1.0 - angle * np.sin(angle) / (2.0 * (1.0 - np.cos(angle)))) / angle**2)
+    w_p = _cross_many(w, p)
+    return np.concatenate([p - 0.5 * w_p + d[:, None] * _cross_many(w, w_p), w], axis=1)
+
+
 def is_rotation(R: np.ndarray, tol: float = 1e-6) -> bool:
     """True when R is a proper rotation matrix to within ``tol``."""
     R = np.asarray(R)

@@ -167,7 +167,7 @@ def test_each_knots_step_is_rl_step():
     torques = rng.normal(size=12)
     pair, four = BUNDLED_FEET[0::3], tuple(BUNDLED_FEET)
     for contacts, previous in ((pair, pair), (four, pair), ((), ())):
-        following = mpc._linearize(state, torques, contacts, previous)[3]
+        following = mpc._steps([state], torques[None], [(contacts, previous)])[0][3]
         reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),
                             previous_contacts=list(previous) if contacts != previous else None)
         np.testing.assert_allclose(rl.state_difference(MODEL, reference, following), 0.0, atol=1e-12)

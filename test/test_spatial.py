@@ -10,7 +10,9 @@ from robot_linearization.spatial import (
     hat,
     inverse_transform,
     se3_exp,
+    se3_exp_many,
     se3_log,
+    se3_log_many,
     so3_exp,
     so3_log,
     spatial_inertia,
@@ -37,6 +39,27 @@ def test_se3_log_inverts_exp_near_zero_and_pi(rng, angle):
         np.testing.assert_allclose(se3_exp(se3_log(H)), H, atol=1e-10)
         if angle < np.pi - 1e-6:  # at π the axis sign is ambiguous
             np.testing.assert_allclose(se3_log(H), xi, atol=1e-8)
+
+
+def test_the_stacked_exp_and_log_match_the_matrix_exponential_and_the_single_ones(rng):
+    """se3_exp_many against scipy's expm of each hat (independent) and se3_exp to the last bits;
+    se3_log_many inverts it at every angle class (zero, tiny, ordinary, near and at π), equals
+    se3_log, and takes the top rows (K, 3, 4) as well."""
+    angles = [0.0, 1e-12, 1e-6, 1e-3, 0.5, 2.0, np.pi - 1e-2, np.pi - 1e-4, np.pi - 1e-7, np.pi]
+    axes = rng.normal(size=(len(angles), 3))
+    axes /= np.linalg.norm(axes, axis=1)[:, None]
+    twists = np.concatenate([rng.normal(size=(len(angles), 3)), np.array(angles)[:, None] * axes], axis=1)
+    H = se3_exp_many(twists)
+    for k, xi in enumerate(twists):
+        np.testing.assert_allclose(H[k], expm(hat(xi)), atol=1e-12)
+        np.testing.assert_allclose(H[k], se3_exp(xi), rtol=0, atol=2e-15)
+    logs = se3_log_many(H)
+    np.testing.assert_allclose(se3_exp_many(logs), H, atol=1e-10)
+    for k, angle in enumerate(angles):
+        np.testing.assert_allclose(logs[k], se3_log(H[k]), rtol=0, atol=1e-12)
+        if angle < np.pi - 1e-6:  # (at π the axis sign is ambiguous)
+            np.testing.assert_allclose(logs[k], twists[k], atol=1e-8)
+    np.testing.assert_array_equal(se3_log_many(H[:, :3]), logs)
 
 
 def test_so3_log_agrees_with_matrix_logarithm(rng):

@@ -37,8 +37,7 @@ from ..impacts import touchdown
 from ..linearization import linearize
 from ..linearizer import Linearizer
 from ..model import Model, State
-from ..spatial import se3_exp, se3_log
-from ..validation import perturb
+from ..spatial import se3_exp_many, se3_log_many
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
@@ -115,19 +114,45 @@ class MPCResult:
     min_margin: float
 
 
-def _difference(a: State, b: State) -> np.ndarray:
-    """z with b = a·exp(z) (validation.state_difference) of two floating-base states of the plan,
-    which are valid by construction: not checked again."""
-    return np.concatenate([_log_between(a.base_pose, b.base_pose), b.joint_positions - a.joint_positions,
-                           b.base_twist - a.base_twist, b.joint_velocities - a.joint_velocities])
+def _stacked(states) -> tuple:
+    """(H (K, 4, 4), s (K, n), v (K, 6), r (K, n)) of K floating-base states."""
+    return (np.array([x.base_pose for x in states]), np.array([x.joint_positions for x in states]),
+            np.array([x.base_twist for x in states]), np.array([x.joint_velocities for x in states]))
 
 
-def _log_between(H_a: np.ndarray, H_b: np.ndarray) -> np.ndarray:
-    """log(H_a⁻¹ H_b) (6,), [v; ω], of two 4×4 transforms."""
-    rotation = H_a[:3, :3].T
-    relative = rotation @ H_b[:3]  # the top rows of H_a⁻¹ H_b: [R_aᵀ R_b, R_aᵀ (p_b − p_a)]
-    relative[:, 3] -= rotation @ H_a[:3, 3]
-    return se3_log(relative)
+def _unstacked(H, s, v, r) -> list:
+    """The K States of stacked arrays (new arrays, made here: not copied or checked again)."""
+    return [State._given(*x) for x in zip(H, s, v, r)]
+
+
+def _logs_between(H_a: np.ndarray, H_b: np.ndarray) -> np.ndarray:
+    """log(H_a⁻¹ H_b) (K, 6), [v; ω], of K pairs of transforms (K, 4, 4)."""
+    rotations = H_a[:, :3, :3].transpose(0, 2, 1)
+    relative = rotations @ H_b[:, :3]  # the top rows of H_a⁻¹ H_b: [R_aᵀ R_b, R_aᵀ (p_b − p_a)]
+    relative[:, :, 3] -= np.einsum("kij,kj->ki", rotations, H_a[:, :3, 3])
+    return se3_log_many(relative)
+
+
+def _differences(a, b) -> np.ndarray:
+    """z_k (K, 2N) with b_k = a_k·exp(z_k) (validation.state_difference) of two lists of K
+    floating-base states of the plan, or of their :func:`_stacked` arrays (valid by construction:
+    not checked again)."""
+    a, b = (x if isinstance(x, tuple) else _stacked(x) for x in (a, b))
+    return np.concatenate([_logs_between(a[0], b[0]), b[1] - a[1], b[2] - a[2], b[3] - a[3]], axis=1)
+
+
+def _perturbed(a: tuple, z: np.ndarray) -> tuple:
+    """The :func:`_stacked` arrays of the states a_k·exp(z_k) (validation.perturb) of K states' arrays
+    ``a`` and z (K, 2N)."""
+    H, s, v, r = a
+    n = s.shape[1]
+    return H @ se3_exp_many(z[:, :6]), s + z[:, 6:6 + n], v + z[:, 6 + n:12 + n], r + z[:, 12 + n:]
+
+
+def _state_residuals(ref: References, states) -> np.ndarray:
+    """(K, 2N): of the states 1 … K of ``states``, [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
+    H, s, v, r = _stacked(states[1:])
+    return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twist, r], axis=1)
 
 
 def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
@@ -155,6 +180,17 @@ def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
     return H
 
 
+@dataclass
+class _Held:
+    """Per contact set: its Contacts, its Linearizer (with the knots' step), the evaluator of its
+    planned forces' margins and their lower bounds (min_normal_force on the unilateral rows, else 0)."""
+
+    contacts: tuple
+    linearizer: Linearizer
+    margins: MarginEvaluator | None
+    floor: np.ndarray | None
+
+
 class WholeBodyMPC:
     """The MPC of the module docstring for ``model`` walking ``gait`` on ``feet`` (point contacts),
     torques limited to ``effort_limits`` (n,).  command(): the base's velocity to follow;
@@ -179,9 +215,9 @@ class WholeBodyMPC:
         self._foot_bodies = np.array([model.frames[f][0] for f in self.feet])  # each foot's body, its point in it:
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
-        self._linearizers: dict = {}
-        self._margin_evaluators: dict = {}
-        self._plan: tuple | None = None  # (time, states, torques)
+        self._contact_sets: dict = {}  # feet -> _Held
+        self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
+        self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
         self._solver = None
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
         self.sizes = (2 * N, n, K)
@@ -210,58 +246,69 @@ class WholeBodyMPC:
     def _shifted_plan(self, time: float, state: State):
         """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
         knots), the measured state first; the standing posture's zero torques at the start."""
-        model, (_, n, K) = self.model, self.sizes
+        _, n, K = self.sizes
         h = self.settings.knot_dt
         if self._plan is None:
             return [state] * (K + 1), np.zeros((K, n))
-        start, states, torques = self._plan
-        out_states, out_torques = [state], np.empty((K, n))
-        for k in range(K + 1):
-            position = (time + k * h - start) / h
-            i = min(int(math.floor(position)), K - 1)
-            fraction = min(max(position - i, 0.0), 1.0)
-            if k > 0:
-                out_states.append(perturb(model, states[i], fraction * _difference(states[i], states[i + 1])))
-            if k < K:
-                out_torques[k] = torques[min(i + (fraction > 0.5), K - 1)]
-        return out_states, out_torques
+        start, states, torques = self._plan  # (states: their _stacked arrays)
+        position = (time + np.arange(K + 1) * h - start) / h
+        i = np.minimum(np.floor(position).astype(int), K - 1)
+        fraction = np.clip(position - i, 0.0, 1.0)
+        before, after = (tuple(x[i[1:]] for x in states), tuple(x[i[1:] + 1] for x in states))
+        shifted = _perturbed(before, fraction[1:, None] * _differences(before, after))
+        return [state] + _unstacked(*shifted), torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)]
+
+    def _steps(self, states, torques, knots) -> list:
+        """Per knot k of ``knots`` ((contacts, previous) of each): (A_d, B_d, the margins
+        (ContactMargins, or None without contacts), the next state, the margins' lower bounds) of
+        the step from states[k] with torques[k]."""
+        h = self.settings.knot_dt
+        linearized = [self._linearize(states[k], torques[k], *knots[k]) for k in range(len(knots))]
+        # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
+        start = _stacked([step[4] for step in linearized])
+        nu_dot = np.array([step[5] for step in linearized])
+        v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
+        following = _unstacked(start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
+        return [(A_d, B_d, margins, x, floor) for (A_d, B_d, margins, floor, _, _), x in zip(linearized, following)]
 
     def _linearize(self, state, torques, contacts, previous):
-        """(A_d, B_d, the margins (ContactMargins, or None without contacts), the next state) of one
-        knot's step."""
+        """(A_d, B_d, the margins (ContactMargins, or None without contacts), their lower bounds, the
+        state the step starts from (after a touchdown's impact), ν̇ (N,)) of one knot."""
         model, h = self.model, self.settings.knot_dt
-        held = [Contact(f) for f in contacts]
-        landing = touchdown(previous, contacts)
-        if landing:  # a touchdown: the impact at the start of the step (rl.linearize, the Linearizer has none)
-            lin = linearize(model, state, torques, contacts=held, dt=h, previous_contacts=[Contact(f) for f in
-                                                                                           previous])
+        held = self._held(contacts)
+        landing = self._touchdowns.get((previous, contacts))
+        if landing is None:
+            landing = self._touchdowns[previous, contacts] = touchdown(previous, contacts)
+        if landing:
+            # a touchdown: the impact at the start of the step (rl.linearize, the Linearizer has none)
+            lin = linearize(model, state, torques, contacts=held.contacts, dt=h,
+                            previous_contacts=self._held(previous).contacts)
             A_d, B_d, start = lin.A_d, lin.B_d, lin.impact.state
         else:
-            lin = self._linearizers.get(contacts)
-            if lin is None:
-                lin = self._linearizers[contacts] = Linearizer(model, contacts=held or None, dt=h)
-            lin.linearize(state, torques)
+            lin = held.linearizer.linearize(state, torques)
             A_d, B_d, start = lin.A_d.copy(), lin.B_d.copy(), state
-        margins = self._margins_of(contacts)(lin) if held else None
-        # the step itself (rl.step's semi-implicit Euler) from the accelerations the linearization computed
-        r = start.joint_velocities + h * lin.joint_accelerations
-        v = start.base_twist + h * lin.base_acceleration
-        following = State._given(start.base_pose @ se3_exp(h * v), start.joint_positions + h * r, v, r)
-        return A_d, B_d, margins, following
+        margins = held.margins(lin) if held.contacts else None
+        return A_d, B_d, margins, held.floor, start, np.concatenate([lin.base_acceleration, lin.joint_accelerations])
 
-    def _margins_of(self, contacts) -> MarginEvaluator:
-        """The planned forces' margins of a contact set (the pyramid of settings.friction)."""
-        evaluator = self._margin_evaluators.get(contacts)
-        if evaluator is None:
-            evaluator = self._margin_evaluators[contacts] = MarginEvaluator(
-                self.model, [Contact(f) for f in contacts], friction=self.settings.friction, facets=FACETS)
-        return evaluator
+    def _held(self, feet) -> _Held:
+        """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
+        held = self._contact_sets.get(feet)
+        if held is None:
+            contacts = tuple(Contact(f) for f in feet)
+            margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS)
+                       if contacts else None)
+            floor = None if margins is None else np.array(
+                [self.settings.min_normal_force if label.endswith(":unilateral") else 0.0
+                 for label in margins.layout.labels])
+            held = self._contact_sets[feet] = _Held(
+                contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt), margins, floor)
+        return held
 
     def _feet(self, state: State):
         """(positions (f, 3), J (3f, N)) of the feet in the world at ``state``."""
         scratch, ws = contact_frame_kinematics(self.model, state, self._foot_contacts)
         bodies = self._foot_bodies
-        in_base = np.einsum("fij,fj->fi", ws.R[bodies], self._foot_points) + ws.t[bodies]
+        in_base = (ws.R[bodies] @ self._foot_points[:, :, None])[:, :, 0] + ws.t[bodies]
         H = state.base_pose
         return in_base @ H[:3, :3].T + H[:3, 3], scratch.J.copy()
 
@@ -271,13 +318,12 @@ class WholeBodyMPC:
         that hold over the next step, held_now: those that held over the last (a touchdown now
         when contacts_now has more).  MPCError (naming the constraint and knot) when the QP has
         no solution; the plan is then dropped."""
-        model = self.model
         two_N, n, K = self.sizes
         clock = _time.perf_counter()
         states, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
-        steps = [self._linearize(states[k], torques[k], *knots[k]) for k in range(K)]
-        defects = [_difference(states[k + 1], steps[k][3]) for k in range(K)]
+        steps = self._steps(states[:K], torques, knots[:K])
+        defects = _differences(states[1:], [step[3] for step in steps])
         feet = [self._feet(states[k]) for k in range(K + 1)]
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
@@ -291,9 +337,10 @@ class WholeBodyMPC:
                        for k in range(K))
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
         min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
-        plan_states = [perturb(model, states[k], dz[k]) for k in range(K + 1)]
+        plan = _perturbed(_stacked(states), dz)
+        plan_states = _unstacked(*plan)
         plan_torques = torques + dtau
-        self._plan = (time, plan_states, plan_torques)
+        self._plan = (time, plan, plan_torques)
         return MPCResult(torques=plan_torques[0].copy(), states=plan_states, torques_plan=plan_torques,
                          timings={"linearization": linearized - clock, "assembly": assembled - linearized,
                                   "solve": solved - assembled},
@@ -348,8 +395,8 @@ class WholeBodyMPC:
         twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
         world_velocity = H0[:3, :3] @ state.base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
-        base_poses = np.array([reference0 @ se3_exp(k * h * twist) for k in range(K + 1)])
-        swings, feet = [], []
+        base_poses = reference0 @ se3_exp_many(np.arange(K + 1)[:, None] * h * twist)
+        swings, feet, landings = [], [], []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
         for k in range(K + 1):
             phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
             swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
@@ -359,15 +406,18 @@ class WholeBodyMPC:
                 if k == 0 or swing is None:
                     continue
                 fraction, remaining = swing
-                height = settings.ground + settings.swing_height * math.sin(math.pi * fraction)
-                landing = None
-                if fraction >= 0.5:  # under the hip at touchdown, with Raibert's correction
-                    pose = reference0 @ se3_exp((k * h + remaining) * twist)
-                    landing = (pose[:3, :3] @ self.foot_offsets[i] + pose[:3, 3])[:2] \
-                        + 0.5 * self._stance_duration() * command_world[:2] \
-                        + settings.raibert * (world_velocity - command_world)[:2]
-                swinging.append((i, height, landing))
+                if fraction >= 0.5:  # it aims at its landing point (below)
+                    landings.append((k, len(swinging), i, k * h + remaining))
+                swinging.append((i, settings.ground + settings.swing_height * math.sin(math.pi * fraction), None))
             feet.append(swinging)
+        if landings:  # under the hip at touchdown, with Raibert's correction
+            k, entry, foot, seconds = (np.array(column) for column in zip(*landings))
+            poses = reference0 @ se3_exp_many(seconds[:, None] * twist)
+            points = (poses[:, :3, :3] @ self.foot_offsets[foot][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
+                + 0.5 * self._stance_duration() * command_world[:2] \
+                + settings.raibert * (world_velocity - command_world)[:2]
+            for knot, j, point in zip(k, entry, points):
+                feet[knot][j] = feet[knot][j][:2] + (point,)
         scales = np.ones(K + 1)
         scales[K] = w["terminal"]
         return References(
@@ -386,12 +436,10 @@ class WholeBodyMPC:
         diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
+        residuals = _state_residuals(ref, states)
         for k in range(1, K + 1):
-            x = states[k]
-            residual = np.concatenate([_log_between(ref.base_poses[k], x.base_pose),
-                                       x.joint_positions - ref.posture, x.base_twist - ref.twist, x.joint_velocities])
-            total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residual))
-            positions = self._feet(x)[0]
+            total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
+            positions = self._feet(states[k])[0]
             for i, height, landing in ref.feet[k]:
                 total += 0.5 * ref.scales[k] * ref.foot_height_weight * (positions[i, 2] - height) ** 2
                 if landing is not None:
@@ -414,12 +462,8 @@ class WholeBodyMPC:
         diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
                                    np.full(n, ref.joint_velocity_weight)])
         residuals = np.zeros((K + 1, two_N))
+        residuals[1:] = _state_residuals(ref, states)
         for k in range(1, K + 1):
-            x = states[k]
-            residuals[k, :6] = _log_between(ref.base_poses[k], x.base_pose)
-            residuals[k, 6:N] = x.joint_positions - ref.posture
-            residuals[k, N:N + 6] = x.base_twist - ref.twist
-            residuals[k, N + 6:] = x.joint_velocities
             if not ref.feet[k]:
                 continue
             # the swing feet's ½‖p + J δz_k − target‖²_w, rows 3i + axis of p (f, 3) and J (3f, N)
@@ -445,7 +489,7 @@ class WholeBodyMPC:
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         rows, lower, labels = [], [], []
-        for k, (_, _, margins, _) in enumerate(steps):
+        for k, (_, _, margins, _, floor) in enumerate(steps):
             if margins is None:
                 continue
             Mz = margins.state_jacobian
@@ -453,8 +497,6 @@ class WholeBodyMPC:
             m = self._groups[k]
             row[:, m * n:(m + 1) * n] += margins.input_jacobian
             rows.append(row)
-            floor = np.array([settings.min_normal_force if label.endswith(":unilateral") else 0.0
-                              for label in margins.labels])
             lower.append(floor - margins.margins - Mz @ d[k])
             labels += [("margin", k, label) for label in margins.labels]
         for k in range(1, K + 1):
