@@ -324,10 +324,12 @@ class WholeBodyMPC:
         knots = self._knot_contacts(time, contacts_now, held_now)
         steps = self._steps(states[:K], torques, knots[:K])
         defects = _differences(states[1:], [step[3] for step in steps])
-        feet = [self._feet(states[k]) for k in range(K + 1)]
+        ref = self.references(time, state)
+        # the feet's kinematics where a foot swings (its cost, the ground): knots 1 … K
+        feet = [self._feet(x) if k and any(ref.swings[k]) else None for k, x in enumerate(states)]
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
-        H, g, C, lower, labels = self._qp(time, state, states, torques, steps, feet, Gamma, d)
+        H, g, C, lower, labels = self._qp(ref, states, torques, steps, feet, Gamma, d)
         assembled = _time.perf_counter()
         y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
         solved = _time.perf_counter()
@@ -447,13 +449,13 @@ class WholeBodyMPC:
                                                                                                 - landing)))
         return total
 
-    def _qp(self, time, state, states, torques, steps, feet, Gamma, d):
-        """The condensed QP in the held torques y: H (M·n, M·n), g, the inequality rows C y ≥ lower, and
-        a label (kind, knot, what) per row; the torque limits are the solver's box."""
+    def _qp(self, ref: References, states, torques, steps, feet, Gamma, d):
+        """The condensed QP of the cycle tracking ``ref`` in the held torques y: H (M·n, M·n), g, the
+        inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
+        solver's box."""
         settings = self.settings
         two_N, n, K = self.sizes
         N = two_N // 2
-        ref = self.references(time, state)
         scales = ref.scales
         Q = np.zeros((K + 1, two_N, two_N))  # each knot's state cost ½ δzᵀ Q δz + qᵀ δz
         q = np.zeros((K + 1, two_N))
@@ -500,14 +502,15 @@ class WholeBodyMPC:
             lower.append(floor - margins.margins - Mz @ d[k])
             labels += [("margin", k, label) for label in margins.labels]
         for k in range(1, K + 1):
+            # the swinging feet above the ground (lifting and landing: the height's cost instead)
+            above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9]
+            if not above:
+                continue
             positions, J = feet[k]
-            for i, (foot, swing) in enumerate(zip(self.feet, ref.swings[k])):
-                if swing is None or not 0.1 <= swing[0] <= 0.9:  # (lifting and landing: the height's cost)
-                    continue
-                Jz = J[3 * i + 2]
-                rows.append((Jz @ Gamma[k, :N])[None])
-                lower.append(np.array([settings.ground - positions[i, 2] - Jz @ d[k, :N]]))
-                labels.append(("above the ground", k, foot))
+            Jz = J[[3 * i + 2 for i in above]]
+            rows.append(Jz @ Gamma[k, :N])
+            lower.append(settings.ground - positions[above, 2] - Jz @ d[k, :N])
+            labels += [("above the ground", k, self.feet[i]) for i in above]
         C = np.vstack(rows) if rows else np.zeros((0, len(g)))
         return 0.5 * (H + H.T), g, C, np.concatenate(lower) if lower else np.zeros(0), labels
 
