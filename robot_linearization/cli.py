@@ -135,7 +135,8 @@ def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir:
         print(f"contacts: the {gait.name}'s schedule, {gait.period:g} s a cycle: "
               + ", then ".join(f"{' + '.join(p.stance) if len(p.stance) < 4 else 'four feet'} {p.duration:g} s"
                                for p in gait.phases)
-              + "; a foot is held where it touches down, by a rigid impact (restitution 0)")
+              + "; on a flat ground (z = 0), a foot closes its contact when it is on it, by a rigid impact "
+                "(restitution 0)")
 
     simulation = Simulation(model, dt=args.dt, seed=args.seed, contacts=contacts, gait=gait)
     input_bag, output_bag = os.path.join(out_dir, "input_bag"), os.path.join(out_dir, "output_bag")
@@ -326,7 +327,8 @@ def main(argv=None) -> int:
     p.add_argument("--output-dir", default="demo_output",
                    help="directory for the bags and the PNG: new, empty, or a previous demo's; nothing else in "
                         "it is touched (default: demo_output)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the simulated motion (default: 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the simulated motion without a gait (a trot is the same every run; default: 0)")
     p.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
                    help="heatmap images and ~/health vectors per simulated second in the output bag [Hz], 0 for "
                         "none (default: 2)")

@@ -1,11 +1,11 @@
-"""A scheduled gait for the demo's simulated robot: which feet the ground holds over each
-instant, and where the joints are asked to be (the swinging legs lifted and put back).
+"""A scheduled gait for the demo's simulated robot: which feet may stand over each instant,
+the posture, and how high a swinging foot is lifted.
 
-The schedule is a clock, not a decision: the phases follow each other at fixed times, as
-a gait scheduler's would, whatever the robot does.  There is no ground model: a foot
-that closes its contact is held where it is at that instant (the simulation applies the
-rigid impact there, docs/impacts.md), and one that opens it is free.  The set held is
-published as the text of the node's ``contacts`` topic (:meth:`Gait.contacts_text`).
+The schedule is a clock, as a gait scheduler's is: the phases follow each other at fixed
+times, whatever the robot does.  The ground decides when a scheduled foot stands: the
+simulation (ros/simulation.py) closes its contact once the foot is on the ground, with the
+rigid impact there (docs/impacts.md); a foot the schedule lifts opens it.  The set held is
+published as the text of the node's ``contacts`` topic.
 """
 
 from __future__ import annotations
@@ -23,27 +23,26 @@ GAITS = ("none", "trot")
 
 @dataclass(frozen=True)
 class Phase:
-    """duration [s]; stance: the feet held (link names); swing: the legs lifted (their joints' prefix)."""
+    """duration [s]; stance: the feet that may stand (link names); the others swing."""
 
     duration: float
     stance: tuple
-    swing: tuple = ()
 
 
 @dataclass(frozen=True)
 class Gait:
     """A periodic schedule of phases.  posture: the joints' standing angles by name;
-    lift: the angle added to a swinging leg's joint at mid-swing, by the joint name's
-    suffix (after the leg's prefix), along sin(π φ) over the swing (φ from 0 to 1), so
-    the foot leaves and comes back with some speed; gains (kp [1/s²], kd [1/s]) of the
-    swinging joints' PD tracking and base_gains of the base's starting pose (accelerations
-    the simulation's whole-body torques aim at), chosen for its explicit step up to 10 ms."""
+    swing_height [m]: a swinging foot rises from where it lifted off along swing_height·sin(π φ)
+    over the swing (φ from 0 to 1), and so comes back down onto the ground with some speed;
+    gains (kp [1/s²], kd [1/s]) of the swinging feet's tracking of that path and base_gains of
+    the base's starting pose (accelerations the simulation's whole-body torques aim at), chosen
+    for its explicit step up to 10 ms."""
 
     name: str
     phases: tuple
     posture: dict
-    lift: dict
-    gains: tuple = (400.0, 40.0)
+    swing_height: float = 0.06
+    gains: tuple = (2500.0, 100.0)
     base_gains: tuple = (100.0, 20.0)
 
     @property
@@ -63,27 +62,9 @@ class Gait:
     def contacts_at(self, time: float) -> tuple:
         return as_contacts(list(self.phase_at(time)[0].stance))
 
-    def contacts_text(self, time: float) -> str:
-        """The set held at ``time`` as the node's ``contacts`` topic reads it."""
-        return ", ".join(self.phase_at(time)[0].stance)
-
-    def joint_targets(self, joint_names, time: float) -> tuple[np.ndarray, np.ndarray]:
-        """(angles, angular velocities) the joints are asked to follow at ``time``."""
-        phase, fraction = self.phase_at(time)
-        angles = np.array([self.posture.get(name, 0.0) for name in joint_names])
-        rates = np.zeros(len(joint_names))
-        for i, name in enumerate(joint_names):
-            for leg in phase.swing:
-                offset = self.lift.get(name[len(leg) + 1:], 0.0) if name.startswith(leg + "_") else 0.0
-                angles[i] += offset * np.sin(np.pi * fraction)
-                rates[i] += offset * np.pi / phase.duration * np.cos(np.pi * fraction)
-        return angles, rates
-
-
-    def swinging(self, joint_names, time: float) -> np.ndarray:
-        """Whether each joint belongs to a leg swinging at ``time`` (bool array)."""
-        swing = self.phase_at(time)[0].swing
-        return np.array([any(name.startswith(leg + "_") for leg in swing) for name in joint_names], dtype=bool)
+    def joint_posture(self, joint_names) -> np.ndarray:
+        """The standing angles of ``joint_names`` (0 for a joint the posture does not name)."""
+        return np.array([self.posture.get(name, 0.0) for name in joint_names])
 
 
 _LEGS = tuple(foot.removesuffix("_foot") for foot in BUNDLED_FEET)  # front_left, front_right, hind_left, hind_right
@@ -92,16 +73,15 @@ _PAIR_A, _PAIR_B = ("front_left", "hind_right"), ("front_right", "hind_left")
 TROT = Gait(
     name="trot",
     phases=(Phase(0.1, BUNDLED_FEET),
-            Phase(0.25, tuple(f"{leg}_foot" for leg in _PAIR_A), _PAIR_B),
+            Phase(0.25, tuple(f"{leg}_foot" for leg in _PAIR_A)),
             Phase(0.1, BUNDLED_FEET),
-            Phase(0.25, tuple(f"{leg}_foot" for leg in _PAIR_B), _PAIR_A)),
+            Phase(0.25, tuple(f"{leg}_foot" for leg in _PAIR_B))),
     posture={f"{leg}_{joint}": angle for leg in _LEGS
-             for joint, angle in (("hip_abduction", 0.0), ("hip_flexion", 0.7), ("knee", -1.4))},
-    lift={"hip_flexion": 0.2, "knee": -0.4})
+             for joint, angle in (("hip_abduction", 0.0), ("hip_flexion", 0.7), ("knee", -1.4))})
 """Trot in place for the bundled quadruped (rl.robots.BUNDLED_FEET): four feet, then the
-diagonal pair front_left + hind_right while the other pair swings (hip and knee bent
-further, about 6 cm of foot lift), four feet again (the swung pair touches down: an
-impact), then the other diagonal; 0.7 s a cycle, two touchdowns each."""
+diagonal pair front_left + hind_right while the other pair swings (its feet lifted 6 cm),
+four feet again (the swung pair touches down: an impact), then the other diagonal; 0.7 s a
+cycle, two touchdowns each."""
 
 
 def gait_for(name: str, model) -> Gait | None:

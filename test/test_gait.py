@@ -1,7 +1,8 @@
-"""The demo walks: the bundled quadruped trots in place (gait.py), the simulation applies
-the rigid impact at every touchdown (rl.impact, docs/impacts.md) and holds the new feet where
-they touch down, and the schedule reaches the node's pipeline on /contacts.  The physics is
-checked independently, with Pinocchio's kinematics and mass matrix."""
+"""The demo walks: the bundled quadruped trots in place (gait.py) on a flat ground, z = 0; a
+scheduled foot closes its contact once it is on the ground, the simulation applies the rigid
+impact at every touchdown (rl.impact, docs/impacts.md), and the set held reaches the node's
+pipeline on /contacts.  The physics is checked independently, with Pinocchio's kinematics and
+mass matrix."""
 
 import os
 import subprocess
@@ -15,6 +16,7 @@ from robot_linearization.cli import DEMO_OUTPUTS
 from robot_linearization.gait import TROT, gait_for
 from robot_linearization.ros.parameters import simulation_settings
 from robot_linearization.ros.simulation import Simulation
+from robot_linearization.walking.ground import standing_feet
 
 from conftest import PinocchioOracle
 
@@ -85,9 +87,43 @@ def test_every_touchdown_stops_the_new_feet_at_once_and_loses_kinetic_energy(qua
 def test_the_trot_stays_up_and_level_at_the_largest_demo_step(quadruped):
     simulation = Simulation(quadruped, dt=0.01, gait=TROT)
     states = [simulation.step()[0] for _ in range(500)]  # 5 s, 14 touchdowns
-    heights = [s.base_pose[2, 3] for s in states]
+    heights = np.array([s.base_pose[2, 3] for s in states])
     tilts = [np.arccos(min(1.0, s.base_pose[2, 2])) for s in states]
-    assert len(simulation.touchdowns) == 14 and max(np.abs(heights)) < 0.01 and max(tilts) < 0.01
+    assert len(simulation.touchdowns) == 14 and np.abs(heights - heights[0]).max() < 0.01 and max(tilts) < 0.01
+
+
+@pytest.mark.parametrize("dt, tolerance", [(0.002, 0.5e-3), (0.01, 1.5e-3)])
+def test_the_trot_walks_on_the_ground(quadruped, dt, tolerance):
+    """It starts at rest on its four feet on z = 0; every held foot stays on the ground, every
+    swinging one above it, and each closes its contact on the ground at its scheduled instant:
+    within 0.5 mm at the demo's 2 ms step, 1.5 mm at its largest of 10 ms (the feet's height by
+    Pinocchio's kinematics)."""
+    oracle = PinocchioOracle(rl.robots.bundled_urdf_path(), quadruped)
+    simulation = Simulation(quadruped, dt=dt, gait=TROT)
+    assert np.abs(_feet_motion(oracle, simulation.state)[0][:, 2]).max() < 1e-12
+    assert simulation.state.base_pose[2, 3] > 0.25  # the base above its feet, not at the origin
+    held_heights, free_heights = [], []
+    for _ in range(int(round(2.12 / dt))):
+        simulation.step()
+        held = {c.frame for c in simulation.contacts}
+        heights = _feet_motion(oracle, simulation.state)[0][:, 2]
+        held_heights += [heights[k] for k, foot in enumerate(FEET) if foot in held]
+        free_heights += [heights[k] for k, foot in enumerate(FEET) if foot not in held]
+    assert np.abs(held_heights).max() < tolerance
+    assert min(free_heights) > -tolerance and max(free_heights) > 0.05  # lifted ≈ 6 cm
+    assert [round(t.time, 6) for t in simulation.touchdowns] == [0.35, 0.7, 1.05, 1.4, 1.75, 2.1]
+    for touchdown in simulation.touchdowns:
+        landing = [FEET.index(c.frame) for c in touchdown.impact.contacts if c not in touchdown.previous_contacts]
+        assert np.abs(_feet_motion(oracle, touchdown.impact.pre_impact_state)[0][landing, 2]).max() < tolerance
+
+
+def test_a_scheduled_foot_above_the_ground_stays_free_until_it_is_on_it():
+    """walking/ground.standing_feet, shared by the demo's simulation and the MPC's ground: a foot
+    stands when the schedule names it and it is held already or within the tolerance of the ground."""
+    heights = {"a": 0.0, "b": 0.004, "c": -0.002, "d": 0.004}
+    assert standing_feet("abcd", {"a", "b", "c"}, set(), heights, 1e-3) == ("a", "c")
+    assert standing_feet("abcd", {"a", "b", "c"}, {"b"}, heights, 1e-3) == ("a", "b", "c")  # held: stays
+    assert standing_feet("abcd", {"a"}, {"b", "d"}, heights, 1e-3) == ("a",)  # not scheduled: lifts off
 
 
 def test_the_schedule_is_on_the_bags_contacts_topic_and_the_replay_follows_it(quadruped, tmp_path):

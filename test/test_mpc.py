@@ -13,7 +13,8 @@ from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.walking.ground import GroundSimulation
 from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits
 from robot_linearization.validation import perturb
-from robot_linearization.walking.scenario import Push, Segment, command_at, standing_state, trot
+from robot_linearization.walking.ground import standing_state
+from robot_linearization.walking.scenario import Push, Segment, command_at, trot
 
 MODEL = rl.load_urdf(bundled_urdf_path())
 
@@ -77,7 +78,7 @@ def test_the_command_ramps():
 
 
 def test_a_schedule_that_lifts_every_foot_is_refused_in_one_line():
-    flight = Gait(name="flight", phases=(Phase(0.1, BUNDLED_FEET), Phase(0.2, ())), posture=TROT.posture, lift={})
+    flight = Gait(name="flight", phases=(Phase(0.1, BUNDLED_FEET), Phase(0.2, ())), posture=TROT.posture)
     with pytest.raises(ValueError, match=r"^gait 'flight': phase 2 .* lifts every foot") as error:
         WholeBodyMPC(MODEL, flight, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
     assert "\n" not in str(error.value)

@@ -161,9 +161,10 @@ def write_touchdown_figure(path, model, touchdown, times, states, title: str = "
     for ax in (ax_height, ax_speed):
         ax.axvline(touchdown.time, color="0.3", linewidth=0.8, linestyle=":")
         ax.grid(alpha=0.3)
-    ax_height.set_ylabel("foot height in the world [cm]")
+    ax_height.axhline(0.0, color="0.45", linewidth=1.5)  # the ground the simulation walks on, z = 0
+    ax_height.set_ylabel("foot height above the ground, z = 0 [cm]")
     ax_height.set_title(f"touchdown at t = {touchdown.time:.3f} s: the swung feet close their contacts "
-                        "where they are", fontsize=10)
+                        "on the ground", fontsize=10)
     ax_height.legend(fontsize=8)
     ax_speed.set_ylabel("vertical foot velocity [m/s]")
     ax_speed.set_xlabel("time [s]")

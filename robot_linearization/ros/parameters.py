@@ -70,8 +70,9 @@ SIMULATION_PARAMETERS = {  # the demo's simulated robot: name: (default, descrip
     "world_frame": ("odom", "odometry header.frame_id"),
     "reset_after": (10.0, "restart the simulation after this many seconds, > 0"),
     "contacts": ("", "frames held where they start, " + CONTACT_SYNTAX + "; empty: it floats"),
-    "gait": ("none", "'trot': the bundled quadruped trots in place (its schedule sets the contacts, published on "
-                     "the 'contacts' topic at each switch; a touchdown is a rigid impact); 'none': contacts held"),
+    "gait": ("none", "'trot': the bundled quadruped trots in place on a flat ground (a scheduled foot stands once "
+                     "it is on the ground; the set held is published on the 'contacts' topic at each switch; a "
+                     "touchdown is a rigid impact); 'none': contacts held"),
 }
 
 

@@ -5,6 +5,7 @@ walks a scheduled gait, the contact set it holds)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,10 +20,15 @@ from ..integrator import contact_velocities_zeroed
 from ..model import Model, State
 from ..spatial import inverse_transform, se3_exp, se3_log
 from ..gait import Gait
+from ..walking.ground import standing_feet, standing_state
 
 
 DIVERGED = 1e4
 """rad, rad/s, m/s: a simulated state beyond this has diverged and is restarted."""
+GROUND_HEIGHT = 0.0
+"""[m] z of the flat ground a gait's robot walks on, in the world."""
+GROUND_TOLERANCE = 1e-3
+"""[m] how close to the ground a scheduled foot closes its contact."""
 
 
 @dataclass(frozen=True)
@@ -48,11 +54,14 @@ class Simulation:
     they start, by the constrained dynamics (docs/contacts.md).
     The gains suit the bundled quadruped up to dt ≈ 10 ms.
 
-    With a ``gait`` (gait.py) the contact set follows its schedule instead, and the
-    joints track its posture and swing (its gains, no sinusoid).  A foot whose contact
-    closes is held where it is at that instant: the step that starts there begins with
-    the rigid impact of the whole new set (rl.impact, the map rl.step applies with
-    previous_contacts; restitution e), as an MPC's model of the gait does (docs/impacts.md).
+    With a ``gait`` (gait.py) the robot trots on a flat ground, z = 0 of the world: it starts at
+    rest on its feet (walking/ground.standing_state), and a foot the schedule puts in stance
+    closes its contact once it is on the ground (within GROUND_TOLERANCE; a late one stays free
+    until it is), at the start of a step that then begins with the rigid impact of the whole new
+    set (rl.impact, the map rl.step applies with previous_contacts; restitution e), as an MPC's
+    model of the gait does (docs/impacts.md); a foot the schedule lifts opens it.  The torques
+    hold the base at its starting pose and move each swinging foot up from where it lifted off
+    and back down onto the ground at the end of its swing (:meth:`swing_target`).
     ``contacts`` is the set held over the last step taken (before any: the first),
     ``touchdowns`` every impact so far."""
 
@@ -64,11 +73,6 @@ class Simulation:
         self.posture = rng.uniform(-0.5, 0.5, n)
         self.phase = rng.uniform(0, 2 * np.pi, n)
         self.gains, self.amplitude = gains, amplitude
-        if gait is not None:  # the gait's posture, a little different for each seed (±0.05 rad)
-            self.offset = 0.1 * self.posture
-            self.posture = gait.joint_targets(model.joint_names, 0.0)[0] + self.offset
-            self.gains, self.amplitude = gait.gains, 0.0
-        self.contacts = gait.contacts_at(0.0) if gait is not None else as_contacts(contacts)
         self.touchdowns: list[Touchdown] = []
         self.steps = 0  # the gait's clock counts steps, so its phases do not drift with rounding
         self.time = 0.0
@@ -76,6 +80,13 @@ class Simulation:
         self.state = self.initial_state = State(
             base_pose=np.eye(4) if floating else None, joint_positions=self.posture.copy(),
             base_twist=np.zeros(6) if floating else None, joint_velocities=np.zeros(n))
+        self.contacts = as_contacts(contacts)
+        if gait is not None:  # standing on the ground, on the feet the schedule names
+            self.feet = tuple(dict.fromkeys(foot for phase in gait.phases for foot in phase.stance))
+            self.state = self.initial_state = standing_state(model, gait, self.feet)[0]
+            self.posture, self.amplitude = self.state.joint_positions, 0.0
+            self._swings: dict = {}  # foot -> (lift-off point (3,), lift-off time, swing duration)
+            self.contacts = as_contacts(list(self._standing(self.state)))
 
     def torques(self, state: State | None = None) -> np.ndarray:
         """The joint torques applied at ``state`` (default: the current one)."""
@@ -88,26 +99,72 @@ class Simulation:
 
     def _whole_body_torques(self, state: State) -> np.ndarray:
         """The torques whose constrained accelerations ν̇(τ) = ν̇(0) + G τ come closest (least
-        squares, smallest τ) to PD tracking of the base's starting pose and of the swinging
-        legs' joint targets, with the contacts held now: G = (M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹) S.
-        A PD on the joints alone lets two feet sag under the robot's weight and tip it over
-        their diagonal, each swing foot touching down lower: the robot falls down a staircase."""
+        squares, smallest τ) to PD tracking of the base's starting pose and of the swinging feet's
+        paths (:meth:`swing_target`, feedforward included), with the contacts held now:
+        G = (M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹) S, a foot's acceleration J_f ν̇ + γ_f.  A PD on the joints
+        alone lets two feet sag under the robot's weight and tip it over their diagonal."""
         model = self.model
         (kp, kd), (kp_base, kd_base) = self.gait.gains, self.gait.base_gains
         X_up = body_transforms(model, state.joint_positions)
-        J, _ = contact_kinematics(model, state, self.contacts, X_up, *bias_motion(model, state, X_up))
+        motion = bias_motion(model, state, X_up)
         M_inv = inverse_mass_matrix(model, state.joint_positions)
-        JM_inv = J @ M_inv
-        G = (M_inv - JM_inv.T @ np.linalg.solve(JM_inv @ J.T, JM_inv))[:, 6:]
+        G = M_inv[:, 6:]
+        if self.contacts:
+            J, _ = contact_kinematics(model, state, self.contacts, X_up, *motion)
+            JM_inv = J @ M_inv
+            G = G - (JM_inv.T @ np.linalg.solve(JM_inv @ J.T, JM_inv))[:, 6:]
         free = constrained_forward_dynamics(model, state, np.zeros(model.n_joints), self.contacts)[0]
-        angles, rates = self.gait.joint_targets(model.joint_names, self.time)
         base_error = se3_log(inverse_transform(state.base_pose) @ self.initial_state.base_pose)
-        wanted = np.concatenate([kp_base * base_error - kd_base * state.base_twist,
-                                 kp * (angles + self.offset - state.joint_positions)
-                                 + kd * (rates - state.joint_velocities)])
-        # rows: the base and the swinging legs' joints; a stance leg's joints serve the base (its foot is held)
-        rows = np.concatenate([np.ones(6, dtype=bool), self.gait.swinging(model.joint_names, self.time)])
-        return np.linalg.lstsq(G[rows], (wanted - free)[rows], rcond=1e-6)[0]
+        rows, wanted = [G[:6]], [kp_base * base_error - kd_base * state.base_twist - free[:6]]
+        held = {c.frame for c in self.contacts}
+        swinging = [foot for foot in self.feet if foot not in held]
+        if swinging:  # (a stance leg's joints serve the base: its foot is held)
+            J, drift = contact_kinematics(model, state, as_contacts(swinging), X_up, *motion)
+            positions = frame_poses(model, state, swinging, X_up)[:, :3, 3]
+            velocities = (J @ np.concatenate([state.base_twist, state.joint_velocities])).reshape(-1, 3)
+            for i, foot in enumerate(swinging):
+                target, speed, acceleration = self.swing_target(foot)
+                J_foot = J[3 * i:3 * i + 3]
+                rows.append(J_foot @ G)
+                wanted.append(acceleration + kp * (target - positions[i]) + kd * (speed - velocities[i])
+                              - drift[3 * i:3 * i + 3] - J_foot @ free)
+        return np.linalg.lstsq(np.vstack(rows), np.concatenate(wanted), rcond=1e-6)[0]
+
+    def swing_target(self, foot: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position, velocity, acceleration) (3,) each, in the world, that a swinging ``foot`` is
+        asked to follow now: above where it lifted off, at swing_height·sin(π φ) over the ground
+        (φ from 0 at lift-off to 1 when the schedule puts it back in stance); a foot later than
+        that goes on down at the speed it had."""
+        point, lifted, duration = self._swings[foot]
+        height, rate = self.gait.swing_height, math.pi / duration
+        phase = (self.time - lifted) / duration
+        if phase <= 1.0:
+            z, speed, acceleration = (height * math.sin(math.pi * phase), height * rate * math.cos(math.pi * phase),
+                                      -height * rate * rate * math.sin(math.pi * phase))
+        else:
+            speed, acceleration = -height * rate, 0.0
+            z = speed * (phase - 1.0) * duration
+        return (np.array([point[0], point[1], GROUND_HEIGHT + z]), np.array([0.0, 0.0, speed]),
+                np.array([0.0, 0.0, acceleration]))
+
+    def foot_heights(self, state: State | None = None) -> dict:
+        """{foot: its height above the ground [m]} at ``state`` (default: the current one); a gait's."""
+        poses = frame_poses(self.model, self.state if state is None else state, list(self.feet))
+        return {foot: poses[i, 2, 3] - GROUND_HEIGHT for i, foot in enumerate(self.feet)}
+
+    def _standing(self, state: State) -> tuple:
+        """The feet that stand over the step from ``state`` (walking/ground.standing_feet), noting
+        the lift-off of those that leave the ground now."""
+        held = {c.frame for c in self.contacts}
+        phase, fraction = self.gait.phase_at(self.time)
+        standing = standing_feet(self.feet, set(phase.stance), held, self.foot_heights(state), GROUND_TOLERANCE)
+        positions = None
+        for i, foot in enumerate(self.feet):
+            if foot in held and foot not in standing:  # it swings until the schedule puts it back in stance
+                if positions is None:
+                    positions = frame_poses(self.model, state, list(self.feet))[:, :3, 3]
+                self._swings[foot] = (positions[i].copy(), self.time, (1.0 - fraction) * phase.duration)
+        return standing
 
     def step(self) -> tuple[State, np.ndarray]:
         """Advance one step; returns (the state before the step, the torques applied).
@@ -116,7 +173,7 @@ class Simulation:
         state = start = self.state
         jump = None
         if self.gait is not None:
-            contacts, previous = self.gait.contacts_at(self.time), self.contacts
+            contacts, previous = as_contacts(list(self._standing(state))), self.contacts
             if touchdown(previous, contacts):
                 jump = impact(self.model, state, contacts, self.restitution)
                 start = jump.state

@@ -30,6 +30,25 @@ from ..model import Model, State
 from ..spatial import se3_exp
 
 
+def standing_state(model: Model, gait: Gait, feet, height: float = 0.0) -> tuple[State, float]:
+    """The robot at rest in the gait's posture, level, with its ``feet`` on the ground z = height
+    (their mean height), and the base's height above the ground [m]."""
+    posture = gait.joint_posture(model.joint_names)
+    at_origin = State(base_pose=np.eye(4), joint_positions=posture, base_twist=np.zeros(6),
+                      joint_velocities=np.zeros(model.n_joints))
+    above = -float(frame_poses(model, at_origin, list(feet))[:, 2, 3].mean())
+    pose = np.eye(4)
+    pose[2, 3] = height + above
+    return State(base_pose=pose, joint_positions=posture, base_twist=np.zeros(6),
+                 joint_velocities=np.zeros(model.n_joints)), above
+
+
+def standing_feet(feet, scheduled, held, heights: dict, tolerance: float) -> tuple:
+    """The ``feet`` that stand over the next step: those the gait schedules (``scheduled``) that
+    are held already (``held``) or on the ground, ``heights`` [foot] ≤ tolerance [m] above it."""
+    return tuple(f for f in feet if f in scheduled and (f in held or heights[f] <= tolerance))
+
+
 @dataclass(frozen=True)
 class Violation:
     """time [s]; foot; what: "pulls" (f_n < 0), "slips" (‖f_t‖ > μ f_n), "below the ground" (a
@@ -78,8 +97,7 @@ class GroundSimulation:
 
     def contacts_now(self) -> tuple:
         """The feet that hold over the next step: scheduled, and held already or on the ground."""
-        scheduled, heights = self._scheduled(), self.foot_heights()
-        return tuple(f for f in self.feet if f in scheduled and (f in self.held or heights[f] <= self.tolerance))
+        return standing_feet(self.feet, self._scheduled(), self.held, self.foot_heights(), self.tolerance)
 
     def step(self, torques: np.ndarray) -> None:
         """One step of dt with joint torques τ (n,) held over it."""

@@ -207,7 +207,7 @@ class WholeBodyMPC:
         if self.effort_limits.shape != (model.n_joints,) or not (self.effort_limits > 0).all():
             raise ValueError(f"effort_limits: expected {model.n_joints} positive limits, one per joint, got "
                              f"{self.effort_limits.tolist()}")
-        self.posture = np.array([gait.posture.get(j, 0.0) for j in model.joint_names])
+        self.posture = gait.joint_posture(model.joint_names)
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing

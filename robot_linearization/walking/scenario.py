@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..algorithms.kinematics import frame_poses
 from ..gait import TROT, Gait
 from ..model import State
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import load_urdf
-from .ground import GroundSimulation
+from .ground import GroundSimulation, standing_state
 from .mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits, yaw_of
 
 
@@ -63,18 +62,6 @@ class Log:
     forces: list = field(default_factory=list)  # (time, foot, force (3,))
     violations: list = field(default_factory=list)
     error: str | None = None
-
-
-def standing_state(model, gait: Gait, feet) -> tuple[State, float]:
-    """The robot standing in the gait's posture with its feet on the ground z = 0, and the base's height."""
-    posture = np.array([gait.posture.get(j, 0.0) for j in model.joint_names])
-    at_origin = State(base_pose=np.eye(4), joint_positions=posture, base_twist=np.zeros(6),
-                      joint_velocities=np.zeros(model.n_joints))
-    height = -float(frame_poses(model, at_origin, list(feet))[:, 2, 3].mean())
-    pose = np.eye(4)
-    pose[2, 3] = height
-    return State(base_pose=pose, joint_positions=posture, base_twist=np.zeros(6),
-                 joint_velocities=np.zeros(model.n_joints)), height
 
 
 def command_at(segments, time: float) -> np.ndarray:
