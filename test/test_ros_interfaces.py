@@ -18,11 +18,10 @@ from robot_linearization.ros.interfaces import (LINEARIZATION, MATRICES, Lineari
                                                 linearization_cdr,
                                                 linearization_matrices, linearization_message, register_interfaces,
                                                 request_options, validation_fields)
-from robot_linearization.ros.messages import (InputError, RosbagsFactory, joint_state_message, odometry_message,
-                                              quaternion_rotation)
+from robot_linearization.ros.messages import InputError, RosbagsFactory, joint_state_message, odometry_message
 from robot_linearization.ros.pipeline import LinearizationPipeline, Output, PipelineConfig
 from robot_linearization.ros.simulation import Simulation
-from robot_linearization.spatial import se3_exp
+from robot_linearization.spatial import quaternion_rotation, se3_exp
 
 SEC = 1_000_000_000
 URDF = open(bundled_urdf_path()).read()
