@@ -328,7 +328,7 @@ def main(argv=None) -> int:
                    help="directory for the bags and the PNG: new, empty, or a previous demo's; nothing else in "
                         "it is touched (default: demo_output)")
     p.add_argument("--seed", type=int, default=0,
-                   help="seed of the simulated motion without a gait (a trot is the same every run; default: 0)")
+                   help="seed of the simulated motion without a gait; a trot is the same every run (default: 0)")
     p.add_argument("--heatmap-rate", type=_number(float, 0.0, None, low_open=False, unit=" Hz"), default=2.0,
                    help="heatmap images and ~/health vectors per simulated second in the output bag [Hz], 0 for "
                         "none (default: 2)")
