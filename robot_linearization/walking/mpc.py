@@ -13,9 +13,10 @@ with A_d, B_d the exact Jacobians of rl.step's semi-implicit Euler at (x̄_k, τ
 knot: through its impact), c_k = step(x̄_k, τ̄_k) ⊖ x̄_{k+1} the defect of the shifted plan, and
 m the friction pyramid and unilateral margins of λ (rl.contact_margins).  The residuals r track
 a base pose and twist that follow the command, the gait's posture, the swing feet's height
-profile and landing points, and small torques.  The dynamics are condensed (δz_k = Γ_k δτ + d_k),
-leaving a dense QP in the K·n torques with the limits as a box (ProxSuite's dense solver; OSQP
-on request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ̄_0 + δτ_0.
+profile and landing points, and small torques.  Each torque perturbation is held over
+``torque_hold`` knots (δτ_k = y_m) and the dynamics are condensed (δz_k = Γ_k y + d_k), leaving a
+dense QP in the M·n held torques y with the limits as a box (ProxSuite's dense solver; OSQP on
+request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ̄_0 + δτ_0.
 """
 
 from __future__ import annotations
