@@ -20,7 +20,7 @@ from ..integrator import contact_velocities_zeroed
 from ..model import Model, State
 from ..spatial import inverse_transform, se3_exp, se3_log
 from ..gait import Gait
-from ..walking.ground import standing_feet, standing_state
+from ..walking.ground import foot_heights, standing_feet, standing_state
 
 
 DIVERGED = 1e4
@@ -149,8 +149,7 @@ class Simulation:
 
     def foot_heights(self, state: State | None = None) -> dict:
         """{foot: its height above the ground [m]} at ``state`` (default: the current one); a gait's."""
-        poses = frame_poses(self.model, self.state if state is None else state, list(self.feet))
-        return {foot: poses[i, 2, 3] - GROUND_HEIGHT for i, foot in enumerate(self.feet)}
+        return foot_heights(self.model, self.state if state is None else state, self.feet, GROUND_HEIGHT)
 
     def _standing(self, state: State) -> tuple:
         """The feet that stand over the step from ``state`` (walking/ground.standing_feet), noting

@@ -43,6 +43,12 @@ def standing_state(model: Model, gait: Gait, feet, height: float = 0.0) -> tuple
                  joint_velocities=np.zeros(model.n_joints)), above
 
 
+def foot_heights(model: Model, state: State, feet, height: float = 0.0) -> dict:
+    """{foot: its height [m] above the ground z = height} at ``state``."""
+    poses = frame_poses(model, state, list(feet))
+    return {foot: poses[i, 2, 3] - height for i, foot in enumerate(feet)}
+
+
 def standing_feet(feet, scheduled, held, heights: dict, tolerance: float) -> tuple:
     """The ``feet`` that stand over the next step: those the gait schedules (``scheduled``) that
     are held already (``held``) or on the ground, ``heights`` [foot] ≤ tolerance [m] above it."""
@@ -86,14 +92,9 @@ class GroundSimulation:
     def _scheduled(self, time: float | None = None) -> set:
         return {c.frame for c in self.gait.contacts_at(self.time if time is None else time)}
 
-    def foot_positions(self, state: State | None = None) -> dict:
-        """{foot: its position (3,) in the world}."""
-        poses = frame_poses(self.model, self.state if state is None else state, list(self.feet))
-        return {foot: poses[i, :3, 3] for i, foot in enumerate(self.feet)}
-
     def foot_heights(self, state: State | None = None) -> dict:
         """{foot: its height above the ground [m]}."""
-        return {foot: p[2] - self.height for foot, p in self.foot_positions(state).items()}
+        return foot_heights(self.model, self.state if state is None else state, self.feet, self.height)
 
     def contacts_now(self) -> tuple:
         """The feet that hold over the next step: scheduled, and held already or on the ground."""
