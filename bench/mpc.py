@@ -193,6 +193,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
     args = parser.parse_args()
+    if not args.seconds > 0.0:
+        parser.error(f"--seconds {args.seconds:g}: expected a positive duration")
+    if not 0.0 <= args.at < args.seconds:
+        parser.error(f"--at {args.at:g}: expected a time in the run, 0 ≤ --at < --seconds ({args.seconds:g})")
     import crocoddyl
 
     Recorder.at = args.at
