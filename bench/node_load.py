@@ -11,7 +11,11 @@ rate (sensor-data QoS, as a robot driver does), and records when each cycle's
 ~/linearization arrives (taken serialized: its header's stamp is the input's).
 Prints the share of joint states linearized, the latency from the input stamp to the
 arrival of the output (p50, p99), the node process's CPU time per cycle, and the
-seconds from starting the node's process to its first output (the first start).
+seconds from starting the node's process to its first output (the first start); then,
+by the node's own counters in /diagnostics (read while no input flows, before and after
+the window), how many outputs it made and inputs it rejected, so that a cycle lost in the
+node is told apart from an output lost on its way to this client (the CPU per cycle is
+per output the node made).
 --requests N: N ~/linearize calls at other states (the robot's joints perturbed), one
 after the other, during the measured window; prints how many were answered with success
 and their round-trip time (p50, max).  Their computation runs in the node's process: the
@@ -35,6 +39,7 @@ import time
 
 import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
@@ -81,6 +86,8 @@ class LoadClient:
         self.js_pub = self.node.create_publisher(JointState, f"/{namespace}/joint_states", qos_profile_sensor_data)
         self.odom_pub = self.node.create_publisher(Odometry, f"/{namespace}/odom", qos_profile_sensor_data)
         self.arrivals = {}  # input stamp (ns) -> arrival (ns)
+        self.counters: list = []  # (receipt (ns), the node's /diagnostics values) of each of its reports
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
         # taken serialized, so that the client's own Python stays out of the latencies
         self.node.create_subscription(Linearization, f"/{namespace}/robot_linearization/linearization",
                                       self._on_linearization, 100, raw=True)
@@ -93,6 +100,23 @@ class LoadClient:
         # little-endian CDR: 4 bytes of encapsulation, then header.stamp's sec (int32) and nanosec (uint32)
         sec, nanosec = int.from_bytes(raw[4:8], "little", signed=True), int.from_bytes(raw[8:12], "little")
         self.arrivals[sec * 1_000_000_000 + nanosec] = time.time_ns()
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            if status.name.endswith(": linearization"):
+                self.counters.append((time.time_ns(), {kv.key: kv.value for kv in status.values}))
+
+    def settled_counters(self, timeout: float = 5.0) -> dict:
+        """The node's counters (outputs, rejected_*) from its first report received from now on: taken
+        while no input is sent, they count every input sent before.  {} without a report (the floor)."""
+        since = time.time_ns()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            fresh = [values for received, values in list(self.counters) if received > since]
+            if fresh:
+                return {k: int(v) for k, v in fresh[0].items() if k == "outputs" or k.startswith("rejected_")}
+            time.sleep(0.02)
+        return {}
 
     def requests(self, count: int, seconds: float, answers: list) -> None:
         """``count`` ~/linearize calls over ``seconds``, each waiting for its answer: appends
@@ -251,6 +275,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             view.wait_until_drawn(lambda: client.run(100.0, 0.05))
         client.run(rate, 2.0)  # warm-up: discovery settled, caches hot
         time.sleep(0.5)
+        counters_before = {} if floor else client.settled_counters()
         client.arrivals.clear()
         cpu_before = cpu_seconds(node.pid)
         rqt_cpu_before = cpu_seconds(view.rqt.pid) if view else 0.0
@@ -264,6 +289,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
         cpu = cpu_seconds(node.pid) - cpu_before
         rqt_cpu = cpu_seconds(view.rqt.pid) - rqt_cpu_before if view else float("nan")
         time.sleep(0.5)  # the last outputs in flight
+        counters_after = {} if floor else client.settled_counters()
     finally:
         if view is not None:
             view.close()
@@ -273,12 +299,17 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     sent_set = set(sent)
     latencies = np.array([client.arrivals[s] - s for s in sent if s in client.arrivals]) * 1e-6
     linearized = sum(1 for s in client.arrivals if s in sent_set)
+    # the node's own count of its outputs and rejections over the window (None for the floor)
+    node_outputs = counters_after.get("outputs", 0) - counters_before.get("outputs", 0) if counters_after else None
+    node_rejected = {k[len("rejected_"):]: v - counters_before.get(k, 0) for k, v in counters_after.items()
+                     if k.startswith("rejected_") and v > counters_before.get(k, 0)}
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
             "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
-            "cpu_per_cycle": cpu / max(linearized, 1) * 1e3, "cpu_share": cpu / seconds, "first_output": first_output,
+            "cpu_per_cycle": cpu / max(linearized if node_outputs is None else node_outputs, 1) * 1e3,
+            "cpu_share": cpu / seconds, "first_output": first_output,
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
-            "round_trips": [t for _, t in answers]}
+            "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected}
 
 
 def main() -> None:
@@ -316,6 +347,11 @@ def main() -> None:
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
                   f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
                   + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))
+            if r["node_outputs"] is not None:  # where a cycle was lost: in the node, or on the way to this client
+                rejected = ", ".join(f"{k} {v}" for k, v in r["node_rejected"].items()) or "none"
+                print(f"{'':<13}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
+                      f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent), rejected: {rejected}; "
+                      f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
             if args.requests:
                 trips = np.array(r["round_trips"]) * 1e3
                 print(f"{'':<13}~/linearize: {r['answered']}/{args.requests} answered with success, round trip "

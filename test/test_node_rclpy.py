@@ -627,6 +627,31 @@ def test_a_backlog_of_inputs_is_paired_stamp_by_stamp_and_kept(ros):
     graph.close()
 
 
+def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_taken_first(ros):
+    """The input thread's taker (node.WaitSetTaker, odometry first): of 3 queued joint states it
+    hands over one; 2 odometry messages arrive meanwhile; they come next, before the other joint
+    states.  Draining the joint states first let those that kept arriving while a backlog was worked
+    off race ahead of their odometry, until they found none within pairing_tolerance (unpaired)."""
+    node = rclpy.create_node("taker_test")
+    odometry_sub, joint_state_sub = (node.create_subscription(t, topic, lambda _: None, 10, raw=True)
+                                     for t, topic in ((Odometry, "/taker_test/odom"),
+                                                      (JointState, "/taker_test/joint_states")))
+    odometry_pub = node.create_publisher(Odometry, "/taker_test/odom", 10)
+    joint_state_pub = node.create_publisher(JointState, "/taker_test/joint_states", 10)
+    factory = RclpyFactory()
+    for k in range(3):
+        joint_state_pub.publish(joint_state_message(factory, k, MODEL.joint_names, np.zeros(12), np.zeros(12)))
+    time.sleep(0.2)
+    taken = node_module.WaitSetTaker(node, [odometry_sub, joint_state_sub]).take(1_000_000_000)
+    order = [next(taken)[0]]
+    for k in range(2):
+        odometry_pub.publish(odometry_message(factory, k, "odom", "base_link", np.eye(4), np.zeros(6)))
+    time.sleep(0.2)
+    order += [index for index, _ in taken]
+    assert order == [1, 0, 0, 1, 1]  # (0: odometry, 1: joint states)
+    node.destroy_node()
+
+
 def test_the_raw_linearization_the_node_publishes_is_rclpys_own_serialization(ros):
     """What the node publishes raw (interfaces.linearization_cdr) is the bytes rclpy serializes the
     message linearization_message builds into (rosidl's typesupport: the other independent serializer)."""

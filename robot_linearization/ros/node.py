@@ -103,20 +103,26 @@ class WaitSetTaker:
         self.pointers = [sub.handle.pointer for sub in subscriptions]
 
     def take(self, timeout_ns: int):
-        """Wait up to ``timeout_ns`` and yield (index, message) of everything that arrived."""
+        """Wait up to ``timeout_ns`` and yield (index, message) of everything that arrived, and of
+        what arrives while it is taken, one message at a time, each from the first subscription
+        that has one: the first is asked again before every message of the others.  (Drained one
+        subscription after the other, joint states that keep arriving while a backlog is worked off
+        would race ahead of their odometry, which would then come too late to pair with them.)"""
         self.wait_set.clear_entities()
         for sub in self.subscriptions:
             self.wait_set.add_subscription(sub.handle)
         self.wait_set.wait(timeout_ns)
         ready = self.wait_set.get_ready_entities("subscription")
-        for index, (sub, pointer) in enumerate(zip(self.subscriptions, self.pointers)):
-            if pointer not in ready:
-                continue
-            while True:
+        if not any(pointer in ready for pointer in self.pointers):
+            return
+        while True:
+            for index, sub in enumerate(self.subscriptions):
                 taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                if taken is None:
+                if taken is not None:
                     break
-                yield index, taken[0]
+            else:
+                return
+            yield index, taken[0]
 
 
 def wait_set_problem(node: Node) -> str | None:
