@@ -88,8 +88,11 @@ def main() -> int:
     kinds = {}
     for violation in log.violations:
         kinds.setdefault(violation.what, []).append(violation.amount)
-    print("forces outside the cone (μ = 0.7) the rigid ground gave: "
-          + (", ".join(f"{what} {len(a)} steps, at most {max(a):.2f}" for what, a in kinds.items()) or "none"))
+    print("on the ground (μ = 0.7), where a rigid contact would have pulled or needed more friction: "
+          + (", ".join({"lets go": f"a foot let go {len(a)} times (instead of pulling by up to {max(a):.2f} N)",
+                        "slides": f"a foot slid {len(a)} times (instead of needing up to {max(a):.2f} N more "
+                                  "friction)"}.get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
+                       for what, a in kinds.items()) or "none"))
     if args.figure is not None:
         figure(log, args.figure)
         print(f"figure: {args.figure}")

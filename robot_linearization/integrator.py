@@ -64,9 +64,10 @@ def impact_before_step(model: Model, state: State, contacts, previous_contacts, 
     return impact(model, state, contacts, e).state
 
 
-def contact_velocities_zeroed(model: Model, state: State, contacts) -> State:
+def contact_velocities_zeroed(model: Model, state: State, contacts, rows=None) -> State:
     """``state`` with its velocity ν projected, in the metric of M, onto zero contact velocity
-    J ν = 0 (contacts as for :func:`step`): what a simulation does after each explicit step so
+    J ν = 0 (contacts as for :func:`step`; ``rows``: only those rows of J, e.g. a sliding foot's
+    normal one): what a simulation does after each explicit step so
     that its drift off the constraint does not build up.  The linearized model has no such
     correction; a CoupledModel's projection is taken in its tree and read back."""
     tree = getattr(model, "tree", model)
@@ -74,6 +75,8 @@ def contact_velocities_zeroed(model: Model, state: State, contacts) -> State:
     X_up = body_transforms(tree, full.joint_positions)
     v, _ = bias_motion(tree, full, X_up)
     J, _ = contact_kinematics(model, full, as_contacts(contacts), X_up, v, v)
+    if rows is not None:
+        J = J[rows]
     M_inv = inverse_mass_matrix(tree, full.joint_positions)
     nu = full.joint_velocities if not tree.floating_base else np.concatenate([full.base_twist, full.joint_velocities])
     nu = nu - M_inv @ J.T @ np.linalg.lstsq(J @ M_inv @ J.T, J @ nu, rcond=None)[0]

@@ -53,21 +53,18 @@ def test_stance_feet_stay_on_the_ground_and_the_plans_keep_their_constraints(pus
     assert min(log.min_margin) > -1e-6
 
 
-def test_the_forces_the_robot_receives_are_checked_against_the_cone(pushed_trot):
-    """Rigid contacts hold what it takes: every received force outside μ = 0.7's cone is reported.
-    Between the knots, around touchdowns and lift-offs, a held foot pulls or slides by a few N at
-    most (the plan keeps 5 N of normal force and μ = 0.6); the report is exact."""
+def test_the_forces_the_robot_receives_stay_in_their_cones(pushed_trot):
+    """The ground pushes and does not pull, with Coulomb friction (μ = 0.7): every force a held foot
+    receives, at every step, lies in its cone.  Around touchdowns and lift-offs, between the knots,
+    a rigid contact would pull or need more friction by a few N: such a foot lets go or slides, and
+    is reported (the plan keeps 5 N of normal force and μ = 0.6)."""
     log = pushed_trot
-    worst = {"pulls": 0.0, "slips": 0.0}
+    assert log.forces
     for time, foot, force in log.forces:
-        tangential = float(np.hypot(force[0], force[1]))
-        if force[2] < 0:
-            worst["pulls"] = max(worst["pulls"], -force[2])
-        elif tangential > 0.7 * force[2]:
-            worst["slips"] = max(worst["slips"], tangential - 0.7 * force[2])
-    reported = {what: max([v.amount for v in log.violations if v.what == what], default=0.0) for what in worst}
-    assert reported == pytest.approx(worst)
-    assert max(worst.values()) < 10.0  # N, against ≈ 60 N per stance foot
+        assert force[2] >= 0.0 and np.hypot(force[0], force[1]) <= 0.7 * force[2] * (1 + 1e-12) + 1e-12, \
+            (time, foot, force)
+    reported = [v for v in log.violations if v.what in ("lets go", "slides")]
+    assert reported and max(v.amount for v in reported) < 10.0  # N, against ≈ 60 N per stance foot
 
 
 def test_the_command_ramps():

@@ -8,20 +8,26 @@ opens its contact.  Each step is rl.step's semi-implicit Euler on the group with
 dynamics of the held set, followed by the projection of ν onto zero contact velocity
 (integrator.contact_velocities_zeroed).
 
-Rigid contacts hold whatever force it takes, pulling or sliding where a real ground would not:
-every step the forces the robot actually receives are checked against the friction cone
-μ f_n ≥ ‖f_t‖ and f_n ≥ 0, and every violation is kept in ``violations`` (time, foot, what).
+The ground pushes and does not pull, and its friction is Coulomb's (:func:`ground_dynamics`): a
+held foot sticks while the force that takes lies in the friction cone μ f_n ≥ ‖f_t‖, f_n ≥ 0;
+one that would have to pull lets go (it lifts; it closes again, with an impact, once it is back
+on the ground), and one that would need more friction slides, pushed on the cone's edge.  So
+the forces the robot receives always lie in their cones; every foot that lets go or slides is
+kept in ``violations`` (time, foot, what, the force the rigid contact would have needed beyond
+the cone).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..algorithms.constrained_dynamics import constrained_forward_dynamics
+from ..algorithms.constrained_dynamics import bias_motion, contact_kinematics
 from ..algorithms.forward_dynamics import forward_dynamics
-from ..algorithms.kinematics import frame_poses
+from ..algorithms.inverse_mass_matrix import inverse_mass_matrix
+from ..algorithms.kinematics import body_transforms, frame_poses
 from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import impact
@@ -55,11 +61,91 @@ def standing_feet(feet, scheduled, held, heights: dict, tolerance: float) -> tup
     return tuple(f for f in feet if f in scheduled and (f in held or heights[f] <= tolerance))
 
 
+def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, friction: float):
+    """Forward dynamics with ``feet`` (point frames) on a ground of normal +z that pushes and does
+    not pull, with Coulomb friction μ = ``friction``: (ν̇ (N,), {foot: the force (3,) on the
+    robot, world axes, N}, {foot: "sticks" | "slides" | "lets go"}, {foot: what a rigid contact
+    would have needed beyond the cone, N}).
+
+    The feet that let go are the fewest (of those, the ones rigid contacts pull hardest on) with
+    which every held foot pushes and no foot let go heads into the ground.  A held foot sticks
+    (a rigid point contact, docs/contacts.md) unless the force that takes leaves the cone; then
+    it slides, one foot at a time, the one needing most friction first: its normal acceleration
+    stays zero and the ground pushes it with f_n (e_z + μ t), t the unit direction its sticking
+    force had.  Every force returned lies in its cone.  Where no set of feet let go satisfies
+    this (not seen on a walking robot), the held feet that pull let go, the hardest first."""
+    X_up = body_transforms(model, state.joint_positions)
+    J, drift = contact_kinematics(model, state, [Contact(f) for f in feet], X_up, *bias_motion(model, state, X_up))
+    M_inv = inverse_mass_matrix(model, state.joint_positions)
+    base, joints = forward_dynamics(model, state, torques)
+    free = np.concatenate([base, joints])
+
+    def solve(modes, directions):
+        """ν̇ and the forces with each foot held as ``modes`` says."""
+        rows, pushes = [], []  # the constrained rows of J, the generalized force of each λ
+        for i, foot in enumerate(feet):
+            if modes[foot] == "sticks":
+                rows += [3 * i, 3 * i + 1, 3 * i + 2]
+                pushes += [J[3 * i], J[3 * i + 1], J[3 * i + 2]]
+            elif modes[foot] == "slides":
+                t = directions[foot]
+                rows.append(3 * i + 2)
+                pushes.append(J[3 * i + 2] + friction * (t[0] * J[3 * i] + t[1] * J[3 * i + 1]))
+        if not rows:
+            return free, {}
+        MW = M_inv @ np.array(pushes).T
+        lam = np.linalg.solve(J[rows] @ MW, -(J[rows] @ free + drift[rows]))
+        forces, k = {}, 0
+        for foot in feet:
+            if modes[foot] == "sticks":
+                forces[foot], k = lam[k:k + 3], k + 3
+            elif modes[foot] == "slides":
+                t = directions[foot]
+                forces[foot], k = lam[k] * np.array([friction * t[0], friction * t[1], 1.0]), k + 1
+        return free + MW @ lam, forces
+
+    def with_friction(released):
+        """(ν̇, forces, modes, directions, excess) with ``released`` let go and the others sticking
+        or, where their force leaves the cone, sliding."""
+        modes = {foot: "lets go" if foot in released else "sticks" for foot in feet}
+        directions, excess = {}, {}
+        while True:
+            nu_dot, forces = solve(modes, directions)
+            beyond = {foot: float(np.hypot(*force[:2])) - friction * force[2] for foot, force in forces.items()
+                      if modes[foot] == "sticks" and force[2] >= 0.0}
+            sliding = max(beyond, key=beyond.get, default=None)
+            if sliding is None or beyond[sliding] <= 0.0:
+                return nu_dot, forces, modes, directions, excess
+            modes[sliding], excess[sliding] = "slides", beyond[sliding]
+            directions[sliding] = forces[sliding][:2] / np.hypot(*forces[sliding][:2])
+
+    rigid = solve({foot: "sticks" for foot in feet}, {})[1]
+    pulls = {foot: max(-float(rigid[foot][2]), 0.0) for foot in feet}
+    order = sorted(feet, key=lambda foot: -pulls[foot])
+    for size in range(len(feet) + 1):
+        for released in itertools.combinations(order, size):
+            nu_dot, forces, modes, directions, excess = with_friction(set(released))
+            accelerations = J @ nu_dot + drift
+            if (all(force[2] >= 0.0 for force in forces.values())
+                    and all(accelerations[3 * i + 2] >= 0.0 for i, foot in enumerate(feet) if foot in released)):
+                excess.update((foot, pulls[foot]) for foot in released)
+                return nu_dot, forces, modes, excess
+    released = set()  # (no set found: let go of the pulling feet one by one)
+    while True:
+        nu_dot, forces, modes, directions, excess = with_friction(released)
+        pulling = min(forces, key=lambda foot: forces[foot][2], default=None)
+        if pulling is None or forces[pulling][2] >= 0.0:
+            excess.update((foot, pulls[foot]) for foot in released)
+            return nu_dot, forces, modes, excess
+        released.add(pulling)
+
+
 @dataclass(frozen=True)
 class Violation:
-    """time [s]; foot; what: "pulls" (f_n < 0), "slips" (‖f_t‖ > μ f_n), "below the ground" (a
-    free foot under it by more than the tolerance) or "off the ground" (a held foot off it by more
-    than the tolerance); amount [N or m]."""
+    """time [s]; foot; what: "lets go" (a held foot whose rigid contact would have pulled, by
+    ``amount`` [N]: it lifts), "slides" (one whose rigid contact would have needed ``amount`` [N]
+    of friction beyond μ f_n: it slides), "below the ground" (a free foot under it by more than
+    the tolerance) or "off the ground" (a held foot off it by more than the tolerance), amount [m]."""
 
     time: float
     foot: str
@@ -101,7 +187,7 @@ class GroundSimulation:
         return standing_feet(self.feet, self._scheduled(), self.held, self.foot_heights(), self.tolerance)
 
     def step(self, torques: np.ndarray) -> None:
-        """One step of dt with joint torques τ (n,) held over it."""
+        """One step of dt with joint torques τ (n,) held over it (:func:`ground_dynamics`)."""
         model, state = self.model, self.state
         held = self.contacts_now()
         contacts = [Contact(f) for f in held]
@@ -110,29 +196,27 @@ class GroundSimulation:
             state = impact(model, state, contacts, self.restitution).state
             self.touchdowns.append((self.time, closing))
         if contacts:
-            nu_dot, forces = constrained_forward_dynamics(model, state, torques, contacts)
+            nu_dot, forces, modes, excess = ground_dynamics(model, state, torques, held, self.friction)
         else:
             base, joints = forward_dynamics(model, state, torques)
-            nu_dot, forces = np.concatenate([base, joints]), np.zeros(0)
+            nu_dot, forces, modes, excess = np.concatenate([base, joints]), {}, {}, {}
         dt = self.dt
         r = state.joint_velocities + dt * nu_dot[6:]
         v = state.base_twist + dt * nu_dot[:6]
         state = State._given(state.base_pose @ se3_exp(dt * v), state.joint_positions + dt * r, v, r)
-        if contacts:
-            state = contact_velocities_zeroed(model, state, contacts)
-        self.state, self.held = state, held
-        self.forces = {foot: forces[3 * i:3 * i + 3] for i, foot in enumerate(held)}
-        self._check(held)
+        rows = [3 * i + axis for i, foot in enumerate(held)
+                for axis in {"sticks": (0, 1, 2), "slides": (2,), "lets go": ()}[modes[foot]]]
+        if rows:
+            state = contact_velocities_zeroed(model, state, contacts, rows)
+        self.state, self.held = state, tuple(f for f in held if modes[f] != "lets go")
+        self.forces = forces
+        for foot, amount in excess.items():
+            self.violations.append(Violation(self.time, foot, modes[foot], amount))
+        self._check(self.held)
         self.steps += 1
         self.time = self.steps * dt
 
     def _check(self, held) -> None:
-        for foot, force in self.forces.items():
-            normal, tangential = force[2], float(np.hypot(force[0], force[1]))
-            if normal < 0.0:
-                self.violations.append(Violation(self.time, foot, "pulls", -normal))
-            elif tangential > self.friction * normal:
-                self.violations.append(Violation(self.time, foot, "slips", tangential - self.friction * normal))
         for foot, h in self.foot_heights().items():
             if foot in held and abs(h) > self.tolerance:
                 self.violations.append(Violation(self.time, foot, "off the ground", h))

@@ -1,0 +1,112 @@
+"""The MPC's ground (walking/ground.py): it pushes and does not pull, with Coulomb friction.
+
+ground_dynamics is checked against Pinocchio (independent): its ν̇ and forces satisfy the
+equations of motion (RNEA), each sticking foot's acceleration is zero and each sliding foot's
+normal one, every force lies in its cone, a sliding foot is pushed on the cone's edge against the
+way it slides, and feet let go exactly where Pinocchio's rigid contacts would pull, reported with
+that pull.
+"""
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization.gait import TROT
+from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+from robot_linearization.walking.ground import ground_dynamics, standing_state
+
+from conftest import PinocchioOracle
+
+pin = pytest.importorskip("pinocchio")
+PATH = bundled_urdf_path()
+MODEL = rl.load_urdf(PATH)
+FRICTION = 0.7
+
+
+def _cases():
+    """Standing on the four feet, at rest or moving, with random torques that make feet let go or slide."""
+    rng = np.random.default_rng(0)
+    state = standing_state(MODEL, TROT, BUNDLED_FEET)[0]
+    cases = []
+    for scale in (2.0, 5.0):
+        for _ in range(6):
+            moving = rl.State(base_pose=state.base_pose, joint_positions=state.joint_positions,
+                              base_twist=0.2 * rng.normal(size=6), joint_velocities=rng.normal(size=12))
+            cases.append((moving if len(cases) % 2 else state, scale * rng.normal(size=12)))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return PinocchioOracle(PATH, MODEL)
+
+
+def _pinocchio(oracle, state, nu_dot):
+    """(RNEA's generalized force (N,), {foot: (J (3, N) world-aligned, classical acceleration (3,))})
+    in our velocity order."""
+    P, pmodel, data = oracle.perm, oracle.pmodel, oracle.data
+    q = oracle.configuration(state)
+    v, a = np.zeros(pmodel.nv), np.zeros(pmodel.nv)
+    v[P] = np.concatenate([state.base_twist, state.joint_velocities])
+    a[P] = nu_dot
+    generalized = pin.rnea(pmodel, data, q, v, a)[P]
+    pin.forwardKinematics(pmodel, data, q, v, a)
+    pin.computeJointJacobians(pmodel, data, q)
+    pin.updateFramePlacements(pmodel, data)
+    feet = {}
+    for foot in BUNDLED_FEET:
+        frame = pmodel.getFrameId(foot)
+        J = pin.getFrameJacobian(pmodel, data, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3][:, P]
+        acceleration = pin.getFrameClassicalAcceleration(pmodel, data, frame,
+                                                         pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).linear
+        feet[foot] = (J, np.array(acceleration))
+    return generalized, feet
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_ground_dynamics_obeys_the_equations_of_motion_and_keeps_every_force_in_its_cone(oracle, case):
+    state, torques = _cases()[case]
+    nu_dot, forces, modes, excess = ground_dynamics(MODEL, state, torques, BUNDLED_FEET, FRICTION)
+    generalized, feet = _pinocchio(oracle, state, nu_dot)
+    scale = 1.0 + np.abs(generalized).max()
+    pushed = np.concatenate([np.zeros(6), torques]) + sum(feet[f][0].T @ force for f, force in forces.items())
+    assert np.abs(generalized - pushed).max() < 1e-9 * scale  # M ν̇ + h = Sτ + Σ Jᵀ f
+    assert set(forces) == {f for f in BUNDLED_FEET if modes[f] != "lets go"}
+    for foot, force in forces.items():
+        normal, tangential = force[2], np.hypot(*force[:2])
+        assert normal >= 0.0 and tangential <= FRICTION * normal * (1 + 1e-12) + 1e-12, (foot, force)
+        acceleration = feet[foot][1]
+        if modes[foot] == "sticks":
+            assert np.abs(acceleration).max() < 1e-8 * scale, (foot, acceleration)
+        else:  # slides: on the ground, pushed on the cone's edge against the way it goes
+            assert abs(acceleration[2]) < 1e-8 * scale and tangential == pytest.approx(FRICTION * normal)
+            assert force[:2] @ acceleration[:2] < 0.0, (foot, force, acceleration)
+    assert all(modes[f] == "sticks" or excess[f] >= 0 for f in BUNDLED_FEET)
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_feet_let_go_where_rigid_contacts_would_pull_and_say_by_how_much(oracle, case):
+    """Pinocchio's constraintDynamics with the four feet rigid: where it pulls on a foot, some foot
+    lets go, and each foot let go is reported with the pull Pinocchio's rigid contact gives it."""
+    from robot_linearization.pinocchio_reference import rigid_constraint_models
+
+    state, torques = _cases()[case]
+    _, _, modes, excess = ground_dynamics(MODEL, state, torques, BUNDLED_FEET, FRICTION)
+    P, pmodel, data = oracle.perm, oracle.pmodel, oracle.data
+    models, datas = rigid_constraint_models(pin, pmodel, [rl.Contact(f) for f in BUNDLED_FEET])
+    v, tau = np.zeros(pmodel.nv), np.zeros(pmodel.nv)
+    v[P] = np.concatenate([state.base_twist, state.joint_velocities])
+    tau[P[6:]] = torques
+    pin.initConstraintDynamics(pmodel, data, models, datas)
+    pin.constraintDynamics(pmodel, data, oracle.configuration(state), v, tau, models, datas)
+    normals = np.array(data.lambda_c).reshape(-1, 3)[:, 2]
+    assert ("lets go" in modes.values()) == bool((normals < 0).any())
+    for i, foot in enumerate(BUNDLED_FEET):
+        if modes[foot] == "lets go":
+            assert excess[foot] == pytest.approx(max(-normals[i], 0.0), rel=1e-9, abs=1e-9)
+
+
+def test_the_cases_let_feet_go_and_slide():
+    """(So that the tests above cover both ways of leaving a rigid contact.)"""
+    modes = [ground_dynamics(MODEL, state, torques, BUNDLED_FEET, FRICTION)[2] for state, torques in _cases()]
+    assert sum("lets go" in m.values() for m in modes) >= 6 and sum("slides" in m.values() for m in modes) >= 4
