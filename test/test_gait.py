@@ -117,6 +117,40 @@ def test_the_trot_walks_on_the_ground(quadruped, dt, tolerance):
         assert np.abs(_feet_motion(oracle, touchdown.impact.pre_impact_state)[0][landing, 2]).max() < tolerance
 
 
+def test_a_late_foot_stays_free_until_it_reaches_the_ground_then_closes_on_it(quadruped, monkeypatch):
+    """The swing paths end 4 mm above the ground: at the scheduled instant (0.35 s) the landing
+    feet are still in the air, so they stay free (the others hold) and go on down; each closes its
+    contact, with the impact, once it is within 1 mm of the ground — within 1 mm by Pinocchio's
+    kinematics, a few steps late."""
+    oracle = PinocchioOracle(rl.robots.bundled_urdf_path(), quadruped)
+    swing_target = Simulation.swing_target
+
+    def ending_above_the_ground(self, foot):
+        position, velocity, acceleration = swing_target(self, foot)
+        _, lifted, duration = self._swings[foot]
+        if self.time - lifted <= duration:
+            position = position + np.array([0.0, 0.0, 0.004])
+        return position, velocity, acceleration
+
+    monkeypatch.setattr(Simulation, "swing_target", ending_above_the_ground)
+    simulation = Simulation(quadruped, dt=0.002, gait=TROT)
+    held_after_the_instant = []
+    while simulation.time < 0.45:
+        simulation.step()
+        if 0.35 <= simulation.time - simulation.dt < 0.36:
+            held_after_the_instant.append({c.frame for c in simulation.contacts})
+    assert set(PAIR_A.split(", ")) == held_after_the_instant[0]  # the landing pair is late: only the other holds
+    late = [t for t in simulation.touchdowns if t.time >= 0.35 - 1e-9]
+    assert late and all(0.35 < t.time < 0.37 for t in late)
+    landed = set()
+    for touchdown in late:
+        new = [FEET.index(c.frame) for c in touchdown.impact.contacts if c not in touchdown.previous_contacts]
+        landed |= {FEET[k] for k in new}
+        heights = _feet_motion(oracle, touchdown.impact.pre_impact_state)[0][new, 2]
+        assert np.abs(heights).max() <= 1e-3, heights
+    assert landed == set(PAIR_B.split(", "))
+
+
 def test_a_scheduled_foot_above_the_ground_stays_free_until_it_is_on_it():
     """walking/ground.standing_feet, shared by the demo's simulation and the MPC's ground: a foot
     stands when the schedule names it and it is held already or within the tolerance of the ground."""
