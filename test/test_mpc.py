@@ -156,7 +156,7 @@ def test_the_feet_positions_and_jacobians_are_the_kinematics():
 
 def test_each_knots_step_is_rl_step():
     """The MPC's next state of a knot (from the linearization's accelerations) is rl.step's, also
-    through a touchdown's impact."""
+    through a touchdown's impact, and its A_d, B_d are rl.linearize's (with previous_contacts)."""
     rng = np.random.default_rng(7)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
     state, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
@@ -165,10 +165,14 @@ def test_each_knots_step_is_rl_step():
     torques = rng.normal(size=12)
     pair, four = BUNDLED_FEET[0::3], tuple(BUNDLED_FEET)
     for contacts, previous in ((pair, pair), (four, pair), ((), ())):
-        following = mpc._steps([state], torques[None], [(contacts, previous)])[0][3]
+        A_d, B_d, _, following, _ = mpc._steps([state], torques[None], [(contacts, previous)])[0]
         reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),
                             previous_contacts=list(previous) if contacts != previous else None)
         np.testing.assert_allclose(rl.state_difference(MODEL, reference, following), 0.0, atol=1e-12)
+        lin = rl.linearize(MODEL, state, torques, contacts=list(contacts) or None, dt=mpc.settings.knot_dt,
+                           previous_contacts=list(previous) if contacts != previous else None)
+        np.testing.assert_allclose(A_d, lin.A_d, rtol=0, atol=1e-13 * np.abs(lin.A_d).max())
+        np.testing.assert_allclose(B_d, lin.B_d, rtol=0, atol=1e-13 * np.abs(lin.B_d).max())
 
 
 def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_torque():

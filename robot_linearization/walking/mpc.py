@@ -34,8 +34,7 @@ from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
 from ..gait import Gait
-from ..impacts import touchdown
-from ..linearization import linearize
+from ..impacts import impact, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State
 from ..spatial import se3_exp_many, se3_log_many
@@ -275,16 +274,17 @@ class WholeBodyMPC:
     def _linearize(self, state, torques, contacts, previous):
         """(A_d, B_d, the margins (ContactMargins, or None without contacts), their lower bounds, the
         state the step starts from (after a touchdown's impact), ν̇ (N,)) of one knot."""
-        model, h = self.model, self.settings.knot_dt
+        model = self.model
         held = self._held(contacts)
         landing = self._touchdowns.get((previous, contacts))
         if landing is None:
             landing = self._touchdowns[previous, contacts] = touchdown(previous, contacts)
         if landing:
-            # a touchdown: the impact at the start of the step (rl.linearize, the Linearizer has none)
-            lin = linearize(model, state, torques, contacts=held.contacts, dt=h,
-                            previous_contacts=self._held(previous).contacts)
-            A_d, B_d, start = lin.A_d, lin.B_d, lin.impact.state
+            # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
+            # with previous_contacts, docs/impacts.md)
+            jump = impact(model, state, held.contacts)
+            lin = held.linearizer.linearize(jump.state, torques)
+            A_d, B_d, start = lin.A_d @ jump.A, lin.B_d.copy(), jump.state
         else:
             lin = held.linearizer.linearize(state, torques)
             A_d, B_d, start = lin.A_d.copy(), lin.B_d.copy(), state
