@@ -80,8 +80,13 @@ def kernel(function=None, *, inline: bool = False):
     operations, the call overhead otherwise rivals their 36 multiply-adds.
     """
     def compile_(f):
+        KERNELS.add(f)
         return njit(cache=True, nogil=True, error_model="numpy", inline="always" if inline else "never")(f)
     return compile_ if function is None else compile_(function)
+
+
+KERNELS: set = set()
+"""The Python function of every kernel (what generated.py traces)."""
 
 
 VECTOR, MATRIX, MATRICES = (types.Array(types.float64, ndim, "C") for ndim in (1, 2, 3))
@@ -130,6 +135,29 @@ def announce_compilation(entry_point) -> None:
             f". This process imported the package from the source checkout {checkout}, not from its installation "
             "(whose kernels are compiled when it is installed), so they compile into the checkout's sources: "
             "run from outside the checkout to use the installed package")
+
+
+class TypedCall:
+    """A kernel called again and again with arguments of the same types (a control cycle's
+    workspace, output arrays and state arrays): numba's dispatcher types every argument of
+    every call to pick the compiled version (about 1.5 µs for a structure and 1 µs for a tuple
+    of arrays, from Python), so after the first call, through the dispatcher, this calls that
+    compiled version's entry directly.  Its caller guarantees the types: the same structures
+    and :func:`~robot_linearization.arguments.kernel_ready` arrays of the same shapes (numba
+    unboxes an array by its pointer and shape, so anything else would be misread)."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._entry = None
+
+    def __call__(self, *args):
+        if self._entry is not None:
+            return self._entry(*args)
+        result = self.dispatcher(*args)
+        overloads = getattr(self.dispatcher, "overloads", None)  # (None: NUMBA_DISABLE_JIT, a plain function)
+        if overloads is not None:
+            self._entry = overloads[tuple(self.dispatcher.typeof_pyval(a) for a in args)].entry_point
+        return result
 
 
 def _checkout_of(package_dir: str) -> str | None:

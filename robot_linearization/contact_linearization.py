@@ -322,14 +322,16 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     return _reduced(model, arrays, data[1].J, out[:7]) + NO_STEP if coupled else out
 
 
-def run_constrained_linearize_into(tree: Model, arrays, data: tuple, tree_state: tuple, out: tuple, dt: float) -> None:
+def run_constrained_linearize_into(tree: Model, arrays, data: tuple, tree_state: tuple, out: tuple, dt: float,
+                                   call=constrained_linearize_into) -> None:
     """:func:`constrained_linearize_into` on the contact set ``arrays`` (``data``: ``arrays.data(workspace)``) at
     ``tree_state`` (model.state_arrays of the tree), into ``out`` = (A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ,
     A_d, B_d) of the shapes :func:`linearize_with_contacts` returns (with dt = 0.0, A_d and B_d are
-    discretization.NO_STEP).  ContactError for a redundant or degenerate contact set, ValueError
-    at a state without a linearization (then ``out`` holds no result)."""
+    discretization.NO_STEP), called as ``call`` (the kernel, or a compiled.TypedCall of it).
+    ContactError for a redundant or degenerate contact set, ValueError at a state without a
+    linearization (then ``out`` holds no result)."""
     announce_compilation(constrained_linearize_into)
-    status = constrained_linearize_into(data[0], tree_state, out, dt)
+    status = call(data[0], tree_state, out, dt)
     if status <= -10:
         raise ValueError(state_problem(0, -10 - status, 1))
     if status == 1:

@@ -386,13 +386,14 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 
-def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float) -> None:
+def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float, call=linearize_into) -> None:
     """:func:`linearize_into` on a workspace's ``data``, the :func:`~robot_linearization.model.state_arrays`
     ``arrays`` and ``out`` = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), A_d, B_d) (with dt > 0 an
-    Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP).  ValueError at a state that has
-    no linearization (then ``out`` holds no result)."""
+    Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP), called as ``call`` (the kernel, or a
+    compiled.TypedCall of it).  ValueError at a state that has no linearization (then ``out`` holds
+    no result)."""
     announce_compilation(linearize_into)
-    status = linearize_into(data, arrays, out, dt)
+    status = call(data, arrays, out, dt)
     if status != -1:
         raise ValueError(_status_message(model, status, arrays))
 
@@ -539,13 +540,15 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     return _result(model, *out, state, torques, step)
 
 
-def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out: tuple) -> None:
+def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out: tuple,
+                               call=coupled_linearize_into) -> None:
     """:func:`coupled_linearize_into` on ``coupling`` (``model.coupling_data()`` or a
     ``new_coupling_data``), the independent coordinates' state_arrays ``arrays``, and ``out`` =
-    (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,)) in them.  ValueError at a state that has no
-    linearization (then ``out`` holds no result)."""
+    (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,)) in them, called as ``call`` (as for
+    :func:`run_linearize_into`).  ValueError at a state that has no linearization (then ``out``
+    holds no result)."""
     announce_compilation(coupled_linearize_into)
-    status = coupled_linearize_into(coupling, arrays, out)
+    status = call(coupling, arrays, out)
     if status != -1:
         raise ValueError(_status_message(model.tree, status, arrays))
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from .algorithms.constrained_dynamics import contact_arrays
-from .contact_linearization import run_constrained_linearize_into
+from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
 from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .arguments import kernel_ready, real_array
-from .linearization import check_step, linearize, run_coupled_linearize_into, run_linearize_into
+from .compiled import TypedCall
+from .linearization import (check_step, coupled_linearize_into, linearize, linearize_into, run_coupled_linearize_into,
+                            run_linearize_into)
 from .model import _FIXED_BASE_POSE, _FIXED_BASE_TWIST, Model, State, state_arrays
 from .spatial import quaternion_rotation
 from .workspace import Workspace
@@ -80,6 +82,10 @@ class Linearizer:
                           contact_set.new_data(workspace) if contact_set else workspace.data)
             self._run = (self._run_coupled if coupled else self._run_with_contacts if contact_set else
                          self._run_free)
+            # (its own workspace and arrays, and kernel_ready state arrays of the model's shapes: the
+            # same types at every call)
+            self._call = TypedCall(coupled_linearize_into if coupled else constrained_linearize_into if contact_set
+                                   else linearize_into)
 
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
@@ -167,16 +173,17 @@ class Linearizer:
         return self._state
 
     def _run_free(self, arrays):
-        run_linearize_into(self.model, self._data, arrays, self._out, self._dt)
+        run_linearize_into(self.model, self._data, arrays, self._out, self._dt, self._call)
 
     def _run_with_contacts(self, arrays):
-        run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt)
+        run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt,
+                                       self._call)
 
     def _run_coupled(self, arrays):
         """The coupled kernel has no step inside: its Euler step's Jacobians are a second call, as
         rl.linearize takes them (discretization.step_jacobians)."""
         A, B, M_inv, nu_dot, A_d, B_d = self._out
-        run_coupled_linearize_into(self.model, self._data, arrays, (A, B, M_inv, nu_dot))
+        run_coupled_linearize_into(self.model, self._data, arrays, (A, B, M_inv, nu_dot), self._call)
         if self._dt:
             euler_step_into(A, B, arrays[2], nu_dot, self.model.floating_base, self._dt, A_d, B_d)
 

@@ -69,6 +69,13 @@ def derivative_density(model: Model) -> float:
     return nonzero / (N * N) if N else 1.0
 
 
+def model_arrays(model: Model) -> tuple:
+    """The values of :data:`MODEL_ARRAYS`'s fields for ``model``, in its order (copies)."""
+    return (*(np.array(a) for a in (model.parent, model.motion_subspaces, model.tree_transforms, model.inertias,
+                                    model.ancestors, model.depth, model.subtree_end)),
+            model.floating_base, np.array(model.gravity, dtype=float), derivative_products(model))
+
+
 @kernel
 def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
                       derivative_products):
@@ -125,10 +132,7 @@ class Workspace:
 
     def __init__(self, model: Model):
         n_bodies, N = model.n_bodies, model.n_velocities
-        self.model = structure(MODEL_ARRAYS, _new_model_arrays, *(np.array(a) for a in (
-            model.parent, model.motion_subspaces, model.tree_transforms, model.inertias, model.ancestors,
-            model.depth, model.subtree_end)), model.floating_base, np.array(model.gravity, dtype=float),
-            derivative_products(model))
+        self.model = structure(MODEL_ARRAYS, _new_model_arrays, *model_arrays(model))
         self.X_up = np.empty((n_bodies, 6, 6))
         self.I_A = np.empty((n_bodies, 6, 6))
         self.U = np.zeros((n_bodies, 6))
