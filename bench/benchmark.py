@@ -276,15 +276,18 @@ def impact_rows(details, rng, repeat, newest: NewestColumn):
 def bare_call_rows(details, rng, repeat, newest: NewestColumn):
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
-    (linearize_arrays); Pinocchio's tightest Python pipeline (arrays allocated once, filled in
-    place; free rows) and its bare calls — computeABADerivatives; constraintDynamics +
-    computeConstraintDynamicsDerivatives; impulseDynamics + computeImpulseDynamicsDerivatives —
-    in this process and, with --newest-pinocchio, in the newest one."""
+    (linearize_arrays), and that with the robot's generated kernel (kernel="generated", free rows;
+    "—" where it is not built: a robot too large for it to pay); Pinocchio's tightest Python
+    pipeline (arrays allocated once, filled in place; free rows) and its bare calls —
+    computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
+    impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
+    --newest-pinocchio, in the newest one.  The ratios are of our fastest: the generated kernel
+    where it is built, else linearize_arrays."""
     us = 1e6
     print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs; pin {ours_pin_version()} in this "
           "process; Linearizer: arrays allocated once; arrays: Linearizer.linearize_arrays (no State per call)")
-    print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'pin in place':>13}{'pin bare':>10}"
-          f"{'newest in place':>24}{'newest bare':>24}{'arrays/bare':>12}{'arrays/newest bare':>20}")
+    print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pin in place':>13}"
+          f"{'pin bare':>10}{'newest in place':>24}{'newest bare':>24}{'ours/bare':>10}{'ours/newest bare':>18}")
     for name in details:
         model, path, *_ = details[name]
         cases = [("free", None, "free_in_place", "free_bare")]
@@ -294,7 +297,9 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
         for row, contacts, in_place_call, bare_call in cases:
             pin = PinocchioPipeline(path, model, contacts or ())
             linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
-            times = {key: [] for key in ("linearize", "Linearizer", "arrays", "in place", "bare")}
+            fast = rl.Linearizer(model, kernel="generated") if row == "free" else None
+            fast = fast if fast is not None and fast.kernel == "generated" else None
+            times = {key: [] for key in ("linearize", "Linearizer", "arrays", "generated", "in place", "bare")}
             inputs = []
             for state in random_states(model, rng, 5):
                 tau = rng.normal(size=model.n_joints)
@@ -313,13 +318,17 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
                                                        repeat))
                     if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):
                         raise AssertionError(f"{name} {row}: linearize_arrays differs from rl.linearize")
+                    if fast is not None:
+                        times["generated"].append(median_time(lambda: fast.linearize_arrays(s, r, tau, **base), repeat))
+                        if not np.array_equal(fast.A, linearizer.A):
+                            raise AssertionError(f"{name} {row}: the generated kernel differs from the generic one")
                 if in_place_call:
                     call = getattr(pin.pipeline, in_place_call)
                     times["in place"].append(median_time(lambda: call(q, v, tau_pin), repeat))
                 call = getattr(pin.pipeline, bare_call)
                 times["bare"].append(median_time(lambda: call(q, v, tau_pin), repeat))
             median = {key: float(np.median(t)) if t else float("nan") for key, t in times.items()}
-            fastest = median["arrays"] if row != "impact" else median["linearize"]
+            fastest = np.nanmin([median["arrays"], median["generated"]]) if row != "impact" else median["linearize"]
             pin.pipeline.fresh_data()
             newest_cells = []
             for call_name in (in_place_call, bare_call):
@@ -332,9 +341,9 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
             label = f"{name}, {row}" + (f" {len(contacts)}×{contacts[0].kind}" if contacts else "")
             cell = lambda t: "—" if np.isnan(t) else f"{t * us:.1f}"  # noqa: E731
             print(f"{label:<24}{cell(median['linearize']):>10}{cell(median['Linearizer']):>11}"
-                  f"{cell(median['arrays']):>8}{cell(median['in place']):>13}{cell(median['bare']):>10}"
-                  f"{newest_cells[0][0]:>24}{newest_cells[1][0]:>24}{fastest / median['bare']:>12.2f}"
-                  f"{fastest / newest_cells[1][1]:>20.2f}")
+                  f"{cell(median['arrays']):>8}{cell(median['generated']):>10}{cell(median['in place']):>13}"
+                  f"{cell(median['bare']):>10}{newest_cells[0][0]:>24}{newest_cells[1][0]:>24}"
+                  f"{fastest / median['bare']:>10.2f}{fastest / newest_cells[1][1]:>18.2f}")
 
 
 def ours_pin_version() -> str:

@@ -389,8 +389,9 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
 def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float, call=linearize_into) -> None:
     """:func:`linearize_into` on a workspace's ``data``, the :func:`~robot_linearization.model.state_arrays`
     ``arrays`` and ``out`` = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), A_d, B_d) (with dt > 0 an
-    Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP), called as ``call`` (the kernel, or a
-    compiled.TypedCall of it).  ValueError at a state that has no linearization (then ``out`` holds
+    Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP), called as ``call``: the kernel, a
+    compiled.TypedCall of it, or of a generated kernel's (generated.GeneratedKernel.call, whose
+    ``data`` is its scratch).  ValueError at a state that has no linearization (then ``out`` holds
     no result)."""
     announce_compilation(linearize_into)
     status = call(data, arrays, out, dt)
