@@ -39,6 +39,7 @@ import os
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # before numpy is imported (module docstring)
+import functools
 import json
 import subprocess
 import sys
@@ -60,7 +61,8 @@ from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp
 from robot_linearization.validation import compare, finite_difference_linearization, finite_difference_step
 
-from pinocchio_pipelines import Pipeline, median_time  # (bench/, the script's directory, is first on sys.path)
+# (bench/, the script's directory, is first on sys.path)
+from pinocchio_pipelines import Pipeline, interleaved_times, median_time
 
 PIPELINES_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinocchio_pipelines.py")
 
@@ -305,28 +307,29 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
                 tau = rng.normal(size=model.n_joints)
                 q, v, tau_pin = pin.inputs(state, tau)
                 inputs.append((q, v, tau_pin))
+                s, r = state.joint_positions.copy(), state.joint_velocities.copy()
+                base = dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy()) \
+                    if model.floating_base else {}
                 if row == "impact":
-                    times["linearize"].append(median_time(lambda: rl.impact(model, state, contacts), repeat))
+                    calls = {"linearize": lambda: rl.impact(model, state, contacts)}
                 else:
-                    times["linearize"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts),
-                                                          repeat))
-                    times["Linearizer"].append(median_time(lambda: linearizer.linearize(state, tau), repeat))
-                    s, r = state.joint_positions.copy(), state.joint_velocities.copy()
-                    base = (dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy())
-                            if model.floating_base else {})
-                    times["arrays"].append(median_time(lambda: linearizer.linearize_arrays(s, r, tau, **base),
-                                                       repeat))
+                    calls = {"linearize": lambda: rl.linearize(model, state, tau, contacts=contacts),
+                             "Linearizer": lambda: linearizer.linearize(state, tau),
+                             "arrays": lambda: linearizer.linearize_arrays(s, r, tau, **base)}
+                    if fast is not None:
+                        calls["generated"] = lambda: fast.linearize_arrays(s, r, tau, **base)
+                if in_place_call:
+                    calls["in place"] = functools.partial(getattr(pin.pipeline, in_place_call), q, v, tau_pin)
+                calls["bare"] = functools.partial(getattr(pin.pipeline, bare_call), q, v, tau_pin)
+                for key, seconds in interleaved_times(calls, repeat).items():
+                    times[key].append(seconds)
+                if linearizer is not None:
+                    linearizer.linearize_arrays(s, r, tau, **base)
                     if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):
                         raise AssertionError(f"{name} {row}: linearize_arrays differs from rl.linearize")
-                    if fast is not None:
-                        times["generated"].append(median_time(lambda: fast.linearize_arrays(s, r, tau, **base), repeat))
-                        if not np.array_equal(fast.A, linearizer.A):
-                            raise AssertionError(f"{name} {row}: the generated kernel differs from the generic one")
-                if in_place_call:
-                    call = getattr(pin.pipeline, in_place_call)
-                    times["in place"].append(median_time(lambda: call(q, v, tau_pin), repeat))
-                call = getattr(pin.pipeline, bare_call)
-                times["bare"].append(median_time(lambda: call(q, v, tau_pin), repeat))
+                    if fast is not None and not np.array_equal(fast.linearize_arrays(s, r, tau, **base).A,
+                                                               linearizer.A):
+                        raise AssertionError(f"{name} {row}: the generated kernel differs from the generic one")
             median = {key: float(np.median(t)) if t else float("nan") for key, t in times.items()}
             fastest = np.nanmin([median["arrays"], median["generated"]]) if row != "impact" else median["linearize"]
             pin.pipeline.fresh_data()

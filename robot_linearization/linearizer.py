@@ -13,7 +13,7 @@ from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .generated import GenerationError, generated_kernel
-from .arguments import choice, kernel_ready, real_array
+from .arguments import choice, kernel_ready, ready, real_array
 from .compiled import TypedCall
 from .linearization import (check_step, coupled_linearize_into, linearize, linearize_into, run_coupled_linearize_into,
                             run_linearize_into)
@@ -139,6 +139,15 @@ class Linearizer:
         self._state = self._arrays = None
         model = self.model
         n = model.n_joints
+        if (self._direct and ready(joint_positions, (n,)) and ready(joint_velocities, (n,))
+                and ready(joint_torques, (n,)) and (ready(base_pose, (4, 4)) and ready(base_twist, (6,))
+                                                    if model.floating_base else base_pose is base_twist is None)):
+            # (the control cycle's case: the arrays as the kernel takes them, whose values it checks)
+            pose, twist = (base_pose, base_twist) if model.floating_base else (_FIXED_BASE_POSE, _FIXED_BASE_TWIST)
+            self._run((pose, joint_positions, twist, joint_velocities, joint_torques))
+            self.joint_torques = joint_torques
+            self._arrays = (pose, joint_positions, twist, joint_velocities)
+            return self
         joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
         # values unchecked here: the kernel checks them (as for linearize)
         s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
