@@ -275,6 +275,41 @@ def impact_rows(details, rng, repeat, newest: NewestColumn):
               f"({margins_t / linearize_t:.2f} of it)")
 
 
+class NewestServer:
+    """Pinocchio's ``call`` under another Python (the newest Pinocchio), timed in its own process
+    on request (bench/pinocchio_pipelines.py's "serve"): one of interleaved_times' functions,
+    whose rounds then alternate with ours.  ``at(k)``: the same served at input k."""
+
+    def __init__(self, python, path, model, contacts, call, inputs):
+        job = {"urdf": path, "floating": model.floating_base, "call": call, "repeat": 0, "serve": True,
+               "contacts": [(c.frame, c.kind, c.reference) for c in contacts],
+               "inputs": [[np.asarray(x).tolist() for x in entry] for entry in inputs]}
+        environment = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen([python, PIPELINES_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env=environment)
+        self.process.stdin.write(json.dumps(job) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{python}: {(self.process.stderr.read().strip().splitlines() or ['failed'])[-1]}")
+        answer = json.loads(line)
+        self.version, self.first = answer["version"], [np.array(x) for x in answer["first"]]
+        self.input = 0
+
+    def at(self, k: int) -> "NewestServer":
+        self.input = k
+        return self
+
+    def per_call(self, burst: int) -> float:
+        self.process.stdin.write(f"{self.input} {burst}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
 def bare_call_rows(details, rng, repeat, newest: NewestColumn):
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
@@ -283,13 +318,26 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
     pipeline (arrays allocated once, filled in place; free rows) and its bare calls —
     computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
     impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
-    --newest-pinocchio, in the newest one.  The ratios are of our fastest: the generated kernel
-    where it is built, else linearize_arrays."""
+    --newest-pinocchio, the newest one in a process of its own (NewestServer).  All of a row's
+    columns are timed in the same interleaved rounds.  The ratios are of our fastest: the
+    generated kernel where it is built, else linearize_arrays.  This process and the newest
+    Pinocchio's share one core for it (their rounds alternate), so neither has a core or caches
+    the other lacks."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # (the newest Pinocchio's process inherits it)
+    try:
+        _bare_call_rows(details, rng, repeat, newest)
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
     us = 1e6
-    print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs; pin {ours_pin_version()} in this "
-          "process; Linearizer: arrays allocated once; arrays: Linearizer.linearize_arrays (no State per call)")
+    print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs over interleaved rounds; pin "
+          f"{ours_pin_version()} in this process, the newest in its own; Linearizer: arrays allocated once; arrays: "
+          "Linearizer.linearize_arrays (no State per call); generated: the same with kernel='generated'")
     print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pin in place':>13}"
-          f"{'pin bare':>10}{'newest in place':>24}{'newest bare':>24}{'ours/bare':>10}{'ours/newest bare':>18}")
+          f"{'pin bare':>10}{'newest in place':>16}{'newest bare':>12}{'ours/bare':>10}{'ours/newest bare':>18}")
     for name in details:
         model, path, *_ = details[name]
         cases = [("free", None, "free_in_place", "free_bare")]
@@ -301,12 +349,14 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
             linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
             fast = rl.Linearizer(model, kernel="generated") if row == "free" else None
             fast = fast if fast is not None and fast.kernel == "generated" else None
-            times = {key: [] for key in ("linearize", "Linearizer", "arrays", "generated", "in place", "bare")}
-            inputs = []
-            for state in random_states(model, rng, 5):
-                tau = rng.normal(size=model.n_joints)
-                q, v, tau_pin = pin.inputs(state, tau)
-                inputs.append((q, v, tau_pin))
+            states = random_states(model, rng, 5)
+            torques = [rng.normal(size=model.n_joints) for _ in states]
+            inputs = [pin.inputs(state, tau) for state, tau in zip(states, torques)]
+            servers = {f"newest {key}": NewestServer(newest.python, path, model, contacts or (), call, inputs)
+                       for key, call in (("in place", in_place_call), ("bare", bare_call)) if call and newest.python}
+            times = {}
+            for k, (state, tau) in enumerate(zip(states, torques)):
+                q, v, tau_pin = inputs[k]
                 s, r = state.joint_positions.copy(), state.joint_velocities.copy()
                 base = dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy()) \
                     if model.floating_base else {}
@@ -321,8 +371,9 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
                 if in_place_call:
                     calls["in place"] = functools.partial(getattr(pin.pipeline, in_place_call), q, v, tau_pin)
                 calls["bare"] = functools.partial(getattr(pin.pipeline, bare_call), q, v, tau_pin)
+                calls.update({key: server.at(k) for key, server in servers.items()})
                 for key, seconds in interleaved_times(calls, repeat).items():
-                    times[key].append(seconds)
+                    times.setdefault(key, []).append(seconds)
                 if linearizer is not None:
                     linearizer.linearize_arrays(s, r, tau, **base)
                     if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):
@@ -330,23 +381,24 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
                     if fast is not None and not np.array_equal(fast.linearize_arrays(s, r, tau, **base).A,
                                                                linearizer.A):
                         raise AssertionError(f"{name} {row}: the generated kernel differs from the generic one")
-            median = {key: float(np.median(t)) if t else float("nan") for key, t in times.items()}
-            fastest = np.nanmin([median["arrays"], median["generated"]]) if row != "impact" else median["linearize"]
             pin.pipeline.fresh_data()
-            newest_cells = []
-            for call_name in (in_place_call, bare_call):
-                if call_name is None or not newest.python:
-                    newest_cells.append(("—", float("nan")))
-                    continue
-                reference = getattr(pin.pipeline, call_name)(*inputs[0])
-                text, _, _ = newest.cells(fastest, path, model, contacts or (), call_name, inputs, repeat, reference)
-                newest_cells.append((text, float(text.split()[0]) * 1e-6))
+            for key, server in servers.items():
+                reference = getattr(pin.pipeline, in_place_call if key == "newest in place" else bare_call)(*inputs[0])
+                server.close()
+                if any(not np.allclose(a, b, rtol=1e-9, atol=1e-9) for a, b in zip(server.first, reference)):
+                    raise AssertionError(f"{name} {row}: pin {server.version}'s {key} differs from pin "
+                                         f"{ours_pin_version()}'s")
+            median = {key: float(np.median(times[key])) if key in times else float("nan") for key in (
+                "linearize", "Linearizer", "arrays", "generated", "in place", "bare", "newest in place",
+                "newest bare")}
+            fastest = np.nanmin([median["arrays"], median["generated"]]) if row != "impact" else median["linearize"]
             label = f"{name}, {row}" + (f" {len(contacts)}×{contacts[0].kind}" if contacts else "")
             cell = lambda t: "—" if np.isnan(t) else f"{t * us:.1f}"  # noqa: E731
+            version = f" (pin {servers['newest bare'].version})" if servers else ""
             print(f"{label:<24}{cell(median['linearize']):>10}{cell(median['Linearizer']):>11}"
                   f"{cell(median['arrays']):>8}{cell(median['generated']):>10}{cell(median['in place']):>13}"
-                  f"{cell(median['bare']):>10}{newest_cells[0][0]:>24}{newest_cells[1][0]:>24}"
-                  f"{fastest / median['bare']:>10.2f}{fastest / newest_cells[1][1]:>18.2f}")
+                  f"{cell(median['bare']):>10}{cell(median['newest in place']):>16}{cell(median['newest bare']):>12}"
+                  f"{fastest / median['bare']:>10.2f}{fastest / median['newest bare']:>18.2f}{version}")
 
 
 def ours_pin_version() -> str:

@@ -10,6 +10,11 @@ job: {"urdf", "floating", "contacts": [[frame, kind, reference]], "call": "free"
 "inputs": [[q, v, tau]] in Pinocchio's coordinates, "repeat"};
 prints {"version", "median" (seconds, the median over the inputs of each one's median),
 "first" (the call's arrays at the first input, to check that they agree)}.
+
+With ``"serve": true`` in the job (one line of JSON) it times on request instead, so that
+its rounds interleave with the benchmark's own (:func:`interleaved_times`): it prints
+{"version", "first"}, then answers each line ``k burst`` with the seconds per call of
+``burst`` calls at input k, until its input ends.
 """
 
 from __future__ import annotations
@@ -39,13 +44,17 @@ def interleaved_times(functions: dict, repeat: int, rounds: int = 10) -> dict:
     """{name: median seconds per call} of ``functions`` (name: callable), timed in ``rounds``
     rounds of ``repeat // rounds`` calls each, every function once per round: the machine's
     speed, which drifts by tens of percent within seconds on a shared machine, is then the same
-    for all of them, and their ratios hold where sequential timings do not."""
+    for all of them, and their ratios hold where sequential timings do not.  A function with a
+    ``per_call(burst)`` method (another process's call) times itself."""
     for function in functions.values():
-        function()
+        function.per_call(1) if hasattr(function, "per_call") else function()
     burst = max(1, repeat // rounds)
     times = {name: [] for name in functions}
     for _ in range(rounds):
         for name, function in functions.items():
+            if hasattr(function, "per_call"):
+                times[name].append(function.per_call(burst))
+                continue
             start = time.perf_counter()
             for _ in range(burst):
                 function()
@@ -182,6 +191,16 @@ def run(job: dict) -> dict:
     pipeline = Pipeline(pin, job["urdf"], job["floating"], contacts)
     call = getattr(pipeline, job["call"])
     inputs = [tuple(np.array(x, dtype=float) for x in entry) for entry in job["inputs"]]
+    if job.get("serve"):
+        print(json.dumps({"version": pin.__version__, "first": [np.asarray(x).tolist() for x in call(*inputs[0])]}),
+              flush=True)
+        for line in sys.stdin:
+            k, burst = (int(x) for x in line.split())
+            start = time.perf_counter()
+            for _ in range(burst):
+                call(*inputs[k])
+            print((time.perf_counter() - start) / burst, flush=True)
+        return {}
     medians = [median_time(lambda: call(*entry), job["repeat"]) for entry in inputs]
     pipeline.fresh_data()
     first = call(*inputs[0])
@@ -190,4 +209,7 @@ def run(job: dict) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(json.load(sys.stdin))))
+    _job = json.loads(sys.stdin.readline())
+    _result = run(_job)
+    if not _job.get("serve"):
+        print(json.dumps(_result))

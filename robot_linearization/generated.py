@@ -29,8 +29,10 @@ The code grows with the robot, and so does its compile time:
 
 So a model whose trace exceeds :data:`GENERATED_OPERATIONS` is left to the generic kernel.
 The shared library is cached on disk per C source and compiler command
-(:func:`cache_directory`).  A process loads it and compiles a small numba entry around it
-(well under a second) that checks the state and takes the Euler step as linearize_into does.
+(:func:`cache_directory`), one per robot name: compiling a robot's kernel anew (another version
+of the package, another compiler) removes that robot's older ones.  A process loads it and
+compiles a small numba entry around it (well under a second) that checks the state and takes
+the Euler step as linearize_into does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import hashlib
 import logging
 import math
 import os
+import re
 import shutil
 import subprocess
 import types
@@ -539,12 +542,16 @@ class GeneratedKernel:
                                   f"{GENERATED_OPERATIONS} for which a generated kernel pays (generated.py)")
         compiler = c_compiler() or ""
         key = hashlib.sha256("\0".join((source, compiler, *COMPILE_FLAGS)).encode()).hexdigest()[:24]
-        self.path = os.path.join(cache_directory(), f"linearize-{key}.so")
+        prefix = "linearize-" + re.sub(r"[^A-Za-z0-9_.]", "_", model.name)[:40] + "-"
+        directory = cache_directory()
+        self.path = os.path.join(directory, f"{prefix}{key}.so")
         if not os.path.exists(self.path):
             _log.warning("compiling the generated kernel of model '%s' (%d operations): about %d s, once per "
-                         "machine; cached in %s", model.name, self.operations, 1 + self.operations // 1500,
-                         cache_directory())
+                         "machine; cached in %s", model.name, self.operations, 1 + self.operations // 1500, directory)
             _compile(source, self.path)
+            for name in os.listdir(directory):  # the same robot's older kernels (another version of the package)
+                if name.startswith(prefix) and name.endswith(".so") and name != os.path.basename(self.path):
+                    os.remove(os.path.join(directory, name))
         try:
             function = ctypes.CDLL(self.path).rl_linearize
         except OSError as error:

@@ -43,9 +43,10 @@ class Linearizer:
 
     ``kernel="generated"``: a Model without contacts, with no step or the Euler step, runs the
     kernel generated for it (robot_linearization.generated: its passes traced into straight-line
-    C, compiled once per machine by the C compiler, equal bit for bit, ≈ 1.7× faster on a
-    quadruped); ``kernel`` then says "generated", or "generic" when it cannot be built here (no C
-    compiler, a robot too large for it to pay), with a warning on the 'robot_linearization' logger.
+    C, compiled once per machine by the C compiler, equal bit for bit; on a 12-joint quadruped
+    its compiled work is ≈ 1.45× faster, a whole call up to 25 %, docs/performance.md).
+    ``kernel`` then says "generated", or "generic" when it cannot be built here (no C compiler, a
+    robot too large for it to pay), with a warning on the 'robot_linearization' logger.
 
     A Linearizer owns its workspace: use one per thread.  After a ValueError or ContactError its
     arrays hold no result and ``state`` is None.

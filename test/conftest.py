@@ -145,6 +145,18 @@ def rng():
     return np.random.default_rng(20191122)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def generated_kernels_cache(tmp_path_factory):
+    """The kernels the tests generate (kernel="generated") are compiled into the session's
+    temporary directory, not the user's cache; each robot once per session."""
+    from robot_linearization import generated
+
+    with pytest.MonkeyPatch.context() as patch:
+        directory = str(tmp_path_factory.mktemp("generated-kernels"))
+        patch.setattr(generated, "cache_directory", lambda: directory)
+        yield directory
+
+
 def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State, torques, contacts):
     """Pinocchio's constraintDynamics + computeConstraintDynamicsDerivatives for the
     same contacts (RigidConstraintModel CONTACT_3D/6D, LOCAL_WORLD_ALIGNED/LOCAL, zero
