@@ -319,8 +319,9 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
     computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
     impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
     --newest-pinocchio, the newest one in a process of its own (NewestServer).  All of a row's
-    columns are timed in the same interleaved rounds.  The ratios are of our fastest: the
-    generated kernel where it is built, else linearize_arrays.  This process and the newest
+    columns are timed in the same interleaved rounds.  The impact rows' "Linearizer" and "arrays"
+    are an rl.ImpactMap's impact and impact_arrays.  The ratios are of our fastest: the generated
+    kernel where it is built, else the arrays' call.  This process and the newest
     Pinocchio's share one core for it (their rounds alternate), so neither has a core or caches
     the other lacks."""
     cores = os.sched_getaffinity(0)
@@ -347,6 +348,7 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
         for row, contacts, in_place_call, bare_call in cases:
             pin = PinocchioPipeline(path, model, contacts or ())
             linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
+            held = rl.ImpactMap(model, contacts) if row == "impact" else None
             fast = rl.Linearizer(model, kernel="generated") if row == "free" else None
             fast = fast if fast is not None and fast.kernel == "generated" else None
             states = random_states(model, rng, 5)
@@ -361,7 +363,9 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
                 base = dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy()) \
                     if model.floating_base else {}
                 if row == "impact":
-                    calls = {"linearize": lambda: rl.impact(model, state, contacts)}
+                    calls = {"linearize": lambda: rl.impact(model, state, contacts),
+                             "Linearizer": lambda: held.impact(state),
+                             "arrays": lambda: held.impact_arrays(s, r, **base)}
                 else:
                     calls = {"linearize": lambda: rl.linearize(model, state, tau, contacts=contacts),
                              "Linearizer": lambda: linearizer.linearize(state, tau),
@@ -374,6 +378,9 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
                 calls.update({key: server.at(k) for key, server in servers.items()})
                 for key, seconds in interleaved_times(calls, repeat).items():
                     times.setdefault(key, []).append(seconds)
+                if held is not None and not np.array_equal(held.impact_arrays(s, r, **base).A,
+                                                           rl.impact(model, state, contacts).A):
+                    raise AssertionError(f"{name} {row}: ImpactMap differs from rl.impact")
                 if linearizer is not None:
                     linearizer.linearize_arrays(s, r, tau, **base)
                     if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):
@@ -391,7 +398,7 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
             median = {key: float(np.median(times[key])) if key in times else float("nan") for key in (
                 "linearize", "Linearizer", "arrays", "generated", "in place", "bare", "newest in place",
                 "newest bare")}
-            fastest = np.nanmin([median["arrays"], median["generated"]]) if row != "impact" else median["linearize"]
+            fastest = np.nanmin([median["arrays"], median["generated"]])
             label = f"{name}, {row}" + (f" {len(contacts)}×{contacts[0].kind}" if contacts else "")
             cell = lambda t: "—" if np.isnan(t) else f"{t * us:.1f}"  # noqa: E731
             version = f" (pin {servers['newest bare'].version})" if servers else ""

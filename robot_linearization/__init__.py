@@ -24,7 +24,7 @@ from .coupling import CoupledModel
 from .discretization import discretize
 from .integrator import step
 from .contact_margins import ContactMargins, contact_margins
-from .impacts import Impact, impact
+from .impacts import Impact, ImpactMap, impact
 from .joints import Joint, JointType
 from . import robots
 from .linearization import Linearization, linearize, linearize_trajectory
@@ -41,6 +41,7 @@ __all__ = [
     "ContactMargins",
     "CoupledModel",
     "Impact",
+    "ImpactMap",
     "Joint",
     "JointType",
     "Linearization",

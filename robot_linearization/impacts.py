@@ -40,12 +40,12 @@ from .algorithms.forward_dynamics import articulated_inertias_into, singular_piv
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from .arguments import check_model, real_array
-from .compiled import announce_compilation, kernel
+from .compiled import TypedCall, announce_compilation, kernel
 from .contact_linearization import (contact_acceleration_derivatives_into, eliminate_into,
                                     held_wrench_derivatives_into)
 from .contacts import ContactError, as_contacts
-from .model import State, invalid_state, state_arrays, state_problem
-from .workspace import singular_state_message, workspace
+from .model import Model, State, given_arrays, invalid_state, state_arrays, state_problem
+from .workspace import Workspace, singular_state_message, workspace
 
 
 @dataclass(frozen=True)
@@ -186,20 +186,100 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     arrays = contact_arrays(model, contacts)
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     m = arrays.m
-    contact_data, scratch = arrays.data(workspace(model))
-    M_inv, A, impulses, d_impulses, nu_plus = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
-                                               np.empty((m, 2 * N)), np.empty(N))
-    announce_compilation(impact_into)
-    status = impact_into(contact_data, pre_impact, e, (M_inv, A, impulses, d_impulses, nu_plus))
-    if status <= -10:
-        raise ValueError(state_problem(0, -10 - status, 1))
-    if status == 1:
-        raise ContactError(degeneracy_reason(contacts, scratch.J, M_inv))
-    if status >= 2:
-        raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
+    out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N))
+    run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
+    _, A, impulses, d_impulses, nu_plus = out
     post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
     jump = object.__new__(Impact)  # (Impact(...) sets its 8 frozen fields one by one: ≈ 2 µs of a cycle)
     jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
                          impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)
     return jump
+
+
+def run_impact_into(model, contacts: tuple, data: tuple, pre_impact: tuple, e: float, out: tuple,
+                    call=impact_into) -> None:
+    """:func:`impact_into` of ``contacts`` (as_contacts'), on their ``data`` (contact_arrays(…).data(…) or
+    .new_data(…)), at ``pre_impact`` (model.state_arrays's), into ``out`` (impact_into's), called as ``call``
+    (the kernel, or a compiled.TypedCall of it).  ContactError for a redundant or degenerate set,
+    ValueError at a state without an impact map (then ``out`` holds no result)."""
+    announce_compilation(impact_into)
+    status = call(data[0], pre_impact, e, out)
+    if status <= -10:
+        raise ValueError(state_problem(0, -10 - status, 1))
+    if status == 1:
+        raise ContactError(degeneracy_reason(contacts, data[1].J, out[0]))
+    if status >= 2:
+        raise ValueError(f"impact: {singular_state_message(model, status - 2)}")
+
+
+class ImpactMap:
+    """:func:`impact` of one model, contact set and restitution, at state after state, into the
+    same arrays (as :class:`~robot_linearization.Linearizer` is rl.linearize's)::
+
+        touchdown = rl.ImpactMap(model, ["FL_FOOT", "HR_FOOT"])  # allocates
+        jump = touchdown.impact(state)  # the map itself, filled in place
+        jump.A, jump.impulses, jump.impulses_state_jacobian, jump.base_twist, jump.joint_velocities
+        touchdown.impact_arrays(s, r, base_pose=[x, y, z, qx, qy, qz, qw], base_twist=v)
+
+    Its fields are :class:`Impact`'s, equal to rl.impact's bit for bit: A (2N, 2N), impulses Λ
+    (m,), impulses_state_jacobian ∂Λ/∂z⁻ (m, 2N), impulse_labels, contacts, restitution; the
+    post-impact velocity ν⁺ is base_twist (6,) (floating base; else None) and joint_velocities
+    (n,), and ``state`` the post-impact State (built when read).  Every call overwrites them
+    (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch.  One
+    per thread.  After a ValueError or ContactError its arrays hold no result and ``state`` is None.
+    """
+
+    def __init__(self, model: Model, contacts, restitution: float = 0.0):
+        check_model(model)
+        if hasattr(model, "tree"):
+            raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
+                             "impact map does not support yet: load it with mimic_joints='independent'")
+        self.model, self.contacts = model, as_contacts(contacts)
+        self.restitution = restitution_coefficient(restitution)
+        arrays = contact_arrays(model, self.contacts)
+        N, n = model.n_velocities, model.n_joints
+        self.impulse_labels = arrays.labels
+        self._data = arrays.new_data(Workspace(model))
+        self._out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(arrays.m), np.empty((arrays.m, 2 * N)),
+                     np.empty(N))
+        _, self.A, self.impulses, self.impulses_state_jacobian, nu_plus = self._out
+        self.base_twist = nu_plus[:6] if model.floating_base else None
+        self.joint_velocities = nu_plus[N - n:]
+        self._call = TypedCall(impact_into)  # (its own data and arrays, kernel-ready state arrays: the same types)
+        self._pose, self._zeros = np.eye(4), np.zeros(n)
+        self._pre_impact: tuple | None = None
+        self._state: State | None = None
+
+    def impact(self, state: State) -> "ImpactMap":
+        """Fill the fields at the pre-impact ``state``; returns self.  Errors as rl.impact's."""
+        self._run(state_arrays(self.model, state, self._zeros))
+        return self
+
+    def impact_arrays(self, joint_positions, joint_velocities, *, base_pose=None, base_twist=None) -> "ImpactMap":
+        """The same at a pre-impact state given as arrays: s, r (n,), and for a floating base its
+        pose (H (4, 4), or position and quaternion x, y, z, w (7,)) and twist (6,) in the base
+        frame, as :meth:`Linearizer.linearize_arrays <robot_linearization.Linearizer.linearize_arrays>`
+        takes them.  Returns self."""
+        self._run(given_arrays(self.model, joint_positions, joint_velocities, self._zeros, base_pose, base_twist,
+                               self._pose))
+        return self
+
+    def _run(self, pre_impact: tuple) -> None:
+        self._pre_impact = self._state = None
+        run_impact_into(self.model, self.contacts, self._data, pre_impact, self.restitution, self._out, self._call)
+        self._pre_impact = pre_impact
+
+    @property
+    def state(self) -> State | None:
+        """The post-impact State of the last call (None before the first and after an error)."""
+        if self._state is None and self._pre_impact is not None:
+            pose, s = self._pre_impact[:2]
+            self._state = State(base_pose=np.array(pose) if self.model.floating_base else None, joint_positions=s,
+                                base_twist=self.base_twist, joint_velocities=self.joint_velocities)
+        return self._state
+
+    def __repr__(self) -> str:
+        filled = "filled" if self._pre_impact is not None else "not filled"
+        return (f"<ImpactMap of '{self.model.name}': {len(self.contacts)} contacts, e = {self.restitution:g}, "
+                f"A {self.A.shape}, impulses ({len(self.impulses)},); {filled}>")

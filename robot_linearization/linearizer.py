@@ -13,12 +13,11 @@ from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .generated import GenerationError, generated_kernel
-from .arguments import choice, kernel_ready, ready, real_array
+from .arguments import choice
 from .compiled import TypedCall
 from .linearization import (check_step, coupled_linearize_into, linearize, linearize_into, run_coupled_linearize_into,
                             run_linearize_into)
-from .model import _FIXED_BASE_POSE, _FIXED_BASE_TWIST, Model, State, state_arrays
-from .spatial import quaternion_rotation
+from .model import Model, State, given_arrays, state_arrays
 from .workspace import Workspace
 
 
@@ -138,33 +137,8 @@ class Linearizer:
         its twist [v; ω] (6,) in the base frame (docs/conventions.md).  Returns self; ``state`` is
         then a State of these arrays (built when read).  ValueError naming the argument."""
         self._state = self._arrays = None
-        model = self.model
-        n = model.n_joints
-        if (self._direct and ready(joint_positions, (n,)) and ready(joint_velocities, (n,))
-                and ready(joint_torques, (n,)) and (ready(base_pose, (4, 4)) and ready(base_twist, (6,))
-                                                    if model.floating_base else base_pose is base_twist is None)):
-            # (the control cycle's case: the arrays as the kernel takes them, whose values it checks)
-            pose, twist = (base_pose, base_twist) if model.floating_base else (_FIXED_BASE_POSE, _FIXED_BASE_TWIST)
-            self._run((pose, joint_positions, twist, joint_velocities, joint_torques))
-            self.joint_torques = joint_torques
-            self._arrays = (pose, joint_positions, twist, joint_velocities)
-            return self
-        joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
-        # values unchecked here: the kernel checks them (as for linearize)
-        s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
-        r = real_array(joint_velocities, "joint_velocities", (n,), what=joints, finite=False)
-        tau = np.zeros(n) if joint_torques is None else real_array(joint_torques, "joint_torques", (n,),
-                                                                    what=joints, finite=False)
-        if model.floating_base:
-            if base_pose is None or base_twist is None:
-                raise ValueError(f"base_pose, base_twist: model '{model.name}' has a floating base: both are required")
-            pose = self._base_pose(base_pose)
-            twist = real_array(base_twist, "base_twist", (6,), what="[linear; angular] in the base frame",
-                               finite=False)
-        elif base_pose is not None or base_twist is not None:
-            raise ValueError(f"base_pose, base_twist: model '{model.name}' has a fixed base: give neither")
-        else:
-            pose, twist = _FIXED_BASE_POSE, _FIXED_BASE_TWIST
+        pose, s, twist, r, tau = given_arrays(self.model, joint_positions, joint_velocities, joint_torques, base_pose,
+                                              base_twist, self._pose)
         if not self._direct:
             self.linearize(self._state_of(pose, s, twist, r), tau)
         else:
@@ -172,26 +146,6 @@ class Linearizer:
             self.joint_torques = tau
         self._arrays = (pose, s, twist, r)
         return self
-
-    def _base_pose(self, value) -> np.ndarray:
-        """H (4, 4) as given, or written into this linearizer's own from (7,) position and quaternion."""
-        if kernel_ready(value) and value.shape == (4, 4):
-            return value
-        pose = real_array(value, "base_pose", (-1,) if np.ndim(value) == 1 else (4, 4), finite=False,
-                          what="H (4, 4), or position x, y, z and quaternion x, y, z, w (7,)")
-        if pose.shape == (4, 4):
-            return pose
-        if pose.shape != (7,):
-            raise ValueError(f"base_pose: expected H (4, 4), or position x, y, z and quaternion x, y, z, w (7,), "
-                             f"got shape {pose.shape}")
-        x, y, z, w = pose[3:]
-        norm = float(np.sqrt(x * x + y * y + z * z + w * w))
-        if not abs(norm - 1.0) <= 1e-3:  # (NaN included)
-            raise ValueError(f"base_pose: expected a unit quaternion (x, y, z, w) in entries 3:7, got "
-                             f"{tuple(float(c) for c in pose[3:])} (norm {norm:.4g})")
-        self._pose[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
-        self._pose[:3, 3] = pose[:3]
-        return self._pose
 
     def _state_of(self, pose, s, twist, r) -> State:
         if self.model.floating_base:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, real_array
+from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, ready, real_array
 from .compiled import kernel
 from .joints import Joint
 from .spatial import quaternion_rotation
@@ -281,6 +281,52 @@ def state_arrays(model: Model, state: State, joint_torques) -> tuple:
         elif pose is None and twist is None:
             return _FIXED_BASE_POSE, state.joint_positions, _FIXED_BASE_TWIST, state.joint_velocities, joint_torques
     return tuple(x[0] for x in stack_states(model, [state], joint_torques[None], check_values=False))
+
+
+def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
+                 pose_buffer: np.ndarray) -> tuple:
+    """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
+    r (n,), τ (n,)), from the arrays a robot's drivers and estimators hand over: s, r and τ (n,)
+    in ``model.joint_names`` order (τ None: zeros), and for a floating base its pose in the world
+    as H (4, 4) or as (7,) = position [m] then unit quaternion (x, y, z, w) (ROS's and
+    Pinocchio's order), written into ``pose_buffer`` (4, 4), and its twist [v; ω] (6,) in the
+    base frame (docs/conventions.md); a fixed base takes neither.  Arrays already as the kernels
+    take them are passed on as they are.  Shapes and types are checked here (ValueError naming
+    the argument), values by the kernel (:func:`invalid_state`)."""
+    n = model.n_joints
+    if (ready(joint_positions, (n,)) and ready(joint_velocities, (n,)) and ready(joint_torques, (n,))
+            and (ready(base_pose, (4, 4)) and ready(base_twist, (6,)) if model.floating_base
+                 else base_pose is base_twist is None)):  # (the control cycle's case)
+        if model.floating_base:
+            return base_pose, joint_positions, base_twist, joint_velocities, joint_torques
+        return _FIXED_BASE_POSE, joint_positions, _FIXED_BASE_TWIST, joint_velocities, joint_torques
+    joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
+    s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
+    r = real_array(joint_velocities, "joint_velocities", (n,), what=joints, finite=False)
+    tau = np.zeros(n) if joint_torques is None else real_array(joint_torques, "joint_torques", (n,), what=joints,
+                                                                finite=False)
+    if not model.floating_base:
+        if base_pose is not None or base_twist is not None:
+            raise ValueError(f"base_pose, base_twist: model '{model.name}' has a fixed base: give neither")
+        return _FIXED_BASE_POSE, s, _FIXED_BASE_TWIST, r, tau
+    if base_pose is None or base_twist is None:
+        raise ValueError(f"base_pose, base_twist: model '{model.name}' has a floating base: both are required")
+    pose = real_array(base_pose, "base_pose", (-1,) if np.ndim(base_pose) == 1 else (4, 4), finite=False,
+                      what="H (4, 4), or position x, y, z and quaternion x, y, z, w (7,)")
+    if pose.shape == (7,):
+        x, y, z, w = pose[3:]
+        norm = float(np.sqrt(x * x + y * y + z * z + w * w))
+        if not abs(norm - 1.0) <= 1e-3:  # (NaN included)
+            raise ValueError(f"base_pose: expected a unit quaternion (x, y, z, w) in entries 3:7, got "
+                             f"{tuple(float(c) for c in pose[3:])} (norm {norm:.4g})")
+        pose_buffer[:3, :3] = quaternion_rotation(w / norm, x / norm, y / norm, z / norm)
+        pose_buffer[:3, 3] = pose[:3]
+        pose = pose_buffer
+    elif pose.shape != (4, 4):
+        raise ValueError(f"base_pose: expected H (4, 4), or position x, y, z and quaternion x, y, z, w (7,), "
+                         f"got shape {pose.shape}")
+    twist = real_array(base_twist, "base_twist", (6,), what="[linear; angular] in the base frame", finite=False)
+    return pose, s, twist, r, tau
 
 
 def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True, name: str = "state"):

@@ -383,3 +383,53 @@ def test_impact_arguments_and_degenerate_sets(rng):
         rl.step(solo, state, None, 1e-3, ["FL_FOOT"], previous_contacts=["FL_FOT"])
     tree = random_tree(rng, 3)
     assert rl.impact(tree, random_state(tree, rng), ["b2"]).A.shape == (18, 18)
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5])
+@pytest.mark.parametrize("name", ["solo12 4 feet", "talos 2 soles 6d local", "ur5 (fixed) tool hits a point"])
+def test_an_impact_map_held_fills_rl_impacts_result_bit_for_bit(name, restitution, rng):
+    """rl.ImpactMap: rl.impact's numbers in the same arrays at state after state, given a State or
+    the robot's arrays; the base pose as position and quaternion (x, y, z, w) too."""
+    from scipy.spatial.transform import Rotation
+
+    model, contacts, _ = _case(name, rng)
+    held = rl.ImpactMap(model, contacts, restitution=restitution)
+    arrays = (held.A, held.impulses, held.impulses_state_jacobian, held.joint_velocities)
+    for _ in range(3):
+        state = random_state(model, rng)
+        jump = rl.impact(model, state, contacts, restitution=restitution)
+        expected = (jump.A, jump.impulses, jump.impulses_state_jacobian, jump.state.joint_velocities)
+        pose = dict(base_pose=state.base_pose, base_twist=state.base_twist) if model.floating_base else {}
+        for call in (lambda: held.impact(state),
+                     lambda: held.impact_arrays(state.joint_positions, state.joint_velocities, **pose)):
+            assert call() is held
+            assert all(np.array_equal(ours, reference) for ours, reference in zip(arrays, expected))
+            assert np.array_equal(held.state.joint_velocities, jump.state.joint_velocities)
+            assert not model.floating_base or np.array_equal(held.base_twist, jump.state.base_twist)
+        assert held.impulse_labels == jump.impulse_labels
+        if model.floating_base:
+            quaternion = Rotation.from_matrix(state.base_pose[:3, :3]).as_quat()  # (x, y, z, w)
+            held.impact_arrays(state.joint_positions, state.joint_velocities, base_twist=state.base_twist,
+                               base_pose=np.r_[state.base_pose[:3, 3], quaternion])
+            assert all(relative(ours, reference) < 1e-12 for ours, reference in zip(arrays, expected))
+
+
+def test_an_impact_map_held_gives_rl_impacts_errors_and_then_no_result(rng):
+    solo = load_example("solo12")
+    state = random_state(solo, rng)
+    held = rl.ImpactMap(solo, [rl.Contact(f, "6d") for f in SOLO_FEET])
+    with pytest.raises(rl.ContactError) as expected:
+        rl.impact(solo, state, [rl.Contact(f, "6d") for f in SOLO_FEET])
+    with pytest.raises(rl.ContactError) as got:
+        held.impact(state)
+    assert str(got.value) == str(expected.value) and held.state is None
+    held = rl.ImpactMap(solo, SOLO_FEET)
+    bad = rl.State(base_pose=state.base_pose, joint_positions=np.full(12, np.nan), base_twist=state.base_twist,
+                   joint_velocities=state.joint_velocities)
+    with pytest.raises(ValueError, match="joint_positions") as got:
+        held.impact(bad)
+    assert "\n" not in str(got.value) and held.state is None
+    assert repr(held).startswith("<ImpactMap of 'solo': 4 contacts, e = 0, A (36, 36), impulses (12,); not filled")
+    panda = rl.load_urdf(example_robot_path("panda"), floating_base=False)  # mimic joints coupled
+    with pytest.raises(ValueError, match="CoupledModel"):
+        rl.ImpactMap(panda, ["panda_hand"])

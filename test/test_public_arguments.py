@@ -94,6 +94,7 @@ BAD = {
     "linearization": {"none": None, "of another model": rl.linearize(OTHER, _state(OTHER)), "a matrix": np.eye(36)},
     "method": {"unknown": "rk4", "int": 1, "none": None},
     "discretization": {"unknown": "rk4", "int": 1},
+    "kernel": {"unknown": "fast", "int": 1, "none": None},
     "states": {"one state": STATE, "empty": [], "with a dict": [STATE, {"a": 1}], "other model": [_state(OTHER)],
                "string": "state"},
     "joint_dict": {"list": [0.0] * N_JOINTS, "nan": {j: np.nan for j in FLOATING.joint_names},
@@ -147,6 +148,7 @@ def _add_body(**arguments):
 GOOD_JOINT = rl.Joint("j", JointType.REVOLUTE, (0.0, 0.0, 1.0))
 
 LINEARIZER = rl.Linearizer(FLOATING, contacts=[FOOT], dt=0.002)
+IMPACT_MAP = rl.ImpactMap(FLOATING, rl.robots.BUNDLED_FEET, restitution=0.5)
 
 # name -> (callable, valid keyword arguments, {argument: kind of its bad inputs})
 CALLS = {
@@ -155,9 +157,10 @@ CALLS = {
                   {"model": "model", "state": "state", "joint_torques": "joint_vector_or_none", "contacts": "contacts",
                    "dt": "optional_seconds", "discretization": "discretization",
                    "previous_contacts": "previous_contacts", "restitution": "restitution"}),
-    "Linearizer": (rl.Linearizer, dict(model=FLOATING, contacts=[FOOT], dt=0.002, discretization="euler"),
+    "Linearizer": (rl.Linearizer, dict(model=FLOATING, contacts=[FOOT], dt=0.002, discretization="euler",
+                                       kernel="generic"),
                    {"model": "model", "contacts": "contacts", "dt": "optional_seconds",
-                    "discretization": "discretization"}),
+                    "discretization": "discretization", "kernel": "kernel"}),
     "Linearizer.linearize": (lambda **a: LINEARIZER.linearize(**a), dict(state=STATE, joint_torques=np.zeros(N_JOINTS)),
                              {"state": "state", "joint_torques": "joint_vector_or_none"}),
     "Linearizer.linearize_arrays": (
@@ -177,6 +180,15 @@ CALLS = {
               "contacts": "contacts", "previous_contacts": "previous_contacts", "restitution": "restitution"}),
     "impact": (rl.impact, dict(model=FLOATING, state=STATE, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
                {"model": "model", "state": "state", "contacts": "contacts", "restitution": "restitution"}),
+    "ImpactMap": (rl.ImpactMap, dict(model=FLOATING, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
+                  {"model": "model", "contacts": "contacts", "restitution": "restitution"}),
+    "ImpactMap.impact": (lambda **a: IMPACT_MAP.impact(**a), dict(state=STATE), {"state": "state"}),
+    "ImpactMap.impact_arrays": (
+        lambda **a: IMPACT_MAP.impact_arrays(**a),
+        dict(joint_positions=STATE.joint_positions, joint_velocities=STATE.joint_velocities, base_pose=STATE.base_pose,
+             base_twist=STATE.base_twist),
+        {"joint_positions": "joint_vector", "joint_velocities": "joint_vector", "base_pose": "pose_array",
+         "base_twist": "six_vector"}),
     "contact_margins": (rl.contact_margins, dict(model=FLOATING, linearization=LIN_CONTACTS, friction=0.6,
                                                  normal=(0.0, 0.0, 1.0), facets=4, inner=True, sole_size=(0.2, 0.1)),
                         {"model": "model", "linearization": "contact_linearization", "friction": "positive",
@@ -469,6 +481,8 @@ def _outcome(function, arguments):
         return None, error
     if function is rl.Linearizer:
         result.linearize(STATE)
+    if function is rl.ImpactMap:
+        result.impact(STATE)
     return [np.array(a, copy=True, order="K") for a in _numbers(result)], None
 
 
