@@ -64,6 +64,17 @@ def impact_before_step(model: Model, state: State, contacts, previous_contacts, 
     return impact(model, state, contacts, e).state
 
 
+def contact_rows(rows, m: int) -> np.ndarray:
+    """``rows`` as indices (k,) of m contact rows, each in [0, m) and once (ValueError naming it)."""
+    index = np.asarray(rows) if not isinstance(rows, (str, bytes)) else np.array([rows])
+    if index.ndim != 1 or (index.size and index.dtype.kind not in "iu") or index.dtype.kind == "b":
+        raise ValueError(f"rows: expected indices of the contacts' rows (integers 0 to {m - 1}), got {rows!r}")
+    if index.size and not (0 <= index.min() and index.max() < m) or len(set(index.tolist())) != index.size:
+        raise ValueError(f"rows: expected distinct indices of the contacts' {m} rows (0 to {m - 1}), got "
+                         f"{index.tolist()}")
+    return index.astype(np.int64)
+
+
 def contact_velocities_zeroed(model: Model, state: State, contacts, rows=None) -> State:
     """``state`` with its velocity ν projected, in the metric of M, onto zero contact velocity
     J ν = 0 (contacts as for :func:`step`; ``rows``: only those rows of J, e.g. a sliding foot's
@@ -76,7 +87,7 @@ def contact_velocities_zeroed(model: Model, state: State, contacts, rows=None) -
     v, _ = bias_motion(tree, full, X_up)
     J, _ = contact_kinematics(model, full, as_contacts(contacts), X_up, v, v)
     if rows is not None:
-        J = J[rows]
+        J = J[contact_rows(rows, J.shape[0])]
     M_inv = inverse_mass_matrix(tree, full.joint_positions)
     nu = full.joint_velocities if not tree.floating_base else np.concatenate([full.base_twist, full.joint_velocities])
     nu = nu - M_inv @ J.T @ np.linalg.lstsq(J @ M_inv @ J.T, J @ nu, rcond=None)[0]

@@ -110,3 +110,25 @@ def test_the_cases_let_feet_go_and_slide():
     """(So that the tests above cover both ways of leaving a rigid contact.)"""
     modes = [ground_dynamics(MODEL, state, torques, BUNDLED_FEET, FRICTION)[2] for state, torques in _cases()]
     assert sum("lets go" in m.values() for m in modes) >= 6 and sum("slides" in m.values() for m in modes) >= 4
+
+
+def test_bad_arguments_are_one_line_errors_naming_them():
+    state, torques = _cases()[0]
+    bad = {"feet": (dict(feet=["front_left_fot"]), r"^feet: 'front_left_fot' is not a frame of model 'rl_quadruped' "
+                                                   r"\(did you mean 'front_left_foot'"),
+           "a foot that is no name": (dict(feet=[3]), r"^feet: 3 is not a frame"),
+           "friction zero": (dict(friction=0.0), "^friction: "), "friction NaN": (dict(friction=float("nan")),
+                                                                               "^friction: "),
+           "NaN torques": (dict(torques=np.full(12, np.nan)), "^torques: contains NaN"),
+           "short torques": (dict(torques=np.zeros(11)), r"^torques: expected shape \(12,\)")}
+    for name, (change, message) in bad.items():
+        arguments = dict(model=MODEL, state=state, torques=torques, feet=BUNDLED_FEET, friction=FRICTION) | change
+        with pytest.raises(ValueError, match=message):
+            ground_dynamics(**arguments)
+    feet = BUNDLED_FEET[:2]
+    zeroed = rl.integrator.contact_velocities_zeroed(MODEL, state, feet, rows=[2, 5])
+    assert zeroed.joint_velocities.shape == (12,)
+    for rows in ([6], [-1], [2, 2], [0.5], ["2"], [True], [[2]]):
+        with pytest.raises(ValueError, match="^rows: expected") as caught:
+            rl.integrator.contact_velocities_zeroed(MODEL, state, feet, rows=rows)
+        assert "\n" not in str(caught.value)

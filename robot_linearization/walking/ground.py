@@ -28,6 +28,7 @@ from ..algorithms.constrained_dynamics import bias_motion, contact_kinematics
 from ..algorithms.forward_dynamics import forward_dynamics
 from ..algorithms.inverse_mass_matrix import inverse_mass_matrix
 from ..algorithms.kinematics import body_transforms, frame_poses
+from ..arguments import did_you_mean, joint_vector, positive_number
 from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import impact
@@ -73,7 +74,16 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
     it slides, one foot at a time, the one needing most friction first: its normal acceleration
     stays zero and the ground pushes it with f_n (e_z + μ t), t the unit direction its sticking
     force had.  Every force returned lies in its cone.  Where no set of feet let go satisfies
-    this (not seen on a walking robot), the held feet that pull let go, the hardest first."""
+    this (not seen on a walking robot), the held feet that pull let go, the hardest first.
+    ValueError (one line, naming the argument) for a foot that is not a frame of the model, μ
+    that is not a positive number, or torques (n,) that are not finite."""
+    friction = positive_number(friction, "friction")
+    torques = joint_vector(model, torques, "torques", default_zero=False)
+    feet = tuple(feet)
+    for foot in feet:
+        if not isinstance(foot, str) or foot not in model.frames:
+            raise ValueError(f"feet: {foot!r} is not a frame of model '{model.name}'"
+                             + (did_you_mean(foot, model.frames) if isinstance(foot, str) else ""))
     X_up = body_transforms(model, state.joint_positions)
     J, drift = contact_kinematics(model, state, [Contact(f) for f in feet], X_up, *bias_motion(model, state, X_up))
     M_inv = inverse_mass_matrix(model, state.joint_positions)
@@ -104,27 +114,29 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
                 forces[foot], k = lam[k] * np.array([friction * t[0], friction * t[1], 1.0]), k + 1
         return free + MW @ lam, forces
 
-    def with_friction(released):
-        """(ν̇, forces, modes, directions, excess) with ``released`` let go and the others sticking
-        or, where their force leaves the cone, sliding."""
+    def with_friction(released, sticking=None):
+        """(ν̇, forces, modes, excess) with ``released`` let go and the others sticking or, where
+        their force leaves the cone, sliding; ``sticking``: solve's result with all of those
+        sticking, when known."""
         modes = {foot: "lets go" if foot in released else "sticks" for foot in feet}
         directions, excess = {}, {}
+        nu_dot, forces = sticking or solve(modes, directions)
         while True:
-            nu_dot, forces = solve(modes, directions)
             beyond = {foot: float(np.hypot(*force[:2])) - friction * force[2] for foot, force in forces.items()
                       if modes[foot] == "sticks" and force[2] >= 0.0}
             sliding = max(beyond, key=beyond.get, default=None)
             if sliding is None or beyond[sliding] <= 0.0:
-                return nu_dot, forces, modes, directions, excess
+                return nu_dot, forces, modes, excess
             modes[sliding], excess[sliding] = "slides", beyond[sliding]
             directions[sliding] = forces[sliding][:2] / np.hypot(*forces[sliding][:2])
+            nu_dot, forces = solve(modes, directions)
 
-    rigid = solve({foot: "sticks" for foot in feet}, {})[1]
-    pulls = {foot: max(-float(rigid[foot][2]), 0.0) for foot in feet}
+    rigid = solve({foot: "sticks" for foot in feet}, {})
+    pulls = {foot: max(-float(rigid[1][foot][2]), 0.0) for foot in feet}
     order = sorted(feet, key=lambda foot: -pulls[foot])
     for size in range(len(feet) + 1):
         for released in itertools.combinations(order, size):
-            nu_dot, forces, modes, directions, excess = with_friction(set(released))
+            nu_dot, forces, modes, excess = with_friction(set(released), rigid if not released else None)
             accelerations = J @ nu_dot + drift
             if (all(force[2] >= 0.0 for force in forces.values())
                     and all(accelerations[3 * i + 2] >= 0.0 for i, foot in enumerate(feet) if foot in released)):
@@ -132,7 +144,7 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
                 return nu_dot, forces, modes, excess
     released = set()  # (no set found: let go of the pulling feet one by one)
     while True:
-        nu_dot, forces, modes, directions, excess = with_friction(released)
+        nu_dot, forces, modes, excess = with_friction(released, rigid if not released else None)
         pulling = min(forces, key=lambda foot: forces[foot][2], default=None)
         if pulling is None or forces[pulling][2] >= 0.0:
             excess.update((foot, pulls[foot]) for foot in released)
