@@ -535,7 +535,10 @@ class GeneratedKernel:
     ``path``: the shared library."""
 
     def __init__(self, model: Model, traced: SimpleNamespace | None = None):
-        traced = traced or trace(model)
+        try:
+            traced = traced or trace(model)
+        except TypeError as error:  # (Traced's: a pass that branches on the state's values)
+            raise GenerationError(f"model '{model.name}' cannot be traced: {error}") from None
         source, self.operations, self.scratch_size = c_source(traced, model.name)
         if self.operations > GENERATED_OPERATIONS:
             raise GenerationError(f"model '{model.name}' traces to {self.operations} operations, above the "

@@ -153,6 +153,21 @@ def test_without_a_working_compiler_it_says_so_runs_the_generic_kernel_and_leave
     assert not os.path.exists(tmp_path / "cache") or os.listdir(tmp_path / "cache") == []
 
 
+def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch, caplog):
+    """A pass that decides a branch on a traced value cannot be traced (Traced refuses it): said,
+    and the generic kernel runs."""
+    model = random_tree(rng, 3)
+
+    def branching(model):
+        if generated.Traced(generated._Graph(), 0):
+            pass
+    monkeypatch.setattr(generated, "trace", branching)
+    with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+        assert rl.Linearizer(model, kernel="generated").kernel == "generic"
+    assert any(r.getMessage() == "the generic kernel runs: model 'random_tree' cannot be traced: a traced value "
+               "cannot decide a branch" for r in caplog.records)
+
+
 def test_a_robot_too_large_for_it_to_pay_runs_the_generic_kernel(rng, monkeypatch, caplog):
     monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
     model = random_tree(rng, 3)
