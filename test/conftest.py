@@ -147,8 +147,8 @@ def rng():
 
 @pytest.fixture(autouse=True, scope="session")
 def generated_kernels_cache(tmp_path_factory):
-    """The kernels the tests generate (kernel="generated") are compiled into the session's
-    temporary directory, not the user's cache; each robot once per session."""
+    """The kernels the tests generate (kernel="generated") are compiled into the test run's
+    temporary directory, not the user's cache; each robot once per test run."""
     from robot_linearization import generated
 
     with pytest.MonkeyPatch.context() as patch:
