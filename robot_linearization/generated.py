@@ -383,7 +383,7 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
     N, n_bodies = traced.M_inv.shape[0], traced.pivots[1].shape[0]
     regions = {"A": traced.A, "B": traced.B, "M_inv": traced.M_inv, "nu_dot": traced.nu_dot}
     size = 0
-    scratch = {}  # what the status and the product read back, in w: name -> (offset, array)
+    scratch = {}  # what the status and the product read back, in w: name -> its offset
     for name, array in (("derivatives", traced.product[0] if traced.product else None),
                         ("inertias", traced.pivots[0]), ("pivots", traced.pivots[1])):
         if array is not None:
