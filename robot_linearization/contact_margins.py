@@ -128,6 +128,7 @@ class MarginEvaluator:
         self.contacts = as_contacts(contacts)
         self.sole_sizes = _sole_sizes(sole_size, [c.frame for c in self.contacts if c.kind == "6d"])
         self.layout = _layout(self.contacts, mu, tuple(n.tolist()), k, self.inner, tuple(self.sole_sizes.items()))
+        self._turning = bool(self.layout.turning.any())
 
     def __call__(self, linearization) -> ContactMargins:
         """The ContactMargins of ``linearization`` (one state's, of this model and contact set)."""
@@ -136,7 +137,7 @@ class MarginEvaluator:
             raise ValueError(f"linearization: its contacts [{format_contacts(lin.contacts)}] are not the "
                              f"evaluator's [{format_contacts(self.contacts)}]")
         N = model.n_velocities
-        if layout.turning.any():
+        if self._turning:
             rotations, rotation_jacobians = _frame_rotations(model, lin.state, self.contacts)
         else:
             rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
@@ -191,6 +192,7 @@ def margins_into(contact_forces, layout, frames, out):
                 for q in range(3):
                     value = rotations[j, q, r] if turning[j] else (1.0 if r == q else 0.0)
                     B[r, q] = B[3 + r, 3 + q] = value
+        # (the row operations as loops: an array expression would allocate its temporary on every use)
         for r in range(d):
             c[r] = 0.0
             dc[r] = 0.0
@@ -199,8 +201,10 @@ def margins_into(contact_forces, layout, frames, out):
                 factor = B[r, q]
                 if factor != 0.0:
                     c[r] += factor * forces[first + q]
-                    dc[r] += factor * d_forces[first + q]
-                    dc_dtau[r] += factor * d_forces_dtau[first + q]
+                    for col in range(dc.shape[1]):
+                        dc[r, col] += factor * d_forces[first + q, col]
+                    for col in range(dc_dtau.shape[1]):
+                        dc_dtau[r, col] += factor * d_forces_dtau[first + q, col]
         if turning[j] and d == 3:  # ∂c −= B λ^ J_ω z_q
             f = forces[first:first + 3]
             for r in range(3):
@@ -227,16 +231,20 @@ def margins_into(contact_forces, layout, frames, out):
                 factor = gradient[i, first + e]
                 if factor != 0.0:
                     margins[i] += factor * c[e]
-                    state_jacobian[i] += factor * dc[e]
-                    input_jacobian[i] += factor * dc_dtau[e]
+                    for col in range(dc.shape[1]):
+                        state_jacobian[i, col] += factor * dc[e, col]
+                    for col in range(dc_dtau.shape[1]):
+                        input_jacobian[i, col] += factor * dc_dtau[e, col]
         if exact:  # − ‖f_t‖; at f_t = 0 the minimal-norm subgradient, 0
             i = row_starts[j]
             norm = np.hypot(c[0], c[1])
             margins[i] -= norm
             if norm > max(SMOOTH_TANGENT * np.hypot(norm, c[2]), 1e-300):
                 d1, d2 = c[0] / norm, c[1] / norm
-                state_jacobian[i] -= d1 * dc[0] + d2 * dc[1]
-                input_jacobian[i] -= d1 * dc_dtau[0] + d2 * dc_dtau[1]
+                for col in range(dc.shape[1]):
+                    state_jacobian[i, col] -= d1 * dc[0, col] + d2 * dc[1, col]
+                for col in range(dc_dtau.shape[1]):
+                    input_jacobian[i, col] -= d1 * dc_dtau[0, col] + d2 * dc_dtau[1, col]
 
 
 @dataclass(frozen=True)
