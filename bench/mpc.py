@@ -51,7 +51,8 @@ class Recorder(mpc_module.WholeBodyMPC):
     def solve(self, time, state, contacts_now, held_now):
         if self.kept is not None or time < self.at - 1e-9:
             return super().solve(time, state, contacts_now, held_now)
-        shifted = self._shifted_plan(time, state)
+        x, torques = self._shifted_plan(time, state)
+        shifted = (mpc_module._unstacked(*x), torques)
         result = super().solve(time, state, contacts_now, held_now)
         Recorder.kept = dict(time=time, state=state, shifted=shifted, result=result, mpc=self,
                                  knots=self._knot_contacts(time, contacts_now, held_now),

@@ -99,21 +99,24 @@ def test_the_urdf_effort_limits_are_read_by_joint():
 
 @pytest.mark.parametrize("hold", [1, 2, 3])
 def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
-    """H and g of the backward recursion equal Σ_k Γ_kᵀ Q_k Γ_k and Σ_k Γ_kᵀ (Q_k d_k + q_k), with
-    Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column, each
-    column a unit perturbation of one held torque y_m over all the knots of its group (hold 3:
-    20 knots end with a group of two)."""
+    """H and g of the stacked least-squares rows equal Σ_k Γ_kᵀ Q_k Γ_k and Σ_k Γ_kᵀ (Q_k d_k + q_k) of
+    each knot's quadratic cost ½ δzᵀ Q_k δz + q_kᵀ δz (Q_k = diag(w_k) + FᵀF on the configuration,
+    q_k = w_k r_k + Fᵀf), with Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward
+    column by column, each column a unit perturbation of one held torque y_m over all the knots of
+    its group (hold 3: 20 knots end with a group of two)."""
     rng = np.random.default_rng(32)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
     two_N, n, K = mpc.sizes
+    N = two_N // 2
     groups = -(-K // hold)
     steps = [(rng.normal(size=(two_N, two_N)) / 6, rng.normal(size=(two_N, n)), None, None) for _ in range(K)]
     defects = [rng.normal(size=two_N) for _ in range(K)]
-    Q = np.array([(lambda R: R @ R.T)(rng.normal(size=(two_N, two_N))) for _ in range(K + 1)])
-    q = rng.normal(size=(K + 1, two_N))
+    weights = rng.uniform(0.0, 3.0, size=(K, two_N))
+    residuals = rng.normal(size=(K, two_N))
+    foot_rows = [(k, rng.normal(size=(rows, N)), rng.normal(size=rows)) for k, rows in ((1, 3), (7, 1), (K, 3))]
     Gamma, d = mpc._condense(steps, defects)
-    H, g = mpc._condensed_cost(steps, Q, q, d)
+    H, g = mpc._condensed_cost(Gamma, d, weights, residuals, foot_rows)
     # the reference: each column of Γ is the rollout of one unit held-torque perturbation
     reference_Gamma = np.zeros((K + 1, two_N, groups * n))
     reference_d = np.zeros((K + 1, two_N))
@@ -129,10 +132,16 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
             reference_Gamma[k + 1, :, column] = z
     np.testing.assert_allclose(Gamma, reference_Gamma, rtol=1e-10, atol=1e-10 * np.abs(Gamma).max())
     np.testing.assert_allclose(d, reference_d, rtol=1e-10, atol=1e-10 * np.abs(d).max())
-    H_reference = sum(reference_Gamma[k].T @ Q[k] @ reference_Gamma[k] for k in range(1, K + 1))
-    g_reference = sum(reference_Gamma[k].T @ (Q[k] @ d[k] + q[k]) for k in range(1, K + 1))
+    Q = np.array([np.diag(w) for w in weights])
+    q = weights * residuals
+    for k, F, f in foot_rows:
+        Q[k - 1, :N, :N] += F.T @ F
+        q[k - 1, :N] += F.T @ f
+    H_reference = sum(reference_Gamma[k].T @ Q[k - 1] @ reference_Gamma[k] for k in range(1, K + 1))
+    g_reference = sum(reference_Gamma[k].T @ (Q[k - 1] @ d[k] + q[k - 1]) for k in range(1, K + 1))
     np.testing.assert_allclose(H, H_reference, rtol=1e-10, atol=1e-10 * np.abs(H_reference).max())
     np.testing.assert_allclose(g, g_reference, rtol=1e-10, atol=1e-10 * np.abs(g_reference).max())
+    assert np.array_equal(H, H.T)  # (ProxSuite reads a symmetric H)
 
 
 def test_the_feet_positions_and_jacobians_are_the_kinematics():
@@ -164,8 +173,13 @@ def test_each_knots_step_is_rl_step():
                      base_twist=0.1 * rng.normal(size=6), joint_velocities=0.3 * rng.normal(size=12))
     torques = rng.normal(size=12)
     pair, four = BUNDLED_FEET[0::3], tuple(BUNDLED_FEET)
+    x = tuple(np.array([a]) for a in (state.base_pose, state.joint_positions, state.base_twist,
+                                      state.joint_velocities))  # (the knots' stacked arrays: one knot)
     for contacts, previous in ((pair, pair), (four, pair), ((), ())):
-        A_d, B_d, _, following, _ = mpc._steps([state], torques[None], [(contacts, previous)])[0]
+        steps, following = mpc._steps(x, torques[None], [(contacts, previous)])
+        A_d, B_d, _, _ = steps[0]
+        following = rl.State(**dict(zip(("base_pose", "joint_positions", "base_twist", "joint_velocities"),
+                                        (a[0] for a in following))))
         reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),
                             previous_contacts=list(previous) if contacts != previous else None)
         np.testing.assert_allclose(rl.state_difference(MODEL, reference, following), 0.0, atol=1e-12)

@@ -34,7 +34,7 @@ from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
 from ..gait import Gait
-from ..impacts import impact, touchdown
+from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State
 from ..spatial import se3_exp_many, se3_log_many
@@ -149,9 +149,10 @@ def _perturbed(a: tuple, z: np.ndarray) -> tuple:
     return H @ se3_exp_many(z[:, :6]), s + z[:, 6:6 + n], v + z[:, 6 + n:12 + n], r + z[:, 12 + n:]
 
 
-def _state_residuals(ref: References, states) -> np.ndarray:
-    """(K, 2N): of the states 1 … K of ``states``, [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
-    H, s, v, r = _stacked(states[1:])
+def _state_residuals(ref: References, x: tuple) -> np.ndarray:
+    """(K, 2N): of the states 1 … K of the K+1 states' :func:`_stacked` arrays ``x``,
+    [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
+    H, s, v, r = (a[1:] for a in x)
     return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twist, r], axis=1)
 
 
@@ -182,11 +183,13 @@ def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
 
 @dataclass
 class _Held:
-    """Per contact set: its Contacts, its Linearizer (with the knots' step), the evaluator of its
-    planned forces' margins and their lower bounds (min_normal_force on the unilateral rows, else 0)."""
+    """Per contact set: its Contacts, its Linearizer (with the knots' step), its ImpactMap (a
+    touchdown onto it; None without contacts), the evaluator of its planned forces' margins and
+    their lower bounds (min_normal_force on the unilateral rows, else 0)."""
 
     contacts: tuple
     linearizer: Linearizer
+    impacts: ImpactMap | None
     margins: MarginEvaluator | None
     floor: np.ndarray | None
 
@@ -245,36 +248,41 @@ class WholeBodyMPC:
 
     def _shifted_plan(self, time: float, state: State):
         """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
-        knots), the measured state first; the standing posture's zero torques at the start."""
+        knots), the measured state first, as the K+1 states' :func:`_stacked` arrays, and the
+        torques (K, n); at the start the measured state throughout and zero torques."""
         _, n, K = self.sizes
         h = self.settings.knot_dt
+        measured = _stacked([state])
         if self._plan is None:
-            return [state] * (K + 1), np.zeros((K, n))
+            return tuple(np.repeat(a, K + 1, axis=0) for a in measured), np.zeros((K, n))
         start, states, torques = self._plan  # (states: their _stacked arrays)
         position = (time + np.arange(K + 1) * h - start) / h
         i = np.minimum(np.floor(position).astype(int), K - 1)
         fraction = np.clip(position - i, 0.0, 1.0)
         before, after = (tuple(x[i[1:]] for x in states), tuple(x[i[1:] + 1] for x in states))
         shifted = _perturbed(before, fraction[1:, None] * _differences(before, after))
-        return [state] + _unstacked(*shifted), torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)]
+        return (tuple(np.concatenate([a, b]) for a, b in zip(measured, shifted)),
+                torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)])
 
-    def _steps(self, states, torques, knots) -> list:
+    def _steps(self, x: tuple, torques, knots) -> tuple:
         """Per knot k of ``knots`` ((contacts, previous) of each): (A_d, B_d, the margins
-        (ContactMargins, or None without contacts), the next state, the margins' lower bounds) of
-        the step from states[k] with torques[k]."""
+        (ContactMargins, or None without contacts), the margins' lower bounds) of the step from the
+        state k of the :func:`_stacked` arrays ``x`` with torques[k]; and the next states' stacked
+        arrays."""
         h = self.settings.knot_dt
-        linearized = [self._linearize(states[k], torques[k], *knots[k]) for k in range(len(knots))]
+        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], *knots[k]) for k in range(len(knots))]
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
-        start = _stacked([step[4] for step in linearized])
+        start = tuple(np.array(column) for column in zip(*(step[4] for step in linearized)))
         nu_dot = np.array([step[5] for step in linearized])
         v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
-        following = _unstacked(start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
-        return [(A_d, B_d, margins, x, floor) for (A_d, B_d, margins, floor, _, _), x in zip(linearized, following)]
+        following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
+        return [step[:4] for step in linearized], following
 
-    def _linearize(self, state, torques, contacts, previous):
+    def _linearize(self, x: tuple, torques, contacts, previous):
         """(A_d, B_d, the margins (ContactMargins, or None without contacts), their lower bounds, the
-        state the step starts from (after a touchdown's impact), ν̇ (N,)) of one knot."""
-        model = self.model
+        state the step starts from (after a touchdown's impact) as arrays (H, s, v, r), ν̇ (N,)) of one
+        knot at the state of the arrays x = (H, s, v, r)."""
+        H, s, v, r = x
         held = self._held(contacts)
         landing = self._touchdowns.get((previous, contacts))
         if landing is None:
@@ -282,14 +290,16 @@ class WholeBodyMPC:
         if landing:
             # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
             # with previous_contacts, docs/impacts.md)
-            jump = impact(model, state, held.contacts)
-            lin = held.linearizer.linearize(jump.state, torques)
-            A_d, B_d, start = lin.A_d @ jump.A, lin.B_d.copy(), jump.state
+            jump = held.impacts.impact_arrays(s, r, base_pose=H, base_twist=v)
+            v, r = jump.base_twist.copy(), jump.joint_velocities.copy()
+            lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
+            A_d = lin.A_d @ jump.A
         else:
-            lin = held.linearizer.linearize(state, torques)
-            A_d, B_d, start = lin.A_d.copy(), lin.B_d.copy(), state
+            lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
+            A_d = lin.A_d.copy()
         margins = held.margins(lin) if held.contacts else None
-        return A_d, B_d, margins, held.floor, start, np.concatenate([lin.base_acceleration, lin.joint_accelerations])
+        return (A_d, lin.B_d.copy(), margins, held.floor, (H, s, v, r),
+                np.concatenate([lin.base_acceleration, lin.joint_accelerations]))
 
     def _held(self, feet) -> _Held:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
@@ -302,7 +312,8 @@ class WholeBodyMPC:
                 [self.settings.min_normal_force if label.endswith(":unilateral") else 0.0
                  for label in margins.layout.labels])
             held = self._contact_sets[feet] = _Held(
-                contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt), margins, floor)
+                contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
+                ImpactMap(self.model, contacts) if contacts else None, margins, floor)
         return held
 
     def _feet(self, state: State):
@@ -321,16 +332,17 @@ class WholeBodyMPC:
         no solution; the plan is then dropped."""
         two_N, n, K = self.sizes
         clock = _time.perf_counter()
-        states, torques = self._shifted_plan(time, state)
+        x, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
-        steps = self._steps(states[:K], torques, knots[:K])
-        defects = _differences(states[1:], [step[3] for step in steps])
+        steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
+        defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state)
         # the feet's kinematics where a foot swings (its cost, the ground): knots 1 … K
-        feet = [self._feet(x) if k and any(ref.swings[k]) else None for k, x in enumerate(states)]
+        feet = [self._feet(State._given(*(a[k] for a in x))) if k and any(ref.swings[k]) else None
+                for k in range(K + 1)]
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
-        H, g, C, lower, labels = self._qp(ref, states, torques, steps, feet, Gamma, d)
+        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d)
         assembled = _time.perf_counter()
         y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
         solved = _time.perf_counter()
@@ -340,7 +352,7 @@ class WholeBodyMPC:
                        for k in range(K))
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
         min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
-        plan = _perturbed(_stacked(states), dz)
+        plan = _perturbed(x, dz)
         plan_states = _unstacked(*plan)
         plan_torques = torques + dtau
         self._plan = (time, plan, plan_torques)
@@ -355,37 +367,30 @@ class WholeBodyMPC:
         two_N, n, K = self.sizes
         Gamma, d = np.zeros((K + 1, two_N, len(self._starts) * n)), np.zeros((K + 1, two_N))
         for k, (A_d, B_d, *_) in enumerate(steps):
-            end = (self._groups[k] + 1) * n  # (the columns of later groups are still zero)
+            end = self._reached(k + 1)  # (the columns of later groups are still zero)
             Gamma[k + 1, :, :end] = A_d @ Gamma[k, :, :end]
             Gamma[k + 1, :, end - n:end] += B_d
             d[k + 1] = A_d @ d[k] + defects[k]
         return Gamma, d
 
-    def _condensed_cost(self, steps, Q, q, d):
-        """Σ_k ½ δz_kᵀ Q_k δz_k + (Q_k d_k + q_k)ᵀ δz_k in the held torques y (δz_k = Γ_k y + d_k):
-        (H, g), by the backward recursion S_k = Q_k + A_kᵀ S_{k+1} A_k, s_k = Q_k d_k + q_k + A_kᵀ s_{k+1}.
-        Per knot, H_ij = B_iᵀ A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j (j ≥ i) and g_i = B_iᵀ s_{i+1}; summed into
-        the groups (m ∋ i, l ∋ j) as they come, U_ml = Σ_{i ≤ j} H_ij is block upper triangular and
-        H = U + Uᵀ − blockdiag(Σ_{i∈m} H_ii): O(K²) small products."""
+    def _condensed_cost(self, Gamma, d, weights, residuals, foot_rows):
+        """The cost Σ_k ½‖e_k + E_k δz_k‖² of knots 1 … K in the held torques y (δz_k = Γ_k y + d_k), as
+        ½ yᵀHy + gᵀy + const: (H, g) = (RᵀR, Rᵀρ) of the stacked least-squares rows R = [E_k Γ_k] and
+        ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
+        residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (r, N), f (r,)):
+        f + F δz_k[:N] (the swing feet).  (One symmetric product RᵀR instead of a backward recursion of
+        the cost-to-go through the A_k: about half the arithmetic, in one call.)"""
         two_N, n, K = self.sizes
-        size = len(self._starts) * n
-        U, D, g = np.zeros((size, size)), np.zeros((size, size)), np.zeros(size)
-        S, s = Q[K], Q[K] @ d[K] + q[K]
-        W = np.zeros((two_N, size))  # column block l: Σ_{j∈l, j ≥ i} A_{i+1}ᵀ … A_jᵀ S_{j+1} B_j
-        for i in range(K - 1, -1, -1):
-            A_i, B_i = steps[i][0], steps[i][1]
-            block = slice(self._groups[i] * n, (self._groups[i] + 1) * n)
-            later = slice(block.start, size)
-            if i + 1 < K:
-                W[:, later] = steps[i + 1][0].T @ W[:, later]
-            SB = S @ B_i
-            W[:, block] += SB
-            U[block, later] += B_i.T @ W[:, later]
-            D[block, block] += B_i.T @ SB
-            g[block] += B_i.T @ s
-            s = Q[i] @ d[i] + q[i] + A_i.T @ s
-            S = Q[i] + A_i.T @ S @ A_i
-        return U + U.T - D, g
+        size = Gamma.shape[2]
+        root = np.sqrt(weights)
+        R = (Gamma[1:] * root[:, :, None]).reshape(K * two_N, size)
+        H, g = R.T @ R, R.T @ (root * (residuals + d[1:])).ravel()
+        if foot_rows:
+            N = two_N // 2
+            R = np.concatenate([F @ Gamma[k, :N] for k, F, _ in foot_rows])
+            H += R.T @ R
+            g += R.T @ np.concatenate([f + F @ d[k, :N] for k, F, f in foot_rows])
+        return H, g
 
     def references(self, time: float, state: State) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
@@ -439,7 +444,7 @@ class WholeBodyMPC:
         diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
-        residuals = _state_residuals(ref, states)
+        residuals = _state_residuals(ref, _stacked(states))
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
             positions = self._feet(states[k])[0]
@@ -450,22 +455,19 @@ class WholeBodyMPC:
                                                                                                 - landing)))
         return total
 
-    def _qp(self, ref: References, states, torques, steps, feet, Gamma, d):
-        """The condensed QP of the cycle tracking ``ref`` in the held torques y: H (M·n, M·n), g, the
+    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d):
+        """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
+        (their :func:`_stacked` arrays x): H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
         settings = self.settings
         two_N, n, K = self.sizes
         N = two_N // 2
         scales = ref.scales
-        Q = np.zeros((K + 1, two_N, two_N))  # each knot's state cost ½ δzᵀ Q δz + qᵀ δz
-        q = np.zeros((K + 1, two_N))
-
         # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
         diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
                                    np.full(n, ref.joint_velocity_weight)])
-        residuals = np.zeros((K + 1, two_N))
-        residuals[1:] = _state_residuals(ref, states)
+        foot_rows = []
         for k in range(1, K + 1):
             if not ref.feet[k]:
                 continue
@@ -480,23 +482,21 @@ class WholeBodyMPC:
                     targets += [landing[0], landing[1]]
                     weights += [ref.foot_xy_weight] * 2
             positions, J = feet[k]
-            J_rows = J[rows]
-            weighted = J_rows.T * (np.array(weights) * scales[k])
-            Q[k, :N, :N] += weighted @ J_rows
-            q[k, :N] += weighted @ (positions.ravel()[rows] - np.array(targets))
-        index = np.arange(two_N)
-        Q[1:, index, index] += scales[1:, None] * diagonal
-        q[1:] += scales[1:, None] * diagonal * residuals[1:]
-        H, g = self._condensed_cost(steps, Q, q, d)
+            root = np.sqrt(np.array(weights) * scales[k])
+            foot_rows.append((k, root[:, None] * J[rows], root * (positions.ravel()[rows] - np.array(targets))))
+        H, g = self._condensed_cost(Gamma, d, scales[1:, None] * diagonal, _state_residuals(ref, x), foot_rows)
         # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         rows, lower, labels = [], [], []
-        for k, (_, _, margins, _, floor) in enumerate(steps):
+        size = len(g)
+        for k, (_, _, margins, floor) in enumerate(steps):
             if margins is None:
                 continue
             Mz = margins.state_jacobian
-            row = Mz @ Gamma[k]
+            row = np.zeros((len(Mz), size))
+            reached = self._reached(k)
+            row[:, :reached] = Mz @ Gamma[k, :, :reached]
             m = self._groups[k]
             row[:, m * n:(m + 1) * n] += margins.input_jacobian
             rows.append(row)
@@ -509,11 +509,19 @@ class WholeBodyMPC:
                 continue
             positions, J = feet[k]
             Jz = J[[3 * i + 2 for i in above]]
-            rows.append(Jz @ Gamma[k, :N])
+            row = np.zeros((len(Jz), size))
+            reached = self._reached(k)
+            row[:, :reached] = Jz @ Gamma[k, :N, :reached]
+            rows.append(row)
             lower.append(settings.ground - positions[above, 2] - Jz @ d[k, :N])
             labels += [("above the ground", k, self.feet[i]) for i in above]
         C = np.vstack(rows) if rows else np.zeros((0, len(g)))
-        return 0.5 * (H + H.T), g, C, np.concatenate(lower) if lower else np.zeros(0), labels
+        return H, g, C, np.concatenate(lower) if lower else np.zeros(0), labels
+
+    def _reached(self, k: int) -> int:
+        """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero
+        beyond them)."""
+        return (self._groups[k - 1] + 1) * self.sizes[1] if k else 0
 
     def _stance_duration(self) -> float:
         return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
