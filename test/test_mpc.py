@@ -198,6 +198,40 @@ def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_t
     assert all(np.isfinite(torques).all() for torques in log.torques)
 
 
+def test_settings_that_cannot_work_are_refused_in_one_line():
+    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    for settings, name in ((MPCSettings(solver="cvxopt"), "solver"), (MPCSettings(blas_threads=0), "blas_threads"),
+                           (MPCSettings(blas_threads=1.5), "blas_threads"),
+                           (MPCSettings(blas_threads=True), "blas_threads")):
+        with pytest.raises(ValueError, match=f"^{name}: ") as error:
+            WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, limits, settings)
+        assert "\n" not in str(error.value)
+
+
+def test_a_cycle_holds_numpys_blas_to_its_threads_and_gives_the_setting_back():
+    """The cycle's products run on blas_threads (1: the controller's core), whatever the process set,
+    and the process's own setting is back after the cycle; None leaves it alone."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    seen = []
+
+    class Watched(WholeBodyMPC):
+        def _solve_qp(self, *arguments):
+            seen.append({pool["num_threads"] for pool in threadpoolctl.threadpool_info()
+                         if pool["user_api"] == "blas"})
+            return super()._solve_qp(*arguments)
+
+    state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
+    simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
+    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        for threads, expected in ((1, {1}), (None, {2})):
+            mpc = Watched(MODEL, TROT, BUNDLED_FEET, limits, MPCSettings(base_height=height, blas_threads=threads))
+            mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
+            assert seen.pop() == expected
+            assert {pool["num_threads"] for pool in threadpoolctl.threadpool_info()
+                    if pool["user_api"] == "blas"} == {2}
+
+
 def test_a_command_that_is_not_a_finite_number_is_refused_in_one_line():
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
     for arguments, name in (((float("nan"),), "forward"), ((0.3, "left"), "lateral"), ((0.0, 0.0, np.inf), "yaw_rate")):

@@ -21,6 +21,8 @@ request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import time as _time
 from dataclasses import dataclass, field
@@ -55,7 +57,10 @@ class MPCSettings:
     the robot receives between knots stay inside the real cone); swing_height [m]
     at mid-swing; raibert: the landing point's gain on the velocity error [s]; torque_hold: the
     knots each planned torque is held over (the QP's size: K·n / torque_hold); weights: 1/σ² of
-    each residual (the σ is the error that costs as much as one unit)."""
+    each residual (the σ is the error that costs as much as one unit); blas_threads: the threads
+    numpy's BLAS may use within a cycle (1: the cycle's products are too small to share, and
+    BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
+    leaves numpy's setting alone)."""
 
     knot_dt: float = 0.015
     knots: int = 20
@@ -67,6 +72,7 @@ class MPCSettings:
     raibert: float = 0.15
     solver: str = "proxsuite"  # or "osqp"
     torque_hold: int = 2
+    blas_threads: int | None = 1
     weights: dict = field(default_factory=lambda: {
         "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
@@ -210,6 +216,16 @@ class WholeBodyMPC:
         if self.effort_limits.shape != (model.n_joints,) or not (self.effort_limits > 0).all():
             raise ValueError(f"effort_limits: expected {model.n_joints} positive limits, one per joint, got "
                              f"{self.effort_limits.tolist()}")
+        threads = self.settings.blas_threads
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
+                                    or threads < 1):
+            raise ValueError(f"blas_threads: expected a positive number of threads or None, got {threads!r}")
+        self._blas = contextlib.nullcontext if threads is None else functools.partial(
+            _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
+        if self.settings.solver not in ("proxsuite", "osqp"):
+            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {self.settings.solver!r}")
+        _solver_module(self.settings.solver)  # (imported now: a missing solver is said here, and the first cycle
+        # does not pay for the import)
         self.posture = gait.joint_posture(model.joint_names)
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
@@ -227,6 +243,15 @@ class WholeBodyMPC:
         # the QP's unknowns: y_m (n), the torque perturbation held over knots starts[m] … starts[m+1]−1
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
+        # what each of the gait's contact sets needs, made and run once now (at the standing posture), so
+        # that the first control cycle does not load kernels or allocate
+        x = _stacked([stand])
+        x = tuple(a[0] for a in x)
+        for phase in gait.phases:
+            feet = tuple(f for f in self.feet if f in phase.stance)
+            self._linearize(x, np.zeros(n), feet, feet)
+            self._held(feet).impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
+        self._feet(stand)
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
@@ -330,6 +355,10 @@ class WholeBodyMPC:
         that hold over the next step, held_now: those that held over the last (a touchdown now
         when contacts_now has more).  MPCError (naming the constraint and knot) when the QP has
         no solution; the plan is then dropped."""
+        with self._blas():
+            return self._cycle(time, state, contacts_now, held_now)
+
+    def _cycle(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
         two_N, n, K = self.sizes
         clock = _time.perf_counter()
         x, torques = self._shifted_plan(time, state)
@@ -588,11 +617,12 @@ class WholeBodyMPC:
 
 
 def _solver_module(name: str):
-    """The QP solver's module, or an ImportError of one line saying how to install it."""
+    """The module of a QP solver (or threadpoolctl), or an ImportError of one line saying how to
+    install it."""
     import importlib
 
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise ImportError(f"the MPC's QP solver {name} is not installed: pip install "
-                          f"'robot_linearization[mpc]'") from None
+        what = "QP solver " if name != "threadpoolctl" else ""
+        raise ImportError(f"the MPC's {what}{name} is not installed: pip install 'robot_linearization[mpc]'") from None
