@@ -168,6 +168,9 @@ def crocoddyl_problem(kept, model):
     terminal = crocoddyl.IntegratedActionModelEuler(crocoddyl.DifferentialActionModelContactFwdDynamics(
         state, actuation, contact_set(kept["knots"][K][0]), costs, 0.0, True), 0.0)
     problem = crocoddyl.ShootingProblem(x_of(kept["state"]), nodes, terminal)
+    # one thread, as the MPC's cycle (Crocoddyl's default is one per core: on this machine, threads waiting for
+    # a core another process holds made an iteration several times slower)
+    problem.nthreads = 1
     return problem, x_of, u_of, knot_node
 
 
@@ -247,8 +250,8 @@ def main() -> None:
     solver.solve(xs0, us0, 100, False)
     elapsed = time.perf_counter() - started
     iterations = max(solver.iter, 1)
-    print(f"\nat t = {kept['time']:.2f} s, the same horizon and cost in Crocoddyl 3.2.1 (pin 4.0.0), from the plan the "
-          f"MPC started from (cost {start_cost:.4g}):")
+    print(f"\nat t = {kept['time']:.2f} s, the same horizon and cost in Crocoddyl 3.2.1 (pin 4.0.0, {problem.nthreads} "
+          f"thread), from the plan the MPC started from (cost {start_cost:.4g}):")
     print(f"  the MPC's QP (one Gauss-Newton step, hard margins):   cost {mpc_cost:.4g} in "
           f"{sum(result.timings.values()) * 1e3:.1f} ms")
     print(f"  Crocoddyl FDDP (pyramid as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
