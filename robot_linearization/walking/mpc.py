@@ -377,8 +377,9 @@ class WholeBodyMPC:
         solved = _time.perf_counter()
         dz = Gamma @ y + d
         dtau = y.reshape(-1, n)[self._groups]
-        residual = max(float(np.abs(dz[k + 1] - steps[k][0] @ dz[k] - steps[k][1] @ dtau[k] - defects[k]).max())
-                       for k in range(K))
+        A_d, B_d = np.array([step[0] for step in steps]), np.array([step[1] for step in steps])
+        residual = float(np.abs(dz[1:] - np.einsum("kij,kj->ki", A_d, dz[:-1]) - np.einsum("kij,kj->ki", B_d, dtau)
+                                - defects).max())
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
         min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
         plan = _perturbed(x, dz)
