@@ -311,7 +311,7 @@ class NewestServer:
         self.process.wait(timeout=60)
 
 
-def bare_call_rows(details, rng, repeat, newest: NewestColumn):
+def bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool = False):
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
     (linearize_arrays), and that with the robot's generated kernel (kernel="generated", free rows;
@@ -324,16 +324,17 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn):
     are an rl.ImpactMap's impact and impact_arrays.  The ratios are of our fastest: the generated
     kernel where it is built, else the arrays' call.  This process and the newest
     Pinocchio's share one core for it (their rounds alternate), so neither has a core or caches
-    the other lacks."""
+    the other lacks.  floor: below each free row, the code-generation floor (bench/casadi_floor.py)
+    timed in rounds with our arrays' call and Pinocchio's bare call."""
     cores = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cores)})  # (the newest Pinocchio's process inherits it)
     try:
-        _bare_call_rows(details, rng, repeat, newest)
+        _bare_call_rows(details, rng, repeat, newest, floor)
     finally:
         os.sched_setaffinity(0, cores)
 
 
-def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
+def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
     us = 1e6
     print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs over interleaved rounds; pin "
           f"{ours_pin_version()} in this process, the newest in its own; Linearizer: arrays allocated once; arrays: "
@@ -407,6 +408,33 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn):
                   f"{cell(median['arrays']):>8}{cell(median['generated']):>10}{cell(median['in place']):>13}"
                   f"{cell(median['bare']):>10}{cell(median['newest in place']):>16}{cell(median['newest bare']):>12}"
                   f"{fastest / median['bare']:>10.2f}{fastest / median['newest bare']:>18.2f}{version}")
+            if floor and row == "free":
+                floor_row(model, states, torques, inputs, linearizer, pin)
+
+
+def floor_row(model, states, torques, inputs, linearizer, pin) -> None:
+    """The code-generation floor of ``model``'s free row (bench/casadi_floor.py: its ∂ν̇/∂z and M⁻¹ as
+    CasADi-generated C, gcc -O3, the compute alone), and in the same rounds our arrays' call and
+    Pinocchio's bare call; ours against it.  Raises when its results differ from ours by over 1e-9."""
+    from casadi_floor import CFLAGS, codegen_floor
+
+    arrays = [(state.joint_positions.copy(), state.joint_velocities.copy(), tau,
+               dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy())
+               if model.floating_base else {}) for state, tau in zip(states, torques)]
+    beside = {"arrays": lambda k: linearizer.linearize_arrays(*arrays[k][:3], **arrays[k][3]),
+              "bare": lambda k: pin.pipeline.free_bare(*inputs[k])}
+    result = codegen_floor(model, states, torques, beside=beside)
+    if result.seconds is None:
+        print(f"  codegen floor: none ({result.reason})")
+        return
+    if not result.max_error < 1e-9:
+        raise AssertionError(f"{model.name}: the codegen floor differs from rl.linearize by {result.max_error:.1e}")
+    us = 1e6
+    print(f"  codegen floor (CasADi, gcc {' '.join(CFLAGS[:2])}, the compute alone): {result.seconds * us:.1f} µs; in "
+          f"the same rounds arrays {result.beside['arrays'] * us:.1f}, pin bare {result.beside['bare'] * us:.1f}: "
+          f"ours/floor {result.beside['arrays'] / result.seconds:.2f}, pin bare/floor "
+          f"{result.beside['bare'] / result.seconds:.2f} ({result.operations} operations, "
+          f"{result.compile_seconds:.0f} s of gcc, {result.library_bytes / 1024:.0f} KiB)")
 
 
 def ours_pin_version() -> str:
@@ -664,6 +692,9 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=32)
     parser.add_argument("--scaling", action="store_true",
                         help="also the cost against nv: chains and random trees of 25-200 joints")
+    parser.add_argument("--codegen-floor", action="store_true",
+                        help="below the free rows against Pinocchio's bare call, the code-generation floor "
+                             "(bench/casadi_floor.py; needs pip install casadi, and a minute of gcc per robot)")
     parser.add_argument("--newest-pinocchio", metavar="PYTHON", default=None,
                         help="a Python with the newest pin (e.g. a venv with pin 4.1): every Pinocchio row also times "
                              "that one, in a subprocess on the same inputs (bench/pinocchio_pipelines.py)")
@@ -697,7 +728,7 @@ def main() -> None:
     step_rows(details, rng, args.repeat)
     impact_rows(details, rng, args.repeat, newest)
     bare_call_rows({name: details[name] for name in details if name in ("solo12", "talos")} if args.robots
-                   else {}, rng, args.repeat, newest)
+                   else {}, rng, args.repeat, newest, args.codegen_floor)
     if args.scaling:
         scaling_rows(rng, max(args.repeat // 4, 10), newest)
 
