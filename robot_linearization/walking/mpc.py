@@ -244,9 +244,8 @@ class WholeBodyMPC:
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
         # what each of the gait's contact sets needs, made and run once now (at the standing posture), so
-        # that the first control cycle does not load kernels or allocate
-        x = _stacked([stand])
-        x = tuple(a[0] for a in x)
+        # that the first control cycle does not pay for making them and loading their kernels
+        x = tuple(a[0] for a in _stacked([stand]))
         for phase in gait.phases:
             feet = tuple(f for f in self.feet if f in phase.stance)
             self._linearize(x, np.zeros(n), feet, feet)
