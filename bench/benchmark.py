@@ -18,6 +18,8 @@ linearization; the MPC-horizon API, the first-call cost and
 the memory per model.  ``--scaling``: how the cost grows — A, B, M⁻¹ of chains and
 branched random trees of 25, 50, 100 and 200 revolute joints on a floating base, ours
 and Pinocchio, same run, with the exponent of time ∝ nv^p fitted over them.
+``--codegen-floor``: below the free rows against Pinocchio's bare call, the code-generation
+floor of bench/casadi_floor.py (CasADi-generated C for ∂ν̇/∂z and M⁻¹, timed in C; needs casadi).
 
 Every Pinocchio column is the test extra's Pinocchio (4.0.0, which Crocoddyl 3.2.1
 needs) in this process; with ``--newest-pinocchio PYTHON`` (a Python that has the
