@@ -45,6 +45,9 @@ def precompile() -> float:
         rl.step(model, state, np.zeros(n), 1e-3)
         heatmap_rgb(lin.A, cell=2)
         rl.validate(model, lin)  # the node's ~/validate service
+    from robot_linearization.spatial import se3_exp_many, se3_log_many  # (a horizon's maps on SE(3): the MPC's)
+
+    se3_log_many(se3_exp_many(np.zeros((2, 6))))
     # a mimic-coupled robot (the quadruped with one knee following another): the reduced-map kernel
     text = open(bundled_urdf_path()).read()
     end = text.index("</joint>", text.index('<joint name="front_right_knee"'))

@@ -201,59 +201,90 @@ def se3_log(H: np.ndarray) -> np.ndarray:
                      V_inv[2][0] * p0 + V_inv[2][1] * p1 + V_inv[2][2] * p2, x, y, z])
 
 
-def _cross_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise a × b of (K, 3) arrays."""
-    return a[:, [1, 2, 0]] * b[:, [2, 0, 1]] - a[:, [2, 0, 1]] * b[:, [1, 2, 0]]
-
-
 def se3_exp_many(twists: np.ndarray) -> np.ndarray:
-    """:func:`se3_exp` of K twists [v; ω] (K, 6) at once -> (K, 4, 4), in numpy over the K (a
-    horizon's knots): R = cos θ I + (sin θ/θ) ω^ + ((1 − cos θ)/θ²) ω ωᵀ, t = v + b ω × v + c ω × (ω × v)."""
-    twists = np.asarray(twists, dtype=float).reshape(-1, 6)
-    v, w = twists[:, :3], twists[:, 3:]
-    theta2 = np.einsum("ki,ki->k", w, w)
-    small = theta2 < _SMALL_ANGLE**2
-    theta = np.where(small, 1.0, np.sqrt(theta2))
-    sin, cos = np.sin(theta), np.cos(theta)
-    a = np.where(small, 1.0 - theta2 / 6.0, sin / theta)
-    b = np.where(small, 0.5 - theta2 / 24.0, (1.0 - cos) / theta**2)
-    c = np.where(small, 1.0 / 6.0 - theta2 / 120.0, (theta - sin) / theta**3)
-    H = np.zeros((len(twists), 4, 4))
-    H[:, :3, :3] = b[:, None, None] * w[:, :, None] * w[:, None, :]
-    H[:, [0, 1, 2], [0, 1, 2]] += (1.0 - b * theta2)[:, None]
-    aw = a[:, None] * w
-    H[:, 0, 1] -= aw[:, 2]
-    H[:, 1, 0] += aw[:, 2]
-    H[:, 0, 2] += aw[:, 1]
-    H[:, 2, 0] -= aw[:, 1]
-    H[:, 1, 2] -= aw[:, 0]
-    H[:, 2, 1] += aw[:, 0]
-    w_v = _cross_many(w, v)
-    H[:, :3, 3] = v + b[:, None] * w_v + c[:, None] * _cross_many(w, w_v)
-    H[:, 3, 3] = 1.0
+    """:func:`se3_exp` of K twists [v; ω] (K, 6) at once -> (K, 4, 4) (a horizon's knots), in one
+    compiled loop (:func:`se3_exp_many_into`)."""
+    twists = np.ascontiguousarray(twists, dtype=float).reshape(-1, 6)
+    H = np.empty((len(twists), 4, 4))
+    se3_exp_many_into(twists, H)
     return H
+
+
+@kernel
+def se3_exp_many_into(twists, H):
+    """H[k] = exp(twists[k]^) for twists (K, 6), H (K, 4, 4): R = I + a ω^ + b ω^², t = V v with
+    V = I + b ω^ + c ω^², (a, b, c) of :func:`_series` (its Taylor series below |ω| = 1e-4).
+    With ω^² = ω ωᵀ − |ω|² I, entry by entry."""
+    for k in range(twists.shape[0]):
+        v0, v1, v2, x, y, z = twists[k, 0], twists[k, 1], twists[k, 2], twists[k, 3], twists[k, 4], twists[k, 5]
+        theta2 = x * x + y * y + z * z
+        if theta2 < _SMALL_ANGLE * _SMALL_ANGLE:
+            a, b, c = 1.0 - theta2 / 6.0, 0.5 - theta2 / 24.0, 1.0 / 6.0 - theta2 / 120.0
+        else:
+            theta = math.sqrt(theta2)
+            sin, cos = math.sin(theta), math.cos(theta)
+            a, b, c = sin / theta, (1.0 - cos) / theta2, (theta - sin) / (theta2 * theta)
+        out = H[k]
+        xy, xz, yz = b * x * y, b * x * z, b * y * z  # R = I + a ω^ + b ω^²
+        out[0, 0], out[0, 1], out[0, 2] = 1.0 - b * (y * y + z * z), xy - a * z, xz + a * y
+        out[1, 0], out[1, 1], out[1, 2] = xy + a * z, 1.0 - b * (x * x + z * z), yz - a * x
+        out[2, 0], out[2, 1], out[2, 2] = xz - a * y, yz + a * x, 1.0 - b * (x * x + y * y)
+        xy, xz, yz = c * x * y, c * x * z, c * y * z  # t = (I + b ω^ + c ω^²) v
+        out[0, 3] = (1.0 - c * (y * y + z * z)) * v0 + (xy - b * z) * v1 + (xz + b * y) * v2
+        out[1, 3] = (xy + b * z) * v0 + (1.0 - c * (x * x + z * z)) * v1 + (yz - b * x) * v2
+        out[2, 3] = (xz - b * y) * v0 + (yz + b * x) * v1 + (1.0 - c * (x * x + y * y)) * v2
+        out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
 def se3_log_many(H: np.ndarray) -> np.ndarray:
     """:func:`se3_log` of K transforms (K, 4, 4) (or their top rows, (K, 3, 4)) at once -> (K, 6),
-    |ω| ≤ π; a rotation within 1e-3 of π takes :func:`so3_log`'s own axis recovery."""
-    H = np.asarray(H, dtype=float)
-    R, p = H[:, :3, :3], H[:, :3, 3]
-    cos = np.clip(0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0), -1.0, 1.0)
-    axis = 0.5 * np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], axis=1)
-    sin = np.sqrt(np.einsum("ki,ki->k", axis, axis))  # (axis = sin θ · the unit axis)
-    theta = np.arctan2(sin, cos)
-    small, near_pi = theta < _SMALL_ANGLE, np.pi - theta <= 1e-3
-    w = np.where(small, 1.0 + theta**2 / 6.0, theta / np.where(small | near_pi, 1.0, sin))[:, None] * axis
-    for k in np.flatnonzero(near_pi):
-        w[k] = so3_log(R[k])
-    theta2 = np.einsum("ki,ki->k", w, w)
-    tiny = theta2 < _SMALL_ANGLE**2
-    angle = np.where(tiny, 1.0, np.sqrt(theta2))
-    d = np.where(tiny, 1.0 / 12.0 + theta2 / 720.0,
-                 (1.0 - angle * np.sin(angle) / (2.0 * (1.0 - np.cos(angle)))) / angle**2)
-    w_p = _cross_many(w, p)
-    return np.concatenate([p - 0.5 * w_p + d[:, None] * _cross_many(w, w_p), w], axis=1)
+    |ω| ≤ π, in one compiled loop (:func:`se3_log_many_into`)."""
+    H = np.ascontiguousarray(H, dtype=float)
+    twists = np.empty((len(H), 6))
+    se3_log_many_into(H, twists)
+    return twists
+
+
+@kernel
+def se3_log_many_into(H, twists):
+    """twists[k] = log(H[k]) [v; ω] for H (K, 3 or 4, 4), twists (K, 6): ω as :func:`so3_log`
+    takes it (sin θ · axis from R − Rᵀ; its series below 1e-4; within 1e-3 of π the axis from
+    R + Rᵀ), v = V⁻¹ t with V⁻¹ = I − ½ ω^ + d ω^² as :func:`se3_log`."""
+    for k in range(H.shape[0]):
+        R = H[k]
+        cos_theta = min(max(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0), 1.0)
+        x, y, z = 0.5 * (R[2, 1] - R[1, 2]), 0.5 * (R[0, 2] - R[2, 0]), 0.5 * (R[1, 0] - R[0, 1])
+        sin_theta = math.sqrt(x * x + y * y + z * z)
+        theta = math.atan2(sin_theta, cos_theta)
+        if theta < _SMALL_ANGLE:
+            scale = 1.0 + theta * theta / 6.0
+            x, y, z = scale * x, scale * y, scale * z
+        elif math.pi - theta > 1e-3:
+            scale = theta / sin_theta
+            x, y, z = scale * x, scale * y, scale * z
+        else:  # near π, sin θ loses the axis: R + Rᵀ = 2 cos θ I + 2(1 − cos θ) n nᵀ
+            best, column = -math.inf, 0
+            for c in range(3):
+                if R[c, c] - cos_theta > best:
+                    best, column = R[c, c] - cos_theta, c
+            n0 = 0.5 * (R[0, column] + R[column, 0]) - (cos_theta if column == 0 else 0.0)
+            n1 = 0.5 * (R[1, column] + R[column, 1]) - (cos_theta if column == 1 else 0.0)
+            n2 = 0.5 * (R[2, column] + R[column, 2]) - (cos_theta if column == 2 else 0.0)
+            norm = math.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+            sign = -1.0 if n0 * x + n1 * y + n2 * z < 0.0 else 1.0
+            x, y, z = sign * theta * n0 / norm, sign * theta * n1 / norm, sign * theta * n2 / norm
+        theta2 = x * x + y * y + z * z
+        if theta2 < _SMALL_ANGLE * _SMALL_ANGLE:
+            d = 1.0 / 12.0 + theta2 / 720.0
+        else:
+            angle = math.sqrt(theta2)
+            d = (1.0 - angle * math.sin(angle) / (2.0 * (1.0 - math.cos(angle)))) / theta2
+        p0, p1, p2 = R[0, 3], R[1, 3], R[2, 3]
+        xy, xz, yz = d * x * y, d * x * z, d * y * z
+        twists[k, 0] = (1.0 - d * (y * y + z * z)) * p0 + (xy + 0.5 * z) * p1 + (xz - 0.5 * y) * p2
+        twists[k, 1] = (xy - 0.5 * z) * p0 + (1.0 - d * (x * x + z * z)) * p1 + (yz + 0.5 * x) * p2
+        twists[k, 2] = (xz + 0.5 * y) * p0 + (yz - 0.5 * x) * p1 + (1.0 - d * (x * x + y * y)) * p2
+        twists[k, 3], twists[k, 4], twists[k, 5] = x, y, z
 
 
 def is_rotation(R: np.ndarray, tol: float = 1e-6) -> bool:

@@ -49,6 +49,8 @@ def test_the_stacked_exp_and_log_match_the_matrix_exponential_and_the_single_one
     axes = rng.normal(size=(len(angles), 3))
     axes /= np.linalg.norm(axes, axis=1)[:, None]
     twists = np.concatenate([rng.normal(size=(len(angles), 3)), np.array(angles)[:, None] * axes], axis=1)
+    # each also about the opposite axis: near π the axis comes from R + Rᵀ, and only its sign tells the two apart
+    twists, angles = np.concatenate([twists, -twists]), angles + angles
     H = se3_exp_many(twists)
     for k, xi in enumerate(twists):
         np.testing.assert_allclose(H[k], expm(hat(xi)), atol=1e-12)
