@@ -240,6 +240,8 @@ def se3_log_many(H: np.ndarray) -> np.ndarray:
     """:func:`se3_log` of K transforms (K, 4, 4) (or their top rows, (K, 3, 4)) at once -> (K, 6),
     |ω| ≤ π, in one compiled loop (:func:`se3_log_many_into`)."""
     H = np.ascontiguousarray(H, dtype=float)
+    if H.ndim != 3 or H.shape[1:] not in ((4, 4), (3, 4)):
+        raise ValueError(f"H: expected K transforms (K, 4, 4) or their top rows (K, 3, 4), got shape {H.shape}")
     twists = np.empty((len(H), 6))
     se3_log_many_into(H, twists)
     return twists

@@ -62,6 +62,13 @@ def test_the_stacked_exp_and_log_match_the_matrix_exponential_and_the_single_one
         if angle < np.pi - 1e-6:  # (at π the axis sign is ambiguous)
             np.testing.assert_allclose(logs[k], twists[k], atol=1e-8)
     np.testing.assert_array_equal(se3_log_many(H[:, :3]), logs)
+    # any layout, byte order and float width a user may hold them in: the same results
+    for given in (H.astype(">f8"), np.asfortranarray(H), H[::-1][::-1], H.astype(np.float32).astype(np.float64)):
+        np.testing.assert_array_equal(se3_log_many(given), se3_log_many(np.array(given, dtype=float)))
+    np.testing.assert_array_equal(se3_exp_many(twists.astype(">f8")), H)
+    np.testing.assert_array_equal(se3_exp_many(np.asfortranarray(twists)), H)
+    with pytest.raises(ValueError, match=r"^H: expected K transforms"):
+        se3_log_many(H[:, :2])
 
 
 def test_so3_log_agrees_with_matrix_logarithm(rng):
