@@ -57,7 +57,7 @@ from robot_linearization.algorithms.constrained_dynamics import tree_multiply_ad
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from robot_linearization.generated import GenerationError, generated_kernel
+from robot_linearization.generated import GenerationError, generated_kernel, target_flags
 from robot_linearization.linearization import _assemble_into, linearize_trajectory
 from robot_linearization.workspace import Workspace
 from robot_linearization.robots import bundled_urdf_path
@@ -340,7 +340,8 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
     us = 1e6
     print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs over interleaved rounds; pin "
           f"{ours_pin_version()} in this process, the newest in its own; Linearizer: arrays allocated once; arrays: "
-          "Linearizer.linearize_arrays (no State per call); generated: the same with kernel='generated'")
+          "Linearizer.linearize_arrays (no State per call); generated: the same with kernel='generated' "
+          f"(compiled for {target_flags()[0]})")
     print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pin in place':>13}"
           f"{'pin bare':>10}{'newest in place':>16}{'newest bare':>12}{'ours/bare':>10}{'ours/newest bare':>18}")
     for name in details:
@@ -432,7 +433,7 @@ def floor_row(model, states, torques, inputs, linearizer, pin) -> None:
     if not result.max_error < 1e-9:
         raise AssertionError(f"{model.name}: the codegen floor differs from rl.linearize by {result.max_error:.1e}")
     us = 1e6
-    print(f"  codegen floor (CasADi, gcc {' '.join(CFLAGS[:2])}, the compute alone): {result.seconds * us:.1f} µs; in "
+    print(f"  codegen floor (CasADi, gcc {' '.join(CFLAGS[:-2])}, the compute alone): {result.seconds * us:.1f} µs; in "
           f"the same rounds arrays {result.beside['arrays'] * us:.1f}, pin bare {result.beside['bare'] * us:.1f}: "
           f"ours/floor {result.beside['arrays'] / result.seconds:.2f}, pin bare/floor "
           f"{result.beside['bare'] / result.seconds:.2f} ({result.operations} operations, "

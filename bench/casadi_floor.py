@@ -6,8 +6,10 @@ For one robot, ``dnu_dz`` = ∂ν̇/∂[z_H, z_s, z_v, z_r] (N, 2N: the bottom r
 and ``M_inv`` (N, N) are written in CasADi SX from the model's arrays alone, in the base frame:
 ν̇ and M⁻¹ by the Articulated Body Algorithm, dnu_dz = −M⁻¹ ∂ID/∂z with the RNEA's derivatives in
 closed form (``--method ad``: M⁻¹ and ∂ID/∂z by CasADi's AD).  CasADi writes C, which gcc -O3
--march=x86-64 compiles beside a C driver calling it K times between two CLOCK_MONOTONIC
-readings: the time is the generated code's alone, the median per call over several rounds.
+-march=x86-64, with the instruction set the engine's generated kernels get here
+(generated.target_flags: -mavx2 on most x86-64 CPUs), compiles beside a C driver calling it
+K times between two CLOCK_MONOTONIC readings: the time is the generated code's alone, the
+median per call over several rounds.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import robot_linearization as rl
+from robot_linearization.generated import target_flags
 from robot_linearization.joints import JointType
 
 COMPILE_TIMEOUT = 300.0  # seconds for gcc; a larger function is reported as too large
-CFLAGS = ["-O3", "-march=x86-64", "-shared", "-fPIC"]
+CFLAGS = ["-O3", "-march=x86-64", *target_flags()[1], "-shared", "-fPIC"]
 FUNCTION = "rl_floor"
 METHODS = ("analytic", "ad")
 
@@ -710,7 +713,7 @@ def main() -> None:
         import pinocchio as pin
     except ImportError:
         pin = None
-    print(f"code-generation floor ({args.method}, gcc {' '.join(CFLAGS[:2])}): µs per call of dnu_dz and M_inv, "
+    print(f"code-generation floor ({args.method}, gcc {' '.join(CFLAGS[:-2])}): µs per call of dnu_dz and M_inv, "
           f"median of {args.rounds} rounds of {args.repeat} calls; beside it "
           + (f"Pinocchio {pin.__version__}'s bare computeABADerivatives called from Python in the same rounds"
              if pin else "no Pinocchio (not installed)"))

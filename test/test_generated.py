@@ -77,6 +77,23 @@ def test_equal_where_the_product_with_the_inverse_mass_matrix_is_taken_on_the_tr
 
 
 @needs_compiler
+def test_equal_for_each_instruction_set_and_each_kept_beside_the_other(rng, tmp_path, monkeypatch):
+    """The library compiled for this machine's instruction set (generated.target_flags: AVX2 on most
+    x86-64 CPUs) and for the baseline give the generic kernel's bits, and a cache shared by machines
+    of both keeps the two libraries side by side."""
+    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
+    native = generated.target_flags()
+    for instructions in {native, ("baseline", ())}:
+        monkeypatch.setattr(generated, "target_flags", lambda: instructions)
+        model = random_tree(np.random.default_rng(7), 7)  # (the same robot each time)
+        fast, generic = _pair(model)
+        for _ in range(3):
+            state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+            _assert_equal(fast.linearize(state, torques), generic.linearize(state, torques))
+    assert sorted(name.split("-")[2] for name in os.listdir(tmp_path)) == sorted({native[0], "baseline"})
+
+
+@needs_compiler
 def test_equal_to_pinocchio(rng):
     """An independent reference: Pinocchio's computeABADerivatives on the bundled quadruped."""
     path = rl.robots.bundled_urdf_path()
