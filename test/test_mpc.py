@@ -11,7 +11,7 @@ from robot_linearization.algorithms.kinematics import frame_poses
 from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits
+from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked, urdf_effort_limits
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot
@@ -146,21 +146,24 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
 
 def test_the_feet_positions_and_jacobians_are_the_kinematics():
     """The MPC's foot positions are frame_poses', their Jacobian (3f, N) the geometric finite
-    differences of those positions along z_q = [z_H; z_s] (validation.perturb), at a tilted state."""
+    differences of those positions along z_q = [z_H; z_s] (validation.perturb), at three tilted
+    states taken in one call (each knot its own)."""
     rng = np.random.default_rng(7)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
-    state, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     N = MODEL.n_velocities
-    state = perturb(MODEL, state, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)]))
-    positions, J = mpc._feet(state)
-    np.testing.assert_allclose(positions, frame_poses(MODEL, state, list(BUNDLED_FEET))[:, :3, 3], atol=1e-14)
+    states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
+    positions, J = mpc._feet(_stacked(states))
+    assert positions.shape == (3, 4, 3) and J.shape == (3, 12, N)
     epsilon = 1e-6
-    for column in range(N):
-        z = np.zeros(2 * N)
-        z[column] = epsilon
-        ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(BUNDLED_FEET))[:, :3, 3]
-        behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(BUNDLED_FEET))[:, :3, 3]
-        np.testing.assert_allclose(J[:, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
+    for k, state in enumerate(states):
+        np.testing.assert_allclose(positions[k], frame_poses(MODEL, state, list(BUNDLED_FEET))[:, :3, 3], atol=1e-14)
+        for column in range(N):
+            z = np.zeros(2 * N)
+            z[column] = epsilon
+            ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(BUNDLED_FEET))[:, :3, 3]
+            behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(BUNDLED_FEET))[:, :3, 3]
+            np.testing.assert_allclose(J[k, :, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
 
 
 def test_each_knots_step_is_rl_step():

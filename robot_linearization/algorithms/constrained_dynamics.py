@@ -437,6 +437,47 @@ def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
     return scratch, ws
 
 
+@kernel
+def contact_frame_kinematics_many_into(model, data, contacts, poses, joint_positions, points, J, positions):
+    """:func:`contact_kinematics_into` at rest at each of K configurations of a tree, the base's world
+    poses (K, 4, 4) (the identity for a fixed base) and joint_positions (K, n): contacts.J into J (K,
+    m, N), and into positions (K, k, 3) the world position of points[i] (3,), a point of contact i's
+    body in its axes (the contact frame's origin for its own point)."""
+    rotation, in_base = np.empty((3, 3)), np.empty(3)
+    R, t, bodies = data.R, data.t, contacts.bodies
+    for k in range(poses.shape[0]):
+        body_transforms_into(model.S, model.tree_X, joint_positions[k], data.X_up)
+        base_frame_poses_into(model.parent, model.S, data.X_up, model.floating_base, R, t, data.axes)
+        data.v[:] = 0.0
+        data.a[:] = 0.0
+        rotation[:] = poses[k, :3, :3]
+        contact_kinematics_into(model, data, contacts, rotation)
+        J[k] = contacts.J
+        for i in range(bodies.shape[0]):
+            b = bodies[i]
+            for r in range(3):  # 0_p = 0_R_b b_p + 0_t_b, then A_p = A_R_0 0_p + A_t_0
+                in_base[r] = R[b, r, 0] * points[i, 0] + R[b, r, 1] * points[i, 1] + R[b, r, 2] * points[i, 2] \
+                    + t[b, r]
+            for r in range(3):
+                positions[k, i, r] = poses[k, r, 0] * in_base[0] + poses[k, r, 1] * in_base[1] \
+                    + poses[k, r, 2] * in_base[2] + poses[k, r, 3]
+
+
+def contact_frame_kinematics_many(tree: Model, contacts, poses: np.ndarray, joint_positions: np.ndarray,
+                                  points: np.ndarray):
+    """(positions (K, k, 3), J (K, m, N)) of :func:`contact_frame_kinematics_many_into` on ``tree`` (a
+    Model) for ``contacts`` (a tuple of Contact), the base's world poses (K, 4, 4), joint_positions
+    (K, n) and points (k, 3): K configurations in one compiled call (a horizon's knots).  The arrays
+    are taken as they are (float64, C-ordered): the caller's own, made valid."""
+    arrays = contact_arrays(tree, contacts)
+    ws = workspace(tree)
+    data, _ = arrays.data(ws)
+    K = poses.shape[0]
+    J, positions = np.empty((K, arrays.m, tree.n_velocities)), np.empty((K, len(arrays.contacts), 3))
+    contact_frame_kinematics_many_into(ws.model, ws.data, data, poses, joint_positions, points, J, positions)
+    return positions, J
+
+
 def bias_motion(model: Model, state: State, X_up: np.ndarray):
     """(v, a) (n+1, 6): body twists and body accelerations at ν̇ = 0 without gravity."""
     ws = workspace(model)

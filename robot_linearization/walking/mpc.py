@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..algorithms.constrained_dynamics import contact_frame_kinematics
+from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
 from ..arguments import real_array
 from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
@@ -231,8 +231,8 @@ class WholeBodyMPC:
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
-        self._foot_bodies = np.array([model.frames[f][0] for f in self.feet])  # each foot's body, its point in it:
-        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
+        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])  # in
+        # each foot's body
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self._contact_sets: dict = {}  # feet -> _Held
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
@@ -250,7 +250,7 @@ class WholeBodyMPC:
             feet = tuple(f for f in self.feet if f in phase.stance)
             self._linearize(x, np.zeros(n), feet, feet)
             self._held(feet).impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
-        self._feet(stand)
+        self._feet(_stacked([stand]))
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
@@ -340,13 +340,10 @@ class WholeBodyMPC:
                 ImpactMap(self.model, contacts) if contacts else None, margins, floor)
         return held
 
-    def _feet(self, state: State):
-        """(positions (f, 3), J (3f, N)) of the feet in the world at ``state``."""
-        scratch, ws = contact_frame_kinematics(self.model, state, self._foot_contacts)
-        bodies = self._foot_bodies
-        in_base = (ws.R[bodies] @ self._foot_points[:, :, None])[:, :, 0] + ws.t[bodies]
-        H = state.base_pose
-        return in_base @ H[:3, :3].T + H[:3, 3], scratch.J.copy()
+    def _feet(self, x: tuple):
+        """(positions (K, f, 3), J (K, 3f, N)) of the feet in the world at the K states of the
+        :func:`_stacked` arrays x (one compiled call)."""
+        return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_points)
 
     # ---- one cycle -----------------------------------------------------------------------------
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
@@ -365,9 +362,7 @@ class WholeBodyMPC:
         steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state)
-        # the feet's kinematics where a foot swings (its cost, the ground): knots 1 … K
-        feet = [self._feet(State._given(*(a[k] for a in x))) if k and any(ref.swings[k]) else None
-                for k in range(K + 1)]
+        feet = self._feet(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
         H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d)
@@ -473,14 +468,14 @@ class WholeBodyMPC:
         diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
-        residuals = _state_residuals(ref, _stacked(states))
+        x = _stacked(states)
+        residuals, feet = _state_residuals(ref, x), self._feet(x)[0]
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
-            positions = self._feet(states[k])[0]
             for i, height, landing in ref.feet[k]:
-                total += 0.5 * ref.scales[k] * ref.foot_height_weight * (positions[i, 2] - height) ** 2
+                total += 0.5 * ref.scales[k] * ref.foot_height_weight * (feet[k, i, 2] - height) ** 2
                 if landing is not None:
-                    total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(positions[i, :2]
+                    total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(feet[k, i, :2]
                                                                                                 - landing)))
         return total
 
@@ -510,7 +505,7 @@ class WholeBodyMPC:
                     rows += [3 * i, 3 * i + 1]
                     targets += [landing[0], landing[1]]
                     weights += [ref.foot_xy_weight] * 2
-            positions, J = feet[k]
+            positions, J = feet[0][k], feet[1][k]
             root = np.sqrt(np.array(weights) * scales[k])
             foot_rows.append((k, root[:, None] * J[rows], root * (positions.ravel()[rows] - np.array(targets))))
         H, g = self._condensed_cost(Gamma, d, scales[1:, None] * diagonal, _state_residuals(ref, x), foot_rows)
@@ -536,7 +531,7 @@ class WholeBodyMPC:
             above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9]
             if not above:
                 continue
-            positions, J = feet[k]
+            positions, J = feet[0][k], feet[1][k]
             Jz = J[[3 * i + 2 for i in above]]
             row = np.zeros((len(Jz), size))
             reached = self._reached(k)
