@@ -412,19 +412,20 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                   f"{cell(median['bare']):>10}{cell(median['newest in place']):>16}{cell(median['newest bare']):>12}"
                   f"{fastest / median['bare']:>10.2f}{fastest / median['newest bare']:>18.2f}{version}")
             if floor and row == "free":
-                floor_row(model, states, torques, inputs, linearizer, pin)
+                floor_row(model, states, torques, inputs, fast or linearizer, pin)
 
 
 def floor_row(model, states, torques, inputs, linearizer, pin) -> None:
     """The code-generation floor of ``model``'s free row (bench/casadi_floor.py: its ∂ν̇/∂z and M⁻¹ as
-    CasADi-generated C, gcc -O3, the compute alone), and in the same rounds our arrays' call and
+    CasADi-generated C, gcc -O3, the compute alone), and in the same rounds our fastest call
+    (``linearizer``'s linearize_arrays: the generated kernel where the robot has one) and
     Pinocchio's bare call; ours against it.  Raises when its results differ from ours by over 1e-9."""
     from casadi_floor import CFLAGS, codegen_floor
 
     arrays = [(state.joint_positions.copy(), state.joint_velocities.copy(), tau,
                dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy())
                if model.floating_base else {}) for state, tau in zip(states, torques)]
-    beside = {"arrays": lambda k: linearizer.linearize_arrays(*arrays[k][:3], **arrays[k][3]),
+    beside = {"ours": lambda k: linearizer.linearize_arrays(*arrays[k][:3], **arrays[k][3]),
               "bare": lambda k: pin.pipeline.free_bare(*inputs[k])}
     result = codegen_floor(model, states, torques, beside=beside)
     if result.seconds is None:
@@ -434,8 +435,8 @@ def floor_row(model, states, torques, inputs, linearizer, pin) -> None:
         raise AssertionError(f"{model.name}: the codegen floor differs from rl.linearize by {result.max_error:.1e}")
     us = 1e6
     print(f"  codegen floor (CasADi, gcc {' '.join(CFLAGS[:-2])}, the compute alone): {result.seconds * us:.1f} µs; in "
-          f"the same rounds arrays {result.beside['arrays'] * us:.1f}, pin bare {result.beside['bare'] * us:.1f}: "
-          f"ours/floor {result.beside['arrays'] / result.seconds:.2f}, pin bare/floor "
+          f"the same rounds ours ({linearizer.kernel} arrays) {result.beside['ours'] * us:.1f}, pin bare "
+          f"{result.beside['bare'] * us:.1f}: ours/floor {result.beside['ours'] / result.seconds:.2f}, pin bare/floor "
           f"{result.beside['bare'] / result.seconds:.2f} ({result.operations} operations, "
           f"{result.compile_seconds:.0f} s of gcc, {result.library_bytes / 1024:.0f} KiB)")
 

@@ -66,7 +66,7 @@ def hold_contact_wrenches(contacts, forces, f):
 
 
 @kernel
-def contact_acceleration_derivatives_into(model, data, contacts, g0):
+def contact_acceleration_derivatives_into(model, data, contacts, g0, velocity_columns):
     """∂a (m, 2N) into contacts.d_accel: the derivatives of the constrained contact
     accelerations a = J ν̇ + γ, from the base-frame sweep's forward pass
     (base_frame_motion_into: body twists data.v, the columns ∂v/∂s, ∂a/∂s, ∂a/∂r, the axes
@@ -78,7 +78,8 @@ def contact_acceleration_derivatives_into(model, data, contacts, g0):
     base_frame_motion_into's docstring.  A point contact adds ∂(ω × v); world-aligned rows are
     turned like J's rows (the turn of the rotation multiplies a = 0).  z_H moves no contact
     acceleration (gravity is fictitious): its columns stay zero, as do those of joints not
-    above the contact."""
+    above the contact, and with velocity_columns=False the velocity columns z_v, z_r (the impact
+    map needs the positions' alone)."""
     ancestors, depth, floating_base = model.ancestors, model.depth, model.floating_base
     J, v, columns = data.axes, data.v, data.columns
     bodies, T, dims, world_aligned = contacts.bodies, contacts.T, contacts.dims, contacts.world_aligned
@@ -92,15 +93,23 @@ def contact_acceleration_derivatives_into(model, data, contacts, g0):
     dv_c = np.empty((n_columns, 6))
     da_c = np.empty((n_columns, 6))
     dv_b, da_b, tmp, v_c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    gravity = False
+    for x in g0:
+        gravity = gravity or x != 0.0
     for k in range(bodies.shape[0]):
         b = bodies[k]
         Tk = T[k]
         count = 0
+        moving = False  # (the terms with v_b, or with g_0, zero, left out: the same values)
+        for x in v[b]:
+            moving = moving or x != 0.0
         for d in range(depth[b] + (1 if floating_base else 0)):
             base = floating_base and d == depth[b]
             for q in range(6 if base else 1):
                 c = q if base else off + ancestors[b, d]
                 if base:  # the base twist's columns z_v only
+                    if not velocity_columns:
+                        break
                     dv_b[:] = J[c]
                     cross_motion_into(v[b], J[c], tmp)
                     for row in range(6):
@@ -111,23 +120,28 @@ def contact_acceleration_derivatives_into(model, data, contacts, g0):
                     count += 1
                     continue
                 # joint c: its position column, then its velocity column
-                cross_motion_into(v[b], dv_dq[c], tmp)
-                for row in range(6):
-                    da_b[row] = da_dq[c, row] - tmp[row]
-                cross_motion_into(g0, J[c], tmp)
-                for row in range(6):
-                    da_b[row] += tmp[row]
+                da_b[:] = da_dq[c]
+                if moving:
+                    cross_motion_into(v[b], dv_dq[c], tmp)
+                    for row in range(6):
+                        da_b[row] -= tmp[row]
+                if gravity:
+                    cross_motion_into(g0, J[c], tmp)
+                    for row in range(6):
+                        da_b[row] += tmp[row]
                 mat_vec_into(Tk, dv_dq[c], dv_c[count])
                 mat_vec_into(Tk, da_b, da_c[count])
                 cols[count] = c
-                cross_motion_into(v[b], J[c], tmp)
-                for row in range(6):
-                    da_b[row] = da_dr[c, row] - tmp[row]
-                mat_vec_into(Tk, J[c], dv_c[count + 1])
-                mat_vec_into(Tk, da_b, da_c[count + 1])
-                cols[count + 1] = N + c
-                count += 2
-        if dims[k] == 3:  # ∂(a + ω × v) = ∂a − v^ ∂ω + ω^ ∂v
+                count += 1
+                if velocity_columns:
+                    cross_motion_into(v[b], J[c], tmp)
+                    for row in range(6):
+                        da_b[row] = da_dr[c, row] - tmp[row]
+                    mat_vec_into(Tk, J[c], dv_c[count])
+                    mat_vec_into(Tk, da_b, da_c[count])
+                    cols[count] = N + c
+                    count += 1
+        if dims[k] == 3 and moving:  # ∂(a + ω × v) = ∂a − v^ ∂ω + ω^ ∂v
             mat_vec_into(Tk, v[b], v_c)
             for ci in range(count):
                 w0, w1, w2 = dv_c[ci, 3], dv_c[ci, 4], dv_c[ci, 5]
@@ -176,16 +190,17 @@ def world_aligned_turn_into(contacts, derivatives):
 
 
 @kernel
-def held_wrench_derivatives_into(model, data, contacts, forces):
+def held_wrench_derivatives_into(model, data, contacts, forces, velocity_columns):
     """∂R (N, 2N) into data.derivatives, R = ID̄ − Jᵀλ (``forces`` λ (m,)), after the
     base-frame sweep's forward pass (base_frame_motion_into, which left f, Y, Y_rate and the
     columns) and contact_kinematics_into (T): each contact force λ taken off its body's wrench
     (held in the body's frame, it turns with the joints above it as the body's own inertial
     wrench does), the backward pass (algorithms/base_frame_derivatives.py), then the turn of
     world-aligned λ.  contacts.wrenches (k, 6) receives each λ_c in its frame's axes.  The z_H
-    columns of ID̄ (gravity) are left to the caller (eliminate_into)."""
+    columns of ID̄ (gravity) are left to the caller (eliminate_into), and with velocity_columns=False
+    the velocity columns (base_frame_backward_into)."""
     hold_contact_wrenches(contacts, forces, data.f)
-    base_frame_backward_into(model, data, False)
+    base_frame_backward_into(model, data, False, velocity_columns)
     world_aligned_turn_into(contacts, data.derivatives)
 
 
@@ -257,8 +272,8 @@ def constrained_linearize_into(contacts, state, out, dt):
         a0 += accelerations[:6]
     place_inertias_into(model, data)
     base_frame_motion_into(model, data, twist, a0, g0, r, accelerations[off:])
-    contact_acceleration_derivatives_into(model, data, contacts, g0)
-    held_wrench_derivatives_into(model, data, contacts, forces)
+    contact_acceleration_derivatives_into(model, data, contacts, g0, True)
+    held_wrench_derivatives_into(model, data, contacts, forces, True)
     A[:N] = 0.0
     for i in range(N):
         A[i, N + i] = 1.0

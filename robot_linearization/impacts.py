@@ -139,11 +139,11 @@ def impact_into(contacts, state, e, out):
     w = nu_plus + e * nu_minus
     place_inertias_into(model, data)  # (once: the first forward pass leaves them, the backward pass sums them)
     base_frame_motion_into(model, data, zero6, w[:6] if floating_base else zero6, zero6, zero_n, w[off:])
-    contact_acceleration_derivatives_into(model, data, contacts, zero6)
+    contact_acceleration_derivatives_into(model, data, contacts, zero6, False)  # (z_q's columns: ∂ν⁻'s below)
     # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches
     jump = nu_plus - nu_minus
     base_frame_motion_into(model, data, zero6, jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:])
-    held_wrench_derivatives_into(model, data, contacts, impulses)
+    held_wrench_derivatives_into(model, data, contacts, impulses, False)
     # the configuration's columns through the KKT elimination, the ν⁻ columns directly:
     # ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻ (into contiguous scratch, then placed)
     d_nu, d_impulses_dq = np.empty((N, N)), np.empty((m, N))

@@ -154,6 +154,16 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
         if i > 0:
             p, k = parent[i], i - 1
             c = off + k
+            if not moving:  # (the terms below with a twist, zero, left out: the same values)
+                v[i] = 0.0
+                dv_dq[c] = 0.0
+                da_dr[c] = 0.0
+                cross_motion_into(a[p], J[c], da_dq[c])
+                for row in range(6):
+                    a[i, row] = a[p, row] + rdot[k] * J[c, row]
+                mat_vec_into(Y[i], a[i], f[i])
+                Y_rate[i] = 0.0
+                continue
             for row in range(6):
                 v[i, row] = v[p, row] + r[k] * J[c, row]
             cross_motion_into(v[p], J[c], dv_dq[c])
@@ -196,11 +206,12 @@ def _row_dots_into(x, columns, start, end, out):
 
 
 @kernel
-def base_frame_backward_into(model, data, with_base_pose):
+def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
     """The sweep's backward pass: composite inertias, their rates and the wrenches data.f
     (minus any external wrench the caller took off after :func:`base_frame_motion_into`)
     accumulate, and each entry of [D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into data.derivatives is
-    one dot product.  with_base_pose=False leaves D₁ID̄ zero."""
+    one dot product.  with_base_pose=False leaves D₁ID̄ zero; velocity_columns=False leaves
+    the velocity columns [D₃ | D₄]ID̄ zero (the impact map needs the positions' alone)."""
     parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
     J, f, Y, Y_rate, columns, derivatives = data.axes, data.f, data.Y, data.Y_rate, data.columns, data.derivatives
     n_bodies = f.shape[0]
@@ -234,9 +245,10 @@ def base_frame_backward_into(model, data, with_base_pose):
         for c in range(own_start, own_end):
             if position_columns:
                 _column_dots_into(Y_J, Y_rate_J, da_dq[c], dv_dq[c], own_end, end, derivatives[:, c])
-            _column_dots_into(Y_J, Y_rate_J, da_dr[c], J[c], own_end, end, derivatives[:, N + c])
             _row_dots_into(J[c], df_dq, own_start if position_columns else own_end, end, derivatives[c])
-            _row_dots_into(J[c], df_dr, own_start, end, derivatives[c, N:])
+            if velocity_columns:
+                _column_dots_into(Y_J, Y_rate_J, da_dr[c], J[c], own_end, end, derivatives[:, N + c])
+                _row_dots_into(J[c], df_dr, own_start, end, derivatives[c, N:])
         for c in range(own_start, own_end):
             cross_force_into(J[c], f[i], tmp)  # the subtree's wrench turns with the joint
             for row in range(6):
@@ -264,4 +276,4 @@ def base_frame_derivatives_into(model, data, base_twist, base_acceleration, g0, 
     """
     place_inertias_into(model, data)
     base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rdot)
-    base_frame_backward_into(model, data, with_base_pose)
+    base_frame_backward_into(model, data, with_base_pose, True)
