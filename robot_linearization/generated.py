@@ -66,7 +66,7 @@ GENERATED_OPERATIONS = 40_000
 
 COMPILE_FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off")
 """No contraction of a multiply and an add into one FMA: it would round differently from the
-generic kernel.  The instruction set is :func:`target_flags`'."""
+generic kernel.  The instruction set comes from :func:`target_flags`."""
 
 PART = 1500
 """Operations per C function: one function of 22 000 statements takes gcc minutes, since its
