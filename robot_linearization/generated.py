@@ -509,7 +509,7 @@ def c_compiler() -> str | None:
 def target_flags() -> tuple[str, ...]:
     """("avx2", ("-mavx2",)) on an x86-64 CPU with AVX2, else ("baseline", ()): the instruction set
     the library is compiled for, that of the machine that loads it.  AVX2 vectorises the product
-    −M⁻¹D and part of the straight-line code: solo12's kernel took 8.6–8.7 instead of 10.9–11.0 µs
+    −M⁻¹D and part of the straight-line code: solo12's kernel took 8.6–9.1 instead of 10.9–11.0 µs
     (2026-11-26), the same bits, since without contraction each lane does the same IEEE operations.
     The set is part of the library's name, so machines sharing a cache never load, or remove, each
     other's."""

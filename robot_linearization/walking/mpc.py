@@ -231,8 +231,8 @@ class WholeBodyMPC:
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
-        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])  # in
-        # each foot's body
+        # each foot's point in its body's axes
+        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self._contact_sets: dict = {}  # feet -> _Held
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
