@@ -73,6 +73,9 @@ def main() -> int:
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds: expected a duration in (0, 60], got {args.seconds:g}")
     log = trot(args.seconds)
+    if not log.time:
+        print(f"stopped: {log.error}", file=sys.stderr)
+        return 1
     time, velocity = np.array(log.time), np.array(log.velocity)
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
     total = timings.sum(axis=1)
@@ -83,7 +86,10 @@ def main() -> int:
         print(f"forward speed 1.5–2.5 s: {velocity[steady, 0].mean():.3f} m/s (command 0.3)")
     print(f"MPC cycle: median {np.median(total):.1f} ms (linearization {np.median(timings[:, 0]):.1f}, "
           f"QP assembly {np.median(timings[:, 1]):.1f}, solve {np.median(timings[:, 2]):.1f}), "
-          f"{1e3 / np.median(total):.0f} Hz; largest dynamics residual {max(log.dynamics_residual):.1e}, "
+          f"{1e3 / np.median(total):.0f} Hz; 99th percentile {np.percentile(total, 99):.1f} ms, largest "
+          f"{total.max():.1f} ms, {np.count_nonzero(total > 10.0)} of {len(total)} cycles over 10 ms (the first "
+          f"plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.1f} ms)")
+    print(f"largest dynamics residual {max(log.dynamics_residual):.1e}, "
           f"smallest planned margin {min(log.min_margin):.1e}")
     kinds = {}
     for violation in log.violations:

@@ -29,6 +29,7 @@ def test_mpc_trot_walks_prints_its_costs_and_draws_a_new_figure(tmp_path):
                           capture_output=True, text=True, timeout=600, env=environment)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "walked 1.50 s" in done.stdout and "MPC cycle: median" in done.stdout
+    assert "of 150 cycles over 10 ms (the first plan, made at rest before the start: " in done.stdout
     assert figure.stat().st_size > 10_000
     again = subprocess.run([sys.executable, str(EXAMPLES / "mpc_trot.py"), str(figure)], capture_output=True,
                            text=True, timeout=600, env=environment)

@@ -35,6 +35,8 @@ def test_the_quadruped_trots_forward_and_stays_up(pushed_trot):
     assert abs(velocity[cruising, 0].mean() - 0.3) < 0.05
     assert np.array(log.position)[-1, 0] > 0.6  # (0.3 m/s for ≈ 2.5 s)
     assert any(len(held) == 2 for held in log.held) and any(len(held) == 4 for held in log.held)  # it trots
+    # the first plan was made at rest before the start, and timed apart from the cycles
+    assert set(log.first_plan) == {"linearization", "assembly", "solve"} and len(log.timings) == len(log.time)
 
 
 def test_the_push_is_rejected_within_a_second(pushed_trot):
@@ -90,6 +92,15 @@ def test_a_qp_without_solution_names_the_constraint_and_the_knot():
     with pytest.raises(MPCError, match=r"^the MPC's QP has no solution: .* at knot \d+") as error:
         mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
     assert "\n" not in str(error.value)
+
+
+def test_a_first_plan_without_solution_ends_the_scenario_before_the_start_in_one_line():
+    """The scenario makes the first plan at rest before the robot starts: when it has no solution, the
+    log says so (which constraint, which knot) and holds no cycle and no torque."""
+    log = trot(1.0, settings=MPCSettings(min_normal_force=1000.0))
+    assert log.error is not None and "\n" not in log.error
+    assert log.error.startswith("the first plan, at rest: the MPC's QP has no solution: ") and "at knot" in log.error
+    assert log.first_plan is None and not log.time and not log.torques
 
 
 def test_the_urdf_effort_limits_are_read_by_joint():

@@ -44,7 +44,8 @@ class Log:
     """Per control cycle: time [s], command (3,), base position (3,) and yaw, base velocity in the
     world (3,) and yaw rate, foot heights (4,), the feet held, the torques, the MPC's timings and
     iterations; per simulation step: the forces each held foot received.  violations: the
-    ground's (ground.Violation); error: why the MPC stopped, if it did."""
+    ground's (ground.Violation); error: why the MPC stopped, if it did; first_plan: the timings of
+    the plan made at rest before the start."""
 
     time: list = field(default_factory=list)
     command: list = field(default_factory=list)
@@ -62,6 +63,7 @@ class Log:
     forces: list = field(default_factory=list)  # (time, foot, force (3,))
     violations: list = field(default_factory=list)
     error: str | None = None
+    first_plan: dict | None = None  # the timings of the plan made before the start
 
 
 def command_at(segments, time: float) -> np.ndarray:
@@ -81,8 +83,8 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
          model=None, mpc_class=WholeBodyMPC) -> Log:
     """Run the bundled quadruped (or ``model``, with the bundled feet) for ``seconds``: the MPC every
     ``control_period`` [s] from the measured state, its torque held over the simulation's steps of
-    ``dt``.  Stops early, with ``error`` set, when the MPC has no solution or the base falls
-    below half its height."""
+    ``dt``, its first plan made at rest before the start.  Stops early, with ``error`` set, when the MPC
+    has no solution or the base falls below half its height."""
     model = model if model is not None else load_urdf(bundled_urdf_path())
     state, height = standing_state(model, gait, BUNDLED_FEET)
     simulation = GroundSimulation(model, gait, state, feet=BUNDLED_FEET, dt=dt)
@@ -90,6 +92,14 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
     settings.base_height = height
     mpc = mpc_class(model, gait, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), model.joint_names), settings)
     log = Log()
+    # the first plan, made before the robot is let go, as a controller is started before its robot: from
+    # rest the QP's solver needs many iterations; every cycle after it starts from the previous plan
+    mpc.command(*command_at(segments, 0.0))
+    try:
+        log.first_plan = mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held).timings
+    except MPCError as error:
+        log.error = f"the first plan, at rest: {error}"
+        return log
     substeps = int(round(control_period / dt))
     pending = sorted(pushes, key=lambda push: push.time)
     while simulation.time < seconds - 1e-9:
