@@ -425,15 +425,16 @@ def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
     (scratch, ws) — this thread's scratch of ``contacts`` (a tuple of Contact) with J (m, N),
     J_local (k, 6, N) and rotation (k, 3, 3) = A_R_c filled, and the tree's workspace with the
     bodies' poses R (n+1, 3, 3), t (n+1, 3) in the base frame.  Both are overwritten by the
-    thread's next call: copy what you keep."""
+    thread's next call: copy what you keep.  (:func:`contact_frame_kinematics_many_into` of one
+    configuration, which leaves them so.)"""
     arrays = contact_arrays(tree, contacts)
     ws = workspace(tree)
-    body_transforms_into(tree.motion_subspaces, tree.tree_transforms, tree_state.joint_positions, ws.X_up)
-    base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
-    ws.v[:], ws.a[:] = 0.0, 0.0
     data, scratch = arrays.data(ws)
-    base_rotation = np.ascontiguousarray(tree_state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
-    contact_kinematics_into(ws.model, ws.data, data, base_rotation)
+    k = len(arrays.contacts)
+    pose = np.array(tree_state.base_pose if tree.floating_base else np.eye(4), dtype=float)[None]
+    contact_frame_kinematics_many_into(ws.model, ws.data, data, pose,
+                                       np.array(tree_state.joint_positions, dtype=float)[None], np.zeros((k, 3)),
+                                       np.empty((1, arrays.m, tree.n_velocities)), np.empty((1, k, 3)))
     return scratch, ws
 
 
