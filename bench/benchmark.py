@@ -316,8 +316,8 @@ class NewestServer:
 def bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool = False):
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
-    (linearize_arrays), and that with the robot's generated kernel (kernel="generated", free rows;
-    "—" where it is not built: a robot too large for it to pay); Pinocchio's tightest Python
+    (linearize_arrays), and that with the robot's generated kernel (kernel="generated": free and
+    impact rows; "—" where it is not built: a robot too large for it to pay); Pinocchio's tightest Python
     pipeline (arrays allocated once, filled in place; free rows) and its bare calls —
     computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
     impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
@@ -340,7 +340,8 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
     us = 1e6
     print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs over interleaved rounds; pin "
           f"{ours_pin_version()} in this process, the newest in its own; Linearizer: arrays allocated once; arrays: "
-          "Linearizer.linearize_arrays (no State per call); generated: the same with kernel='generated' "
+          "Linearizer.linearize_arrays (no State per call); generated: the same (ImpactMap.impact_arrays) with "
+          "kernel='generated' "
           f"(compiled for {target_flags()[0]})")
     print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pin in place':>13}"
           f"{'pin bare':>10}{'newest in place':>16}{'newest bare':>12}{'ours/bare':>10}{'ours/newest bare':>18}")
@@ -354,7 +355,8 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
             pin = PinocchioPipeline(path, model, contacts or ())
             linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
             held = rl.ImpactMap(model, contacts) if row == "impact" else None
-            fast = rl.Linearizer(model, kernel="generated") if row == "free" else None
+            fast = rl.Linearizer(model, kernel="generated") if row == "free" else \
+                rl.ImpactMap(model, contacts, kernel="generated") if row == "impact" else None
             fast = fast if fast is not None and fast.kernel == "generated" else None
             states = random_states(model, rng, 5)
             torques = [rng.normal(size=model.n_joints) for _ in states]
@@ -371,6 +373,8 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                     calls = {"linearize": lambda: rl.impact(model, state, contacts),
                              "Linearizer": lambda: held.impact(state),
                              "arrays": lambda: held.impact_arrays(s, r, **base)}
+                    if fast is not None:
+                        calls["generated"] = lambda: fast.impact_arrays(s, r, **base)
                 else:
                     calls = {"linearize": lambda: rl.linearize(model, state, tau, contacts=contacts),
                              "Linearizer": lambda: linearizer.linearize(state, tau),
@@ -386,6 +390,9 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                 if held is not None and not np.array_equal(held.impact_arrays(s, r, **base).A,
                                                            rl.impact(model, state, contacts).A):
                     raise AssertionError(f"{name} {row}: ImpactMap differs from rl.impact")
+                if held is not None and fast is not None and not np.array_equal(fast.impact_arrays(s, r, **base).A,
+                                                                                held.A):
+                    raise AssertionError(f"{name} {row}: the generated impact map differs from the generic one")
                 if linearizer is not None:
                     linearizer.linearize_arrays(s, r, tau, **base)
                     if not np.array_equal(linearizer.A, rl.linearize(model, state, tau, contacts=contacts).A):

@@ -55,6 +55,7 @@ import numpy as np
 from numba import njit
 
 from . import compiled
+from .algorithms.constrained_dynamics import DEGENERACY_TOLERANCE, contact_arrays
 from .discretization import euler_step_into
 from .linearization import linearize_state_into
 from .model import PIVOT_TOLERANCE, Model, invalid_state
@@ -227,14 +228,43 @@ def _python_passes(replacements: dict):
     return copy
 
 
-def trace(model: Model) -> SimpleNamespace:
-    """linearize_state_into traced on ``model`` (module docstring): the graph, the outputs A
-    (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) as arrays of traced values and constants, the
-    product left to a loop (D (N, 2N), its sign) or None, and the articulated inertias and
-    pivots singular_pivot reads (I_A (n+1, 6, 6), D (n+1,))."""
-    graph = _Graph()
-    found = SimpleNamespace(product=None, pivots=None)
+def _traced_workspace(model: Model) -> SimpleNamespace:
+    """The workspace (workspace.DATA) as the traced passes take it: the model's arrays (constants)
+    as ``model``, every scratch array of traced values."""
+    model_fields = SimpleNamespace(**dict(zip(MODEL_ARRAYS.field_dict, model_arrays(model))))
+    return SimpleNamespace(model=model_fields, **{
+        name: _TracedNumpy.empty(array.shape) for name, array in zip(
+            [name for name in DATA.field_dict if name != "model"], Workspace(model).arrays())})
 
+
+def _traced_state(graph: _Graph, model: Model) -> tuple:
+    """(pose (4, 4), s (n,), twist (6,), r (n,)) of traced inputs; a fixed base's pose and twist are
+    the identity and zeros, as model.state_arrays gives them."""
+    n = model.n_joints
+    if model.floating_base:
+        pose, twist = graph.inputs("pose", (4, 4)), graph.inputs("twist", (6,))
+    else:
+        pose, twist = np.eye(4).astype(object), np.zeros(6).astype(object)
+    return pose, graph.inputs("s", (n,)), twist, graph.inputs("r", (n,))
+
+
+def _runtime_call(graph: _Graph, name: str, inputs, outputs) -> Traced:
+    """A runtime routine (``name``: its kind and sizes, :data:`_RUNTIME_CALLS`) on ``inputs``' entries (row by
+    row) copied into its block of the scratch; ``outputs`` receive its results, which it leaves in that
+    block after the inputs (an output that is also an input is read where its copy lies)."""
+    operands = tuple(_operand(x) for array in inputs for x in np.asarray(array, dtype=object).ravel())
+    call = graph.add(name, operands)
+    offset = _RUNTIME_CALLS[name.split()[0]][0](*map(float, name.split()[1:]))
+    for array in outputs:
+        for index in np.ndindex(*array.shape):
+            array[index] = graph.add("solved", (("n", call.index), ("c", float(offset))))
+            offset += 1
+    return call
+
+
+def _runtime_factorisation(graph: _Graph) -> dict:
+    """spatial.lu_factor6 and lu_solve6 as runtime routines of the trace (their pivoting depends on the
+    values): the factorisation's node stands in LU[0, 0]; a solve's six results are its entries."""
     def factor(M, LU, pivots):
         LU[0, 0] = graph.add("factor6", tuple(_operand(x) for x in M.ravel()))
 
@@ -243,6 +273,39 @@ def trace(model: Model) -> SimpleNamespace:
         for k in range(6):
             x[k] = graph.add("solved", (("n", solved.index), ("c", float(k))))
 
+    return {"lu_factor6": factor, "lu_solve6": solve}
+
+
+def _runtime_products(graph: _Graph) -> dict:
+    """multiply_add_into, cholesky_solve_into and contact_forces_into (constrained_dynamics) as runtime
+    routines of the trace: dense loops the compiler vectorises, and a Cholesky factorisation whose pivot
+    test depends on the values; contact_forces_into's status (its block's last entry) goes to
+    ``graph.status`` (1,)."""
+    def multiply_add(A, B, sign, out):
+        (p, q), w = A.shape, out.shape[1]
+        _runtime_call(graph, f"multiply_add {p} {q} {w} {float(sign)!r}", (A, B[:, :w], out), (out,))
+
+    def cholesky_solve(L, B):
+        _runtime_call(graph, f"cholesky_solve {L.shape[0]} {B.shape[1]}", (L, B), (B,))
+
+    def contact_forces(J, M_inv, free_accelerations, drift, JM_inv, L, forces, accelerations):
+        m, N = J.shape
+        _runtime_call(graph, f"contact_forces {m} {N}", (J, M_inv, free_accelerations, drift),
+                      (JM_inv, L, forces, accelerations, graph.status))
+        return True
+
+    return {"multiply_add_into": multiply_add, "cholesky_solve_into": cholesky_solve,
+            "contact_forces_into": contact_forces}
+
+
+def trace(model: Model) -> SimpleNamespace:
+    """linearize_state_into traced on ``model`` (module docstring): the graph, the outputs A
+    (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) as arrays of traced values and constants, the
+    product left to a loop (D (N, 2N), its sign) or None, and the articulated inertias and
+    pivots singular_pivot reads (I_A (n+1, 6, 6), D (n+1,))."""
+    graph = _Graph()
+    found = SimpleNamespace(product=None, pivots=None)
+
     def pivots(I_A, D):
         found.pivots = (I_A.copy(), D.copy())
         return 0
@@ -250,26 +313,79 @@ def trace(model: Model) -> SimpleNamespace:
     def product(model, data, M_inv, D, sign, out):
         found.product = (D.copy(), sign)
 
-    replacements = {"lu_factor6": factor, "lu_solve6": solve, "singular_pivot": pivots,
+    replacements = {**_runtime_factorisation(graph), "singular_pivot": pivots,
                     "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
     if model_arrays(model)[-1] == DENSE_PRODUCTS:  # (else the product is traced like the rest)
         replacements["tree_multiply_add_into"] = product
     passes = _python_passes(replacements)
-    model_fields = SimpleNamespace(**dict(zip(MODEL_ARRAYS.field_dict, model_arrays(model))))
-    workspace = Workspace(model)
-    data = SimpleNamespace(model=model_fields, **{
-        name: _TracedNumpy.empty(array.shape) for name, array in zip(
-            [name for name in DATA.field_dict if name != "model"], workspace.arrays())})
+    data = _traced_workspace(model)
     n, N = model.n_joints, model.n_velocities
-    if model.floating_base:
-        pose, twist = graph.inputs("pose", (4, 4)), graph.inputs("twist", (6,))
-    else:  # (the identity and zeros, as model.state_arrays gives them)
-        pose, twist = np.eye(4).astype(object), np.zeros(6).astype(object)
-    state = (pose, graph.inputs("s", (n,)), twist, graph.inputs("r", (n,)), graph.inputs("tau", (n,)))
+    state = _traced_state(graph, model) + (graph.inputs("tau", (n,)),)
     out = tuple(_TracedNumpy.empty(shape) for shape in ((2 * N, 2 * N), (2 * N, n), (N, N), (N,)))
-    passes(linearize_state_into)(model_fields, data, state, out)
+    passes(linearize_state_into)(data.model, data, state, out)
     return SimpleNamespace(graph=graph, A=out[0], B=out[1], M_inv=out[2], nu_dot=out[3], product=found.product,
                            pivots=found.pivots)
+
+
+def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments) -> SimpleNamespace:
+    """``kernel`` (a kernel on a contact set: impacts.impact_into, contact_linearization.constrained_linearize_into)
+    traced on ``model`` and ``contacts`` (a tuple of Contact), called with the traced contact set and
+    ``arguments(graph, state)`` (state: :func:`_traced_state`'s): the graph, the status of J M⁻¹ Jᵀ's
+    factorisation (1,) and what singular_pivot reads (as :func:`trace`)."""
+    graph = _Graph()
+    graph.status = _TracedNumpy.empty(1)
+    found = SimpleNamespace(pivots=None)
+
+    def pivots(I_A, D):
+        found.pivots = (I_A.copy(), D.copy())
+        return -1  # (none: the C tests them, _contacts_c_source)
+
+    passes = _python_passes({"singular_pivot": pivots, "invalid_state": lambda *state: 0,
+                             "finite_sum": lambda x: 0.0, **_runtime_factorisation(graph), **_runtime_products(graph)})
+    data = _traced_workspace(model)
+    arrays = contact_arrays(model, contacts)
+    k, m, N = len(arrays.contacts), arrays.m, model.n_velocities
+    scratch = {name: _TracedNumpy.empty(shape) for name, shape in (
+        ("J", (m, N)), ("drift", (m,)), ("J_local", (k, 6, N)), ("rotation", (k, 3, 3)), ("body_X_base", (k, 6, 6)),
+        ("T", (k, 6, 6)), ("JM_inv", (m, N)), ("L", (m, m)), ("wrenches", (k, 6)), ("d_accel", (m, 2 * N)))}
+    contact_fields = SimpleNamespace(
+        bodies=arrays.bodies, X_cb=arrays.X_contact_body, dims=arrays.dims, world_aligned=arrays.world_aligned,
+        starts=arrays.starts, coupling_rows=arrays.coupling_rows, coupling_multipliers=arrays.coupling_multipliers,
+        workspace=data, **scratch)
+    passes(kernel)(contact_fields, *arguments(graph, _traced_state(graph, model)))
+    return SimpleNamespace(graph=graph, status=graph.status, pivots=found.pivots)
+
+
+def trace_impact(model: Model, contacts: tuple, restitution: float) -> SimpleNamespace:
+    """impacts.impact_into traced on ``model``, ``contacts`` (a tuple of Contact) and the restitution:
+    :func:`_trace_on_contacts`'s, and the outputs (M_inv (N, N), A (2N, 2N), impulses (m,), d_impulses
+    (m, 2N), nu_plus (N,)) as ``regions``, by their C names."""
+    from .impacts import impact_into  # (impacts.py makes its generated kernels here)
+
+    N, m = model.n_velocities, contact_arrays(model, contacts).m
+    regions = {name: _TracedNumpy.empty(shape) for name, shape in (
+        ("M_inv", (N, N)), ("A", (2 * N, 2 * N)), ("impulses", (m,)), ("d_impulses", (m, 2 * N)), ("nu_plus", (N,)))}
+    traced = _trace_on_contacts(model, contacts, impact_into, lambda graph, state: (
+        state + (np.zeros(model.n_joints).astype(object),), float(restitution), tuple(regions.values())))
+    traced.regions = regions
+    return traced
+
+
+def trace_constrained(model: Model, contacts: tuple) -> SimpleNamespace:
+    """contact_linearization.constrained_linearize_into traced on ``model`` and ``contacts`` (a tuple of
+    Contact), without a step: :func:`_trace_on_contacts`'s, and the outputs (A (2N, 2N), B (2N, n), M_inv
+    (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) as ``regions``, by their C names."""
+    from .contact_linearization import constrained_linearize_into  # (it imports this module)
+
+    N, n, m = model.n_velocities, model.n_joints, contact_arrays(model, contacts).m
+    regions = {name: _TracedNumpy.empty(shape) for name, shape in (
+        ("A", (2 * N, 2 * N)), ("B", (2 * N, n)), ("M_inv", (N, N)), ("nu_dot", (N,)), ("forces", (m,)),
+        ("d_forces", (m, 2 * N)), ("d_forces_dtau", (m, n)))}
+    no_step = (np.empty((0, 0)), np.empty((0, 0)))
+    traced = _trace_on_contacts(model, contacts, constrained_linearize_into, lambda graph, state: (
+        state + (graph.inputs("tau", (n,)),), tuple(regions.values()) + no_step, 0.0))
+    traced.regions = regions
+    return traced
 
 
 _RUNTIME = r"""
@@ -364,6 +480,92 @@ static void rl_multiply_add(const double *restrict A, const double *restrict B, 
 }
 """
 
+_RUNTIME_CONTACTS = r"""
+/* constrained_dynamics.cholesky_solve_into: B (m, c) <- (L L^T)^-1 B in place */
+static void rl_cholesky_solve(const double *restrict L, double *restrict B, int m, int c) {
+    for (int i = 0; i < m; i++) {
+        double *row = B + i * c;
+        for (int k = 0; k < i; k++) {
+            double factor = L[i * m + k]; const double *Bk = B + k * c;
+            for (int j = 0; j < c; j++) row[j] -= factor * Bk[j];
+        }
+        for (int j = 0; j < c; j++) row[j] /= L[i * m + i];
+    }
+    for (int i = m - 1; i >= 0; i--) {
+        double *row = B + i * c;
+        for (int k = i + 1; k < m; k++) {
+            double factor = L[k * m + i]; const double *Bk = B + k * c;
+            for (int j = 0; j < c; j++) row[j] -= factor * Bk[j];
+        }
+        for (int j = 0; j < c; j++) row[j] /= L[i * m + i];
+    }
+}
+
+/* constrained_dynamics.contact_forces_into: JM_inv (m, N), L (m, m), forces (m), accelerations (N) from J (m, N),
+   M_inv (N, N), the free accelerations (N) and the drift (m); 0 when J M^-1 J^T is singular, else 1 */
+static double rl_contact_forces(const double *restrict J, const double *restrict M_inv,
+                                const double *restrict free_accelerations, const double *restrict drift,
+                                double *restrict JM_inv, double *restrict L, double *restrict forces,
+                                double *restrict accelerations, int m, int N) {
+    for (int i = 0; i < m * N; i++) JM_inv[i] = 0.0;
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < N; k++) {
+            double factor = J[i * N + k];
+            if (factor != 0.0)
+                for (int j = 0; j < N; j++) JM_inv[i * N + j] += factor * M_inv[k * N + j];
+        }
+    for (int i = 0; i < m * m; i++) L[i] = 0.0;
+    double scale = 1e-300;
+    for (int i = 0; i < m; i++) {
+        double acc = 0.0;
+        for (int k = 0; k < N; k++) acc += JM_inv[i * N + k] * J[i * N + k];
+        if (fabs(acc) > scale) scale = fabs(acc);
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j <= i; j++) {
+            double acc = 0.0;
+            for (int k = 0; k < N; k++) acc += JM_inv[i * N + k] * J[j * N + k];
+            for (int k = 0; k < j; k++) acc -= L[i * m + k] * L[j * m + k];
+            if (i == j) {
+                if (!(acc > DEGENERACY_TOLERANCE * scale)) return 0.0;
+                L[i * m + i] = sqrt(acc);
+            } else L[i * m + j] = acc / L[j * m + j];
+        }
+    for (int i = 0; i < m; i++) {
+        double acc = drift[i];
+        for (int k = 0; k < N; k++) acc += J[i * N + k] * free_accelerations[k];
+        forces[i] = -acc;
+    }
+    rl_cholesky_solve(L, forces, m, 1);
+    for (int k = 0; k < N; k++) accelerations[k] = free_accelerations[k];
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < N; k++) accelerations[k] += JM_inv[i * N + k] * forces[i];
+    return 1.0;
+}
+"""
+
+
+def _contact_forces_call(b: str, m: int, N: int) -> str:
+    J, M_inv, free, drift = 0, m * N, m * N + N * N, m * N + N * N + N
+    JM_inv, L = drift + m, drift + m + m * N
+    forces, accelerations = L + m * m, L + m * m + m
+    return (f"{b}[{accelerations + N}] = rl_contact_forces({b} + {J}, {b} + {M_inv}, {b} + {free}, {b} + {drift}, "
+            f"{b} + {JM_inv}, {b} + {L}, {b} + {forces}, {b} + {accelerations}, {m}, {N});")
+
+
+_RUNTIME_CALLS = {  # kind -> (offset of its results in its block, block size, C call on block b) of its sizes
+    "multiply_add": (lambda p, q, w, sign: int(p * q + q * w), lambda p, q, w, sign: int(p * q + q * w + p * w),
+                     lambda b, p, q, w, sign: f"rl_multiply_add({b}, {b} + {int(p * q)}, {int(p)}, {int(q)}, {int(w)}, "
+                                              f"{int(w)}, {_literal(sign)}, {b} + {int(p * q + q * w)}, {int(w)});"),
+    "cholesky_solve": (lambda m, c: int(m * m), lambda m, c: int(m * m + m * c),
+                       lambda b, m, c: f"rl_cholesky_solve({b}, {b} + {int(m * m)}, {int(m)}, {int(c)});"),
+    "contact_forces": (lambda m, N: int(m * N + N * N + N + m),
+                       lambda m, N: int(2 * m * N + N * N + 2 * N + 2 * m + m * m + 1),
+                       lambda b, m, N: _contact_forces_call(b, int(m), int(N))),
+}
+"""What a trace may leave to a runtime routine (:func:`_runtime_products`); a contact_forces block ends with
+its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ)."""
+
 _ARGUMENTS = ("const double *restrict pose, const double *restrict s, const double *restrict twist, "
               "const double *restrict r, const double *restrict tau, double *restrict A, double *restrict B, "
               "double *restrict M_inv, double *restrict nu_dot, double *restrict w")
@@ -377,21 +579,11 @@ def _literal(value: float) -> str:
     return repr(value)
 
 
-def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, int]:
-    """The C of a :func:`trace`: ``int rl_linearize(pose, s, twist, r, tau, A, B, M_inv, nu_dot, w)``
-    (row-major doubles as model.state_arrays and linearize_into take them; w: scratch) returning
-    linearize_state_into's status.  Returns (source, operations, scratch doubles)."""
-    operations = traced.graph.operations
-    N, n_bodies = traced.M_inv.shape[0], traced.pivots[1].shape[0]
-    regions = {"A": traced.A, "B": traced.B, "M_inv": traced.M_inv, "nu_dot": traced.nu_dot}
-    size = 0
-    scratch = {}  # what the status and the product read back, in w: name -> its offset
-    for name, array in (("derivatives", traced.product[0] if traced.product else None),
-                        ("inertias", traced.pivots[0]), ("pivots", traced.pivots[1])):
-        if array is not None:
-            scratch[name] = size
-            regions[f"w + {size}"] = array
-            size += array.size
+def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list, int, int]:
+    """The C statements of what ``regions`` ({C pointer expression: array of traced values and constants})
+    receive: (the statements of each part, the constants' stores, the scratch doubles used — from ``size``
+    on: the runtime routines' blocks, and the values crossing parts —, the operations kept)."""
+    operations = graph.operations
     writes: dict = {}  # operation -> [(region, flat index)]; constants written at the start
     constants = []
     for region, array in regions.items():
@@ -410,11 +602,15 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
                 stack.extend(index for kind, index in operands if kind == "n")
     order = sorted(live)
     part = {k: i // PART for i, k in enumerate(order)}
-    blocks = {}  # factor6 (42 doubles: LU, pivots) and solve6 (6) results live in w
+    blocks = {}  # factor6 (42 doubles: LU, pivots), solve6 (6) and the runtime calls' blocks live in w
     for k in order:
-        if operations[k][0] in ("factor6", "solve6"):
+        kind, *sizes = operations[k][0].split()
+        if kind in ("factor6", "solve6"):
             blocks[k] = size
-            size += 42 if operations[k][0] == "factor6" else 6
+            size += 42 if kind == "factor6" else 6
+        elif kind in _RUNTIME_CALLS:
+            blocks[k] = size
+            size += _RUNTIME_CALLS[kind][1](*map(float, sizes))
     slots = {}
     for k in order:
         operation, operands = operations[k]
@@ -436,6 +632,7 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
     parts = [[] for _ in range(max(part.values(), default=0) + 1)]
     for k in order:
         operation, operands = operations[k]
+        kind, *sizes = operation.split()
         lines = parts[part[k]]
         if operation == "solved":
             target = value(("n", k))
@@ -450,6 +647,11 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
                          + " ".join(f"x[{j}] = {value(x)};" for j, x in enumerate(operands[1:]))
                          + f" rl_solve6(w + {factor}, w + {factor + 36}, x); }}")
             continue
+        elif kind in _RUNTIME_CALLS:
+            lines.append(f"{{ double *b = w + {blocks[k]}; "
+                         + " ".join(f"b[{j}] = {value(x)};" for j, x in enumerate(operands))
+                         + " " + _RUNTIME_CALLS[kind][2]("b", *map(float, sizes)) + " }")
+            continue
         else:
             if operation == "in":
                 expression = f"{operands[0]}[{operands[1]}]"
@@ -462,33 +664,101 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
             target = f"w[{slots[k]}]" if k in slots else f"t{k}"
             lines.append(f"{target if k in slots else 'const double ' + target} = {expression};")
         lines.extend(f"({region})[{i}] = {target};" for region, i in writes.get(k, ()))
-    source = [f"/* robot_linearization: the linearization of model '{model_name}', generated (generated.py) */",
-              _RUNTIME]
-    for i, lines in enumerate(parts):
-        source.append(f"__attribute__((noinline)) static void part{i}({_ARGUMENTS}) {{\n    "
-                      + "\n    ".join(lines) + "\n}\n")
-    calls = [f"part{i}(pose, s, twist, r, tau, A, B, M_inv, nu_dot, w);" for i in range(len(parts))]
-    if traced.product is not None:
-        calls.append(f"rl_multiply_add(M_inv, w + {scratch['derivatives']}, {N}, {N}, {2 * N}, {2 * N}, "
-                     f"{_literal(float(traced.product[1]))}, A + {N * 2 * N}, {2 * N});")
-    inertias, pivots = scratch["inertias"], scratch["pivots"]
-    source.append(f"""int rl_linearize({_ARGUMENTS}) {{
-    {"(void)0;" if not constants else " ".join(constants)}
-    {chr(10).join("    " + call for call in calls).strip()}
-    int singular = -1;  /* forward_dynamics.singular_pivot */
+    return parts, constants, size, len(live)
+
+
+def _scratch_regions(regions: dict, arrays: dict) -> tuple[dict, int]:
+    """``arrays`` ({name: array or None}) placed one after the other at the start of the scratch w, as more
+    ``regions``: ({name: its offset}, the doubles they take)."""
+    size, offsets = 0, {}
+    for name, array in arrays.items():
+        if array is not None:
+            offsets[name] = size
+            regions[f"w + {size}"] = array
+            size += array.size
+    return offsets, size
+
+
+def _singular_pivot_c(offsets: dict, n_bodies: int) -> str:
+    """forward_dynamics.singular_pivot in C, on the articulated inertias and pivots the trace left in w."""
+    return f"""int singular = -1;  /* forward_dynamics.singular_pivot */
     for (int i = {n_bodies - 1}; i > 0; i--) {{
         double scale = 0.0;
-        const double *I_A = w + {inertias} + 36 * i;
+        const double *I_A = w + {offsets["inertias"]} + 36 * i;
         for (int k = 0; k < 36; k++) if (fabs(I_A[k]) > scale) scale = fabs(I_A[k]);
-        if (!(fabs(w[{pivots} + i]) > {_literal(PIVOT_TOLERANCE)} * scale)) {{ singular = i - 1; break; }}
-    }}
+        if (!(fabs(w[{offsets["pivots"]} + i]) > {_literal(PIVOT_TOLERANCE)} * scale)) {{ singular = i - 1; break; }}
+    }}"""
+
+
+def _parts_source(parts: list, arguments: str, call_arguments: str) -> list:
+    return [f"__attribute__((noinline)) static void part{i}({arguments}) {{\n    " + "\n    ".join(lines) + "\n}\n"
+            for i, lines in enumerate(parts)] + [f"    part{i}({call_arguments});" for i in range(len(parts))]
+
+
+def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, int]:
+    """The C of a :func:`trace`: ``int rl_linearize(pose, s, twist, r, tau, A, B, M_inv, nu_dot, w)``
+    (row-major doubles as model.state_arrays and linearize_into take them; w: scratch) returning
+    linearize_state_into's status.  Returns (source, operations, scratch doubles)."""
+    N, n_bodies = traced.M_inv.shape[0], traced.pivots[1].shape[0]
+    regions = {"A": traced.A, "B": traced.B, "M_inv": traced.M_inv, "nu_dot": traced.nu_dot}
+    # what the status and the product read back, in w
+    scratch, size = _scratch_regions(regions, {"derivatives": traced.product[0] if traced.product else None,
+                                               "inertias": traced.pivots[0], "pivots": traced.pivots[1]})
+    parts, constants, size, operations = _straight_line(traced.graph, regions, size)
+    functions = _parts_source(parts, _ARGUMENTS, "pose, s, twist, r, tau, A, B, M_inv, nu_dot, w")
+    calls = functions[len(parts):]
+    if traced.product is not None:
+        calls.append(f"    rl_multiply_add(M_inv, w + {scratch['derivatives']}, {N}, {N}, {2 * N}, {2 * N}, "
+                     f"{_literal(float(traced.product[1]))}, A + {N * 2 * N}, {2 * N});")
+    source = [f"/* robot_linearization: the linearization of model '{model_name}', generated (generated.py) */",
+              _RUNTIME, *functions[:len(parts)]]
+    source.append(f"""int rl_linearize({_ARGUMENTS}) {{
+    {"(void)0;" if not constants else " ".join(constants)}
+{chr(10).join(calls)}
+    {_singular_pivot_c(scratch, n_bodies)}
     if (singular < 0 && !(isfinite(rl_finite_sum(A + {N * 2 * N}, {N * 2 * N}) + rl_finite_sum(M_inv, {N * N}))
                           && isfinite(rl_finite_sum(nu_dot, {N}))))
         return -2;
     return singular;
 }}
 """)
-    return "\n".join(source), len(live), size
+    return "\n".join(source), operations, size
+
+
+_CONTACT_KERNELS = {"impact": ("rl_impact", ("pose", "s", "twist", "r")),  # kind -> (its C function, its inputs)
+                    "constrained": ("rl_constrained", ("pose", "s", "twist", "r", "tau"))}
+
+
+def _contacts_c_source(traced: SimpleNamespace, kind: str, model_name: str = "") -> tuple[str, int, int]:
+    """The C of a :func:`trace_impact` (``kind`` "impact") or :func:`trace_constrained` ("constrained"):
+    ``int rl_impact(pose, s, twist, r, <the regions>, w)`` / ``rl_constrained(pose, s, twist, r, tau, …, w)``
+    (row-major doubles; w: scratch) returning, for a valid state, the kernel's status: 0; 1 when J M⁻¹ Jᵀ
+    is singular; 2 + j when M is singular because of joint j; −1 (constrained) when the result is not
+    finite.  Returns (source, operations, scratch doubles)."""
+    symbol, inputs = _CONTACT_KERNELS[kind]
+    regions = dict(traced.regions)
+    scratch, size = _scratch_regions(regions, {"inertias": traced.pivots[0], "pivots": traced.pivots[1],
+                                               "status": traced.status})
+    parts, constants, size, operations = _straight_line(traced.graph, regions, size)
+    arguments = ", ".join([f"const double *restrict {name}" for name in inputs]
+                          + [f"double *restrict {name}" for name in traced.regions] + ["double *restrict w"])
+    functions = _parts_source(parts, arguments, ", ".join([*inputs, *traced.regions, "w"]))
+    finite = " + ".join(f"rl_finite_sum({name}, {array.size})" for name, array in traced.regions.items())
+    overflow = f"if (!isfinite({finite})) return -1;" if kind == "constrained" else ""
+    source = [f"/* robot_linearization: the {kind} kernel of model '{model_name}' on a contact set, generated "
+              "(generated.py) */", f"#define DEGENERACY_TOLERANCE {_literal(DEGENERACY_TOLERANCE)}", _RUNTIME,
+              _RUNTIME_CONTACTS, *functions[:len(parts)]]
+    source.append(f"""int {symbol}({arguments}) {{
+    {"(void)0;" if not constants else " ".join(constants)}
+{chr(10).join(functions[len(parts):])}
+    {_singular_pivot_c(scratch, traced.pivots[1].shape[0])}
+    if (singular >= 0) return 2 + singular;
+    if (w[{scratch["status"]}] != 1.0) return 1;
+    {overflow}
+    return 0;
+}}
+""")
+    return "\n".join(source), operations, size
 
 
 def cache_directory() -> str:
@@ -543,6 +813,50 @@ def _compile(source: str, path: str, flags: tuple) -> None:
             os.remove(partial)
 
 
+def _library(source: str, operations: int, what: str, prefix: str, symbol: str, pointers: int) -> tuple:
+    """(path, the ctypes function ``symbol`` (int, of ``pointers`` pointers)) of ``source``'s shared library in the
+    cache, compiled first if it is not there (said once, as the compile of ``what``).  ``prefix``: the
+    kernel's kind and robot, without '-'; a library compiled anew removes the older ones of its prefix
+    and instruction set only (another version of the package)."""
+    compiler = c_compiler() or ""
+    instructions, flags = target_flags()
+    key = hashlib.sha256("\0".join((source, compiler, *COMPILE_FLAGS, *flags)).encode()).hexdigest()[:24]
+    prefix = f"{prefix}-{instructions}-"  # (no '-' within the prefix's parts: one prefix is no other's start)
+    directory = cache_directory()
+    path = os.path.join(directory, f"{prefix}{key}.so")
+    if not os.path.exists(path):
+        _log.warning("compiling the generated kernel of %s (%d operations): about %d s, once per machine; "
+                     "cached in %s", what, operations, 1 + operations // 1500, directory)
+        _compile(source, path, flags)
+        for name in os.listdir(directory):
+            if name.startswith(prefix) and name.endswith(".so") and name != os.path.basename(path):
+                os.remove(os.path.join(directory, name))
+    try:
+        function = getattr(ctypes.CDLL(path), symbol)
+    except OSError as error:
+        raise GenerationError(f"cannot load {path}: {error}") from None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_void_p] * pointers
+    return path, function
+
+
+def _robot_name(model: Model) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", model.name)[:40]
+
+
+def _traced_or_refused(model: Model, tracing):
+    try:
+        return tracing()
+    except TypeError as error:  # (Traced's: a pass that branches on the state's values)
+        raise GenerationError(f"model '{model.name}' cannot be traced: {error}") from None
+
+
+def _within_bounds(model: Model, operations: int) -> None:
+    if operations > GENERATED_OPERATIONS:
+        raise GenerationError(f"model '{model.name}' traces to {operations} operations, above the "
+                              f"{GENERATED_OPERATIONS} for which a generated kernel pays (generated.py)")
+
+
 class GeneratedKernel:
     """One model's generated linearization (module docstring), loaded in this process.
 
@@ -552,36 +866,69 @@ class GeneratedKernel:
     ``path``: the shared library."""
 
     def __init__(self, model: Model, traced: SimpleNamespace | None = None):
-        try:
-            traced = traced or trace(model)
-        except TypeError as error:  # (Traced's: a pass that branches on the state's values)
-            raise GenerationError(f"model '{model.name}' cannot be traced: {error}") from None
+        traced = traced or _traced_or_refused(model, lambda: trace(model))
         source, self.operations, self.scratch_size = c_source(traced, model.name)
-        if self.operations > GENERATED_OPERATIONS:
-            raise GenerationError(f"model '{model.name}' traces to {self.operations} operations, above the "
-                                  f"{GENERATED_OPERATIONS} for which a generated kernel pays (generated.py)")
-        compiler = c_compiler() or ""
-        instructions, flags = target_flags()
-        key = hashlib.sha256("\0".join((source, compiler, *COMPILE_FLAGS, *flags)).encode()).hexdigest()[:24]
-        # (a name has no '-': the prefix of one robot and instruction set is no other's)
-        prefix = "linearize-" + re.sub(r"[^A-Za-z0-9_.]", "_", model.name)[:40] + f"-{instructions}-"
-        directory = cache_directory()
-        self.path = os.path.join(directory, f"{prefix}{key}.so")
-        if not os.path.exists(self.path):
-            _log.warning("compiling the generated kernel of model '%s' (%d operations): about %d s, once per "
-                         "machine; cached in %s", model.name, self.operations, 1 + self.operations // 1500, directory)
-            _compile(source, self.path, flags)
-            for name in os.listdir(directory):  # the same robot's older kernels (another version of the package)
-                if name.startswith(prefix) and name.endswith(".so") and name != os.path.basename(self.path):
-                    os.remove(os.path.join(directory, name))
-        try:
-            function = ctypes.CDLL(self.path).rl_linearize
-        except OSError as error:
-            raise GenerationError(f"cannot load {self.path}: {error}") from None
-        function.restype = ctypes.c_int
-        function.argtypes = [ctypes.c_void_p] * 10
-        self._function = function  # (kept: the entry below holds its address only)
-        self.call = _entry(function, model.floating_base)
+        _within_bounds(model, self.operations)
+        self.path, self._function = _library(source, self.operations, f"model '{model.name}'",
+                                             f"linearize-{_robot_name(model)}", "rl_linearize", 10)
+        self.call = _entry(self._function, model.floating_base)  # (the entry holds the function's address only)
+
+
+class GeneratedContactKernel:
+    """One model's generated kernel on one contact set, loaded in this process: kind "impact", the
+    impact map with ``restitution`` (impacts.impact_into traced, :func:`trace_impact`), or
+    "constrained", the constrained linearization (contact_linearization.constrained_linearize_into,
+    :func:`trace_constrained`).
+
+    ``call(scratch, arrays, e, out)`` (impact) or ``call(scratch, arrays, out, dt)`` (constrained, its
+    Euler step taken as the kernel's): the kernel's call with ``scratch`` (``scratch_size``,) float64
+    in place of the contact set's data (one per thread); the kernel's statuses (a nonzero one: run
+    the generic kernel for its message).  ``operations``, ``path`` as :class:`GeneratedKernel`'s."""
+
+    def __init__(self, model: Model, contacts: tuple, kind: str, restitution: float = 0.0):
+        traced = _traced_or_refused(model, (lambda: trace_impact(model, contacts, restitution)) if kind == "impact"
+                                    else (lambda: trace_constrained(model, contacts)))
+        source, self.operations, self.scratch_size = _contacts_c_source(traced, kind, model.name)
+        _within_bounds(model, self.operations)
+        symbol, inputs = _CONTACT_KERNELS[kind]
+        contact_set = hashlib.sha256(repr((contacts, float(restitution))).encode()).hexdigest()[:8]
+        what = "the impact map" if kind == "impact" else "the constrained linearization"
+        self.path, self._function = _library(
+            source, self.operations, f"{what} of model '{model.name}' on {len(contacts)} contacts",
+            f"{kind}-{_robot_name(model)}_{contact_set}", symbol, len(inputs) + len(traced.regions) + 1)
+        self.call = (_impact_entry(self._function) if kind == "impact"
+                     else _constrained_entry(self._function, model.floating_base))
+
+
+def _impact_entry(function):
+    """impact_into with the generated function in its place (compiled here, not cached)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_impact_into(scratch, state, e, out):
+        problem = invalid_state(*state)
+        if problem != 0:
+            return -10 - problem
+        M_inv, A, impulses, d_impulses, nu_plus = out
+        return function(state[0].ctypes, state[1].ctypes, state[2].ctypes, state[3].ctypes, M_inv.ctypes,
+                        A.ctypes, impulses.ctypes, d_impulses.ctypes, nu_plus.ctypes, scratch.ctypes)
+    return generated_impact_into
+
+
+def _constrained_entry(function, floating_base: bool):
+    """constrained_linearize_into with the generated function in its place (compiled here, not cached)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_constrained_linearize_into(scratch, state, out, dt):
+        problem = invalid_state(*state)
+        if problem != 0:
+            return -10 - problem
+        pose, s, twist, r, tau = state
+        A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, A_d, B_d = out
+        status = function(pose.ctypes, s.ctypes, twist.ctypes, r.ctypes, tau.ctypes, A.ctypes, B.ctypes,
+                          M_inv.ctypes, nu_dot.ctypes, forces.ctypes, d_forces.ctypes, d_forces_dtau.ctypes,
+                          scratch.ctypes)
+        if status == 0 and dt > 0.0:
+            euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
+        return status
+    return generated_constrained_linearize_into
 
 
 def _entry(function, floating_base: bool):
@@ -612,3 +959,17 @@ def generated_kernel(model: Model) -> GeneratedKernel:
     if kernel is None:
         kernel = _kernels[model] = GeneratedKernel(model)
     return kernel
+
+
+_contact_kernels: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+
+
+def generated_contact_kernel(model: Model, contacts: tuple, kind: str,
+                             restitution: float = 0.0) -> GeneratedContactKernel:
+    """``model``'s :class:`GeneratedContactKernel` of ``kind`` on ``contacts`` (a tuple of Contact), built on
+    first use in this process as :func:`generated_kernel`.  GenerationError when it cannot be built here."""
+    kernels = _contact_kernels.setdefault(model, {})
+    key = (contacts, kind, float(restitution))
+    if key not in kernels:
+        kernels[key] = GeneratedContactKernel(model, contacts, kind, restitution)
+    return kernels[key]

@@ -29,6 +29,7 @@ kernel (impact_into) over the model's cached workspace.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_array
 from .algorithms.forward_dynamics import articulated_inertias_into, singular_pivot
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from .arguments import check_model, real_array
+from .arguments import check_model, choice, real_array
 from .compiled import TypedCall, announce_compilation, kernel
 from .contact_linearization import (contact_acceleration_derivatives_into, eliminate_into,
                                     held_wrench_derivatives_into)
@@ -228,9 +229,17 @@ class ImpactMap:
     (n,), and ``state`` the post-impact State (built when read).  Every call overwrites them
     (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch.  One
     per thread.  After a ValueError or ContactError its arrays hold no result and ``state`` is None.
+
+    ``kernel="generated"``: the map runs a kernel generated for this robot, contact set and
+    restitution (robot_linearization.generated: impact_into traced into straight-line C, compiled
+    once per machine and cached; the same values bit for bit).  ``kernel`` then says "generated",
+    or "generic" when it cannot be built here (no C compiler, a model too large for it to pay),
+    with a warning; the generic kernel runs then, and gives the messages of a state or contact
+    set without an impact map.
     """
 
-    def __init__(self, model: Model, contacts, restitution: float = 0.0):
+    def __init__(self, model: Model, contacts, restitution: float = 0.0, kernel: str = "generic"):
+        kernel = choice(kernel, "kernel", ("generic", "generated"))
         check_model(model)
         if hasattr(model, "tree"):
             raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
@@ -250,6 +259,18 @@ class ImpactMap:
         self._pose, self._zeros = np.eye(4), np.zeros(n)
         self._pre_impact: tuple | None = None
         self._state: State | None = None
+        self.kernel, self._generated = "generic", None
+        if kernel == "generated":
+            # (not imported at the top: generated.py imports linearization.py, which imports this module)
+            from .generated import GenerationError, generated_contact_kernel
+
+            try:
+                generated = generated_contact_kernel(model, self.contacts, "impact", self.restitution)
+            except GenerationError as error:
+                logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
+            else:
+                self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
+                self.kernel = "generated"
 
     def impact(self, state: State) -> "ImpactMap":
         """Fill the fields at the pre-impact ``state``; returns self.  Errors as rl.impact's."""
@@ -267,7 +288,10 @@ class ImpactMap:
 
     def _run(self, pre_impact: tuple) -> None:
         self._pre_impact = self._state = None
-        run_impact_into(self.model, self.contacts, self._data, pre_impact, self.restitution, self._out, self._call)
+        if self._generated is None or self._generated(self._scratch, pre_impact, self.restitution, self._out) != 0:
+            # (where the generated kernel has no result, the generic one says why)
+            run_impact_into(self.model, self.contacts, self._data, pre_impact, self.restitution, self._out,
+                            self._call)
         self._pre_impact = pre_impact
 
     @property

@@ -12,7 +12,7 @@ from .contact_linearization import constrained_linearize_into, run_constrained_l
 from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
-from .generated import GenerationError, generated_kernel
+from .generated import GenerationError, generated_contact_kernel, generated_kernel
 from .arguments import choice
 from .compiled import TypedCall
 from .linearization import (check_step, coupled_linearize_into, linearize, linearize_into, run_coupled_linearize_into,
@@ -40,10 +40,10 @@ class Linearizer:
     ``discretization="zoh"``: rl.linearize's result, copied in.  A touchdown's impact
     (``previous_contacts``) changes the result's fields: call rl.linearize for it.
 
-    ``kernel="generated"``: a Model without contacts, with no step or the Euler step, runs the
-    kernel generated for it (robot_linearization.generated: its passes traced into straight-line
-    C, compiled once per machine by the C compiler, equal bit for bit; on a 12-joint quadruped
-    its compiled work is ≈ 1.45× faster, a whole call up to 25 %, docs/performance.md).
+    ``kernel="generated"``: a Model, with contacts or without, with no step or the Euler step, runs
+    the kernel generated for it and its contact set (robot_linearization.generated: its passes
+    traced into straight-line C, compiled once per machine by the C compiler, equal bit for bit;
+    on a 12-joint quadruped a whole call is ≈ 1.6–1.9× faster, docs/performance.md).
     ``kernel`` then says "generated", or "generic" when it cannot be built here (no C compiler, a
     robot too large for it to pay), with a warning on the 'robot_linearization' logger.
 
@@ -99,15 +99,20 @@ class Linearizer:
                                    else linearize_into)
         self.kernel = "generic"
         if kernel == "generated":
-            if not self._direct or coupled or contact_set:
-                raise ValueError("kernel: 'generated' covers a Model without contacts, with no step or the Euler step; "
-                                 "use kernel='generic' here")
+            if not self._direct or coupled:
+                raise ValueError("kernel: 'generated' covers a Model, with contacts or without, with no step or the "
+                                 "Euler step; use kernel='generic' here")
             try:
-                generated = generated_kernel(model)
+                generated = (generated_contact_kernel(model, contact_set.contacts, "constrained") if contact_set
+                             else generated_kernel(model))
             except GenerationError as error:
                 logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
             else:
-                self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call)
+                if contact_set:  # (the generic kernel's data kept: it says why where the generated one has no result)
+                    self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
+                    self._run = self._run_generated_with_contacts
+                else:
+                    self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call)
                 self.kernel = "generated"
 
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
@@ -165,6 +170,10 @@ class Linearizer:
     def _run_with_contacts(self, arrays):
         run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt,
                                        self._call)
+
+    def _run_generated_with_contacts(self, arrays):
+        if self._generated(self._scratch, arrays, self._out, self._dt) != 0:
+            self._run_with_contacts(arrays)  # (the generic kernel: at a state the generated one refuses, it says why)
 
     def _run_coupled(self, arrays):
         """The coupled kernel has no step inside: its Euler step's Jacobians are a second call, as

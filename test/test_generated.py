@@ -1,6 +1,8 @@
-"""rl.Linearizer(kernel="generated"): the linearization traced on one robot into straight-line C
-(robot_linearization.generated).  It must equal the generic kernel's result bit for bit on
-robots of every joint type, base and product, and Pinocchio's independently.  At a bad
+"""rl.Linearizer(kernel="generated") and rl.ImpactMap(kernel="generated"): the linearization, free or on a
+contact set, and the impact map traced on one robot into straight-line C (robot_linearization.generated).
+Each must equal the generic kernel's result bit for bit on robots of every joint type, base and product
+(the generic kernels are checked against Pinocchio and finite differences in their own tests), and the free
+one Pinocchio's independently.  At a bad
 state it must give the same one-line error.  Where it cannot be built it must say so and
 run the generic kernel, leaving no file behind."""
 
@@ -149,8 +151,10 @@ def test_what_it_does_not_cover_is_a_one_line_error(rng):
     model = random_tree(rng, 3)
     with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
         rl.Linearizer(model, kernel="fast")
-    for options in ({"contacts": ["b3"]}, {"dt": 1e-3, "discretization": "zoh"}):
-        with pytest.raises(ValueError, match="^kernel: 'generated' covers a Model without contacts"):
+    for options in ({"dt": 1e-3, "discretization": "zoh"},
+                    {"contacts": ["b3"], "dt": 1e-3, "discretization": "zoh"}):
+        with pytest.raises(ValueError, match="^kernel: 'generated' covers a Model, with contacts or without, with no "
+                                             "step or the Euler step; use kernel='generic' here$"):
             rl.Linearizer(model, kernel="generated", **options)
 
 
@@ -249,3 +253,195 @@ def test_two_threads_each_with_its_own_linearizer(rng):
     assert not errors
     for got in results:
         assert all(np.array_equal(a, b) for a, b in zip(got, expected)) and len(got) == len(states)
+
+
+# ---- the impact map (rl.ImpactMap(kernel="generated")) ------------------------------------------
+IMPACT_CASES = {
+    "bundled quadruped, four feet, e = 0": (
+        lambda rng: rl.load_urdf(rl.robots.bundled_urdf_path()), [rl.Contact(f) for f in rl.robots.BUNDLED_FEET], 0.0),
+    "bundled quadruped, three feet, one in its own axes, e = 0.5": (
+        lambda rng: rl.load_urdf(rl.robots.bundled_urdf_path()),
+        [rl.Contact(f) for f in rl.robots.BUNDLED_FEET[:2]]
+        + [rl.Contact(rl.robots.BUNDLED_FEET[2], reference="local")], 0.5),
+    "floating tree of revolute, prismatic and helical joints, a sole, e = 0.2": (
+        lambda rng: random_tree(rng, 7), [rl.Contact("b5", "6d")], 0.2),
+    "fixed-base chain, a point at its tip": (
+        lambda rng: random_tree(rng, 5, floating_base=False, branched=False), [rl.Contact("b5")], 0.0),
+}
+IMPACT_FIELDS = ("A", "impulses", "impulses_state_jacobian", "base_twist", "joint_velocities")
+
+
+def _impact_pair(model, contacts, restitution):
+    fast = rl.ImpactMap(model, contacts, restitution, kernel="generated")
+    assert fast.kernel == "generated"
+    return fast, rl.ImpactMap(model, contacts, restitution)
+
+
+def _assert_same_impact(fast, generic):
+    for name in IMPACT_FIELDS:
+        value, reference = getattr(fast, name), getattr(generic, name)
+        assert (value is None) == (reference is None), name
+        assert value is None or np.array_equal(value, reference), (name, np.max(np.abs(value - reference)))
+    for a, b in zip((fast.state.base_pose, fast.state.joint_positions), (generic.state.base_pose,
+                                                                       generic.state.joint_positions)):
+        assert (a is None and b is None) or np.array_equal(a, b)
+
+
+@needs_compiler
+@pytest.mark.parametrize("case", IMPACT_CASES)
+def test_impact_map_equal_to_the_generic_kernel_bit_for_bit(case, rng):
+    """impact_into traced with its Cholesky, its solves and its dense products left to runtime routines
+    (generated._runtime_products): the same operations in the same order, so the same bits."""
+    make, contacts, restitution = IMPACT_CASES[case]
+    model = make(rng)
+    fast, generic = _impact_pair(model, contacts, restitution)
+    for _ in range(4):
+        state = random_state(model, rng)
+        _assert_same_impact(fast.impact(state), generic.impact(state))
+        pose = {"base_pose": state.base_pose, "base_twist": state.base_twist} if model.floating_base else {}
+        fast.impact_arrays(state.joint_positions, state.joint_velocities, **pose)
+        generic.impact_arrays(state.joint_positions, state.joint_velocities, **pose)
+        _assert_same_impact(fast, generic)
+
+
+@needs_compiler
+def test_impact_map_at_a_bad_state_or_on_a_degenerate_set_gives_the_generic_kernels_error(rng):
+    """Where the generated map has no result, the generic kernel runs and says why, in one line."""
+    model = _gimbal(rng)
+    fast, generic = _impact_pair(model, [rl.Contact("b3")], 0.0)
+    good = random_state(model, rng)
+    bad = {
+        "singular": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]),
+                             base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
+        "NaN": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), base_twist=np.zeros(6),
+                        joint_velocities=np.zeros(3)),
+        "not a rigid pose": rl.State(base_pose=np.diag([2.0, 1.0, 1.0, 1.0]), joint_positions=np.zeros(3),
+                                     base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
+    }
+    for name, state in bad.items():
+        with pytest.raises(ValueError) as expected:
+            generic.impact(state)
+        with pytest.raises(ValueError) as got:
+            fast.impact(state)
+        assert str(got.value) == str(expected.value), name
+        assert "\n" not in str(got.value) and fast.state is None
+        _assert_same_impact(fast.impact(good), generic.impact(good))  # and the next state is fine
+    quadruped = rl.load_urdf(rl.robots.bundled_urdf_path())
+    redundant = [rl.Contact(foot, "6d") for foot in rl.robots.BUNDLED_FEET]  # (24 directions, 18 velocities)
+    fast, generic = _impact_pair(quadruped, redundant, 0.0)
+    state = random_state(quadruped, rng)
+    with pytest.raises(rl.ContactError) as expected:
+        generic.impact(state)
+    with pytest.raises(rl.ContactError) as got:
+        fast.impact(state)
+    assert str(got.value) == str(expected.value) and "\n" not in str(got.value)
+
+
+def test_impact_map_kernel_choice_and_what_cannot_be_built_are_said_in_one_line(rng, monkeypatch, caplog):
+    model = random_tree(rng, 3)
+    with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
+        rl.ImpactMap(model, ["b3"], kernel="fast")
+    monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
+    with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+        fast = rl.ImpactMap(model, ["b3"], kernel="generated")
+    assert fast.kernel == "generic"
+    assert any(r.getMessage().startswith("the generic kernel runs: model 'random_tree' traces to ")
+               and "above the 100 for which a generated kernel pays" in r.getMessage() for r in caplog.records)
+    state = random_state(model, rng)
+    _assert_same_impact(fast.impact(state), rl.ImpactMap(model, ["b3"]).impact(state))
+
+
+@needs_compiler
+def test_kernels_of_several_contact_sets_are_kept_side_by_side(rng, tmp_path, monkeypatch, caplog):
+    """One library per robot, contact set and restitution: another set or restitution of the same robot
+    compiles its own and leaves the other; the same again (a new Model, as a new process has) compiles
+    nothing."""
+    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
+    seed = int(rng.integers(1 << 30))
+    with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+        for contacts, restitution in ((["b3"], 0.0), (["b3"], 0.5), (["b2", "b3"], 0.0), (["b3"], 0.0)):
+            rl.ImpactMap(random_tree(np.random.default_rng(seed), 4), contacts, restitution, kernel="generated")
+        for contacts in (["b3"], ["b3"]):
+            rl.Linearizer(random_tree(np.random.default_rng(seed), 4), contacts=contacts, kernel="generated")
+    assert sum("compiling the generated kernel of the impact map" in r.getMessage() for r in caplog.records) == 3
+    assert sum("compiling the generated kernel of the constrained linearization" in r.getMessage()
+               for r in caplog.records) == 1
+    libraries = os.listdir(tmp_path)
+    assert len(libraries) == 4 and sum(name.startswith("impact-random_tree_") for name in libraries) == 3
+    assert sum(name.startswith("constrained-random_tree_") for name in libraries) == 1
+
+
+# ---- the constrained linearization (rl.Linearizer(contacts=…, kernel="generated")) ---------------------
+CONSTRAINED_CASES = {
+    "bundled quadruped, four feet": (
+        lambda rng: rl.load_urdf(rl.robots.bundled_urdf_path()), [rl.Contact(f) for f in rl.robots.BUNDLED_FEET], {}),
+    "bundled quadruped, three feet, one in its own axes, Euler step": (
+        lambda rng: rl.load_urdf(rl.robots.bundled_urdf_path()),
+        [rl.Contact(f) for f in rl.robots.BUNDLED_FEET[:2]]
+        + [rl.Contact(rl.robots.BUNDLED_FEET[2], reference="local")], {"dt": 1e-3}),
+    "floating tree of revolute, prismatic and helical joints, a sole, Euler step": (
+        lambda rng: random_tree(rng, 7), [rl.Contact("b5", "6d")], {"dt": 2e-3}),
+    "fixed-base chain, a point at its tip": (
+        lambda rng: random_tree(rng, 5, floating_base=False, branched=False), [rl.Contact("b5")], {}),
+}
+CONSTRAINED_FIELDS = FIELDS + ("contact_forces", "contact_forces_state_jacobian", "contact_forces_input_jacobian")
+
+
+def _assert_same_constrained(fast, generic):
+    for name in CONSTRAINED_FIELDS:
+        value, reference = getattr(fast, name), getattr(generic, name)
+        assert (value is None) == (reference is None), name
+        assert value is None or np.array_equal(value, reference), (name, np.max(np.abs(value - reference)))
+
+
+@needs_compiler
+@pytest.mark.parametrize("case", CONSTRAINED_CASES)
+def test_constrained_linearization_equal_to_the_generic_kernel_bit_for_bit(case, rng):
+    """constrained_linearize_into traced with its Cholesky, its solves and its dense products left to
+    runtime routines: the same operations in the same order, so the same bits."""
+    make, contacts, step = CONSTRAINED_CASES[case]
+    model = make(rng)
+    fast = rl.Linearizer(model, contacts=contacts, kernel="generated", **step)
+    assert fast.kernel == "generated"
+    generic = rl.Linearizer(model, contacts=contacts, **step)
+    for _ in range(4):
+        state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+        _assert_same_constrained(fast.linearize(state, torques), generic.linearize(state, torques))
+        pose = {"base_pose": state.base_pose, "base_twist": state.base_twist} if model.floating_base else {}
+        fast.linearize_arrays(state.joint_positions, state.joint_velocities, torques, **pose)
+        generic.linearize_arrays(state.joint_positions, state.joint_velocities, torques, **pose)
+        _assert_same_constrained(fast, generic)
+
+
+@needs_compiler
+def test_constrained_linearization_at_a_bad_state_or_on_a_degenerate_set_gives_the_generic_kernels_error(rng):
+    model = _gimbal(rng)
+    fast = rl.Linearizer(model, contacts=["b3"], kernel="generated", dt=1e-3)
+    generic = rl.Linearizer(model, contacts=["b3"], dt=1e-3)
+    good = random_state(model, rng)
+    bad = {
+        "singular": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]),
+                             base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
+        "overflowing": rl.State(base_pose=np.eye(4), joint_positions=np.zeros(3) + 0.1, base_twist=np.zeros(6),
+                                joint_velocities=np.full(3, 1e200)),
+        "NaN": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), base_twist=np.zeros(6),
+                        joint_velocities=np.zeros(3)),
+    }
+    for name, state in bad.items():
+        with pytest.raises(ValueError) as expected:
+            generic.linearize(state)
+        with pytest.raises(ValueError) as got:
+            fast.linearize(state)
+        assert str(got.value) == str(expected.value), name
+        assert "\n" not in str(got.value) and fast.state is None
+        _assert_same_constrained(fast.linearize(good), generic.linearize(good))  # and the next state is fine
+    tree = random_tree(rng, 3)
+    redundant = [rl.Contact("b0", "6d"), rl.Contact("b3", "6d")]  # (12 directions, 9 velocities)
+    fast = rl.Linearizer(tree, contacts=redundant, kernel="generated")
+    assert fast.kernel == "generated"
+    state = random_state(tree, rng)
+    with pytest.raises(rl.ContactError) as expected:
+        rl.Linearizer(tree, contacts=redundant).linearize(state)
+    with pytest.raises(rl.ContactError) as got:
+        fast.linearize(state)
+    assert str(got.value) == str(expected.value) and "\n" not in str(got.value)
