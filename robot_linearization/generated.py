@@ -1,10 +1,13 @@
-"""Robot-specific kernels: one model's linearization traced into straight-line C.
+"""Robot-specific kernels: one model's linearization, free or on a contact set, and its impact
+map, traced into straight-line C.
 
-The generic kernel (linearization.linearize_state_into) walks the tree in loops and reads
-the model's arrays at every step.  For one robot all of that is fixed: the tree, the joint
-axes, the inertias.  Only the state varies.  :func:`generated_kernel` runs the same passes
-once on that robot, in Python (their functions, compiled.KERNELS), on traced values that
-stand for the state's entries, and records the arithmetic that depends on the state:
+The generic kernels (linearization.linearize_state_into, contact_linearization.
+constrained_linearize_into, impacts.impact_into) walk the tree in loops and read the model's
+arrays at every step.  For one robot and contact set all of that is fixed: the tree, the joint
+axes, the inertias, the contact frames.  Only the state varies.  :func:`generated_kernel` (and
+:func:`generated_contact_kernel`) runs the same passes once on that robot, in Python (their
+functions, compiled.KERNELS), on traced values that stand for the state's entries, and records
+the arithmetic that depends on the state:
 
 - a product with a model constant 0 (most of a joint's motion subspace and transform, the
   zeros of an inertia) is dropped, and a product with 1 is its operand;
@@ -15,23 +18,29 @@ stand for the state's entries, and records the arithmetic that depends on the st
 So every result is the same IEEE operation on the same operands as the generic kernel's, and
 A, B, M⁻¹ and ν̇ are equal to its own bit for bit (but for the sign of a zero).
 
-Three pieces stay functions of the values:
+Some pieces stay functions of the values, run by routines written in C in the generic kernels'
+order:
 - the base's 6×6 LU factorisation and solves, since their pivoting depends on the values
   (spatial.lu_factor6, lu_solve6);
-- the product −M⁻¹D, a dense loop in multiply_add_into's order, which the compiler vectorises;
-- the status: a singular pivot (forward_dynamics.singular_pivot) or an overflow, as
-  linearize_state_into reports them.
+- the dense products (−M⁻¹D; on a contact set every multiply_add_into), loops the compiler
+  vectorises;
+- on a contact set, J M⁻¹ Jᵀ's Cholesky factorisation with its pivot test and the solves with it
+  (constrained_dynamics.contact_forces_into, cholesky_solve_into);
+- the status: a singular pivot (forward_dynamics.singular_pivot), a degenerate contact set or an
+  overflow, as the generic kernels report them (where a kernel on a contact set has no result, its
+  caller runs the generic one, which says why).
 
 The code grows with the robot, and so does its compile time:
-- solo12: 22 000 operations, 15 s of ``cc -O2``;
+- solo12: 22 000 operations, 15 s of ``cc -O2`` (on its four feet: the impact map 17 000, 4 s;
+  the constrained linearization 38 000, 9 s);
 - talos_reduced: 82 000 operations, 72 s, and no faster than the generic kernel, since its
   code no longer fits the caches.
 
 So a model whose trace exceeds :data:`GENERATED_OPERATIONS` is left to the generic kernel.
 The shared library is cached on disk per C source and compiler command
-(:func:`cache_directory`), one per robot name and instruction set (:func:`target_flags`):
-compiling a robot's kernel anew (another version of the package, another compiler) removes that
-robot's older ones of the same set.  A process loads it and
+(:func:`cache_directory`), one per kernel, robot name (and contact set and restitution) and
+instruction set (:func:`target_flags`): compiling a robot's kernel anew (another version of the
+package, another compiler) removes that kernel's older ones of the same set.  A process loads it and
 compiles a small numba entry around it (well under a second) that checks the state and takes
 the Euler step as linearize_into does.
 """
