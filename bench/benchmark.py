@@ -316,8 +316,8 @@ class NewestServer:
 def bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool = False):
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
-    (linearize_arrays), and that with the robot's generated kernel (kernel="generated": free and
-    impact rows; "—" where it is not built: a robot too large for it to pay); Pinocchio's tightest Python
+    (linearize_arrays), and that with the robot's generated kernel (kernel="generated"; "—" where it
+    is not built: a robot too large for it to pay); Pinocchio's tightest Python
     pipeline (arrays allocated once, filled in place; free rows) and its bare calls —
     computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
     impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
@@ -355,9 +355,9 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
             pin = PinocchioPipeline(path, model, contacts or ())
             linearizer = rl.Linearizer(model, contacts=contacts) if row != "impact" else None
             held = rl.ImpactMap(model, contacts) if row == "impact" else None
-            fast = rl.Linearizer(model, kernel="generated") if row == "free" else \
-                rl.ImpactMap(model, contacts, kernel="generated") if row == "impact" else None
-            fast = fast if fast is not None and fast.kernel == "generated" else None
+            fast = rl.ImpactMap(model, contacts, kernel="generated") if row == "impact" else \
+                rl.Linearizer(model, contacts=contacts, kernel="generated")
+            fast = fast if fast.kernel == "generated" else None
             states = random_states(model, rng, 5)
             torques = [rng.normal(size=model.n_joints) for _ in states]
             inputs = [pin.inputs(state, tau) for state, tau in zip(states, torques)]
