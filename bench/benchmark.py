@@ -506,9 +506,10 @@ def step_rows(details, rng, repeat):
     print(f"\ndiscrete step Jacobians A_d, B_d (semi-implicit Euler, dt = {STEP_DT * 1e3:g} ms): median µs; Crocoddyl "
           f"{crocoddyl_version()} with pin {ours_pin_version()}")
     print("(Linearizer: rl.Linearizer(model, contacts=, dt=).linearize(state, τ), its arrays allocated once and "
-          "filled in place, as Crocoddyl's calc/calcDiff fill the ActionData that createData allocated once)")
+          "filled in place, as Crocoddyl's calc/calcDiff fill the ActionData that createData allocated once; "
+          "generated: the same with kernel='generated', — where the robot is too large for it)")
     print(f"{'robot':<18}{'continuous':>11}{'dt=':>8}{'dt=/cont':>10}{'zoh':>8}{'crocoddyl':>11}{'dt=/croco':>11}"
-          f"{'Linearizer':>12}{'/croco':>8}{'err vs croco':>14}{'err vs FD':>11}")
+          f"{'Linearizer':>12}{'/croco':>8}{'generated':>11}{'/croco':>8}{'err vs croco':>14}{'err vs FD':>11}")
     for name in ("solo12", "talos"):
         if name not in details:
             continue
@@ -521,8 +522,10 @@ def step_rows(details, rng, repeat):
                 break
             P = np.concatenate([croco.pinocchio.perm, croco.pinocchio.perm + len(croco.pinocchio.perm)])
             joints = croco.pinocchio._joint_order()
-            times = {"continuous": [], "dt": [], "zoh": [], "croco": [], "linearizer": []}
+            times = {"continuous": [], "dt": [], "zoh": [], "croco": [], "linearizer": [], "generated": []}
             linearizer = rl.Linearizer(model, contacts=contacts, dt=STEP_DT)
+            generated = rl.Linearizer(model, contacts=contacts, dt=STEP_DT, kernel="generated")
+            generated = generated if generated.kernel == "generated" else None
             err_croco = 0.0
             for state, tau in list(zip(states, torques))[:5]:
                 times["continuous"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts),
@@ -530,6 +533,8 @@ def step_rows(details, rng, repeat):
                 times["dt"].append(median_time(lambda: rl.linearize(model, state, tau, contacts=contacts,
                                                                     dt=STEP_DT), repeat))
                 times["linearizer"].append(median_time(lambda: linearizer.linearize(state, tau), repeat))
+                if generated is not None:
+                    times["generated"].append(median_time(lambda: generated.linearize(state, tau), repeat))
                 x, u = croco.inputs(state, tau)
                 times["croco"].append(median_time(lambda: croco.jacobians(x, u), repeat))
                 lin = rl.linearize(model, state, tau, contacts=contacts, dt=STEP_DT)
@@ -537,6 +542,9 @@ def step_rows(details, rng, repeat):
                 linearizer.linearize(state, tau)
                 if not (np.array_equal(linearizer.A_d, lin.A_d) and np.array_equal(linearizer.B_d, lin.B_d)):
                     raise AssertionError(f"{name}: the Linearizer's A_d, B_d differ from rl.linearize's")
+                if generated is not None and not (np.array_equal(generated.linearize(state, tau).A_d, lin.A_d)
+                                                  and np.array_equal(generated.B_d, lin.B_d)):
+                    raise AssertionError(f"{name}: the generated kernel's A_d, B_d differ from rl.linearize's")
                 for ours, theirs in ((lin.A_d, F_x[np.ix_(P, P)]), (lin.B_d, F_u[P][:, joints])):
                     err_croco = max(err_croco, float(np.abs(ours - theirs).max() / np.abs(theirs).max()))
             # zoh last: scipy's expm runs threaded BLAS, whose threads spin on the other core for a while
@@ -548,12 +556,14 @@ def step_rows(details, rng, repeat):
             A_fd, B_fd = finite_difference_step(model, state, tau, STEP_DT, contacts=contacts)
             err_fd = max(float(np.abs(lin.A_d - A_fd).max() / np.abs(A_fd).max()),
                          float(np.abs(lin.B_d - B_fd).max() / np.abs(B_fd).max()))
-            t = {k: float(np.median(v)) for k, v in times.items()}
+            t = {k: float(np.median(v)) if v else float("nan") for k, v in times.items()}
             label = f"{name} {len(contacts)}×{contacts[0].kind}" if contacts else name
+            fast = ("—", "—") if generated is None else (f"{t['generated'] * us:.0f}",
+                                                          f"{t['generated'] / t['croco']:.2f}")
             print(f"{label:<18}{t['continuous'] * us:>11.0f}{t['dt'] * us:>8.0f}{t['dt'] / t['continuous']:>10.2f}"
                   f"{t['zoh'] * us:>8.0f}{t['croco'] * us:>11.0f}{t['dt'] / t['croco']:>11.2f}"
-                  f"{t['linearizer'] * us:>12.0f}{t['linearizer'] / t['croco']:>8.2f}{err_croco:>14.1e}"
-                  f"{err_fd:>11.1e}")
+                  f"{t['linearizer'] * us:>12.0f}{t['linearizer'] / t['croco']:>8.2f}{fast[0]:>11}{fast[1]:>8}"
+                  f"{err_croco:>14.1e}{err_fd:>11.1e}")
 
 
 def crocoddyl_version() -> str:
