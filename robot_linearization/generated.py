@@ -699,9 +699,11 @@ def _singular_pivot_c(offsets: dict, n_bodies: int) -> str:
     }}"""
 
 
-def _parts_source(parts: list, arguments: str, call_arguments: str) -> list:
-    return [f"__attribute__((noinline)) static void part{i}({arguments}) {{\n    " + "\n    ".join(lines) + "\n}\n"
-            for i, lines in enumerate(parts)] + [f"    part{i}({call_arguments});" for i in range(len(parts))]
+def _parts_source(parts: list, arguments: str, call_arguments: str) -> tuple[list, list]:
+    """(the C functions of :func:`_straight_line`'s parts, each taking ``arguments``; the entry's calls
+    of them, in order, with ``call_arguments``)."""
+    return ([f"__attribute__((noinline)) static void part{i}({arguments}) {{\n    " + "\n    ".join(lines) + "\n}\n"
+             for i, lines in enumerate(parts)], [f"    part{i}({call_arguments});" for i in range(len(parts))])
 
 
 def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, int]:
@@ -714,13 +716,12 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
     scratch, size = _scratch_regions(regions, {"derivatives": traced.product[0] if traced.product else None,
                                                "inertias": traced.pivots[0], "pivots": traced.pivots[1]})
     parts, constants, size, operations = _straight_line(traced.graph, regions, size)
-    functions = _parts_source(parts, _ARGUMENTS, "pose, s, twist, r, tau, A, B, M_inv, nu_dot, w")
-    calls = functions[len(parts):]
+    functions, calls = _parts_source(parts, _ARGUMENTS, "pose, s, twist, r, tau, A, B, M_inv, nu_dot, w")
     if traced.product is not None:
         calls.append(f"    rl_multiply_add(M_inv, w + {scratch['derivatives']}, {N}, {N}, {2 * N}, {2 * N}, "
                      f"{_literal(float(traced.product[1]))}, A + {N * 2 * N}, {2 * N});")
     source = [f"/* robot_linearization: the linearization of model '{model_name}', generated (generated.py) */",
-              _RUNTIME, *functions[:len(parts)]]
+              _RUNTIME, *functions]
     source.append(f"""int rl_linearize({_ARGUMENTS}) {{
     {"(void)0;" if not constants else " ".join(constants)}
 {chr(10).join(calls)}
@@ -751,15 +752,15 @@ def _contacts_c_source(traced: SimpleNamespace, kind: str, model_name: str = "")
     parts, constants, size, operations = _straight_line(traced.graph, regions, size)
     arguments = ", ".join([f"const double *restrict {name}" for name in inputs]
                           + [f"double *restrict {name}" for name in traced.regions] + ["double *restrict w"])
-    functions = _parts_source(parts, arguments, ", ".join([*inputs, *traced.regions, "w"]))
+    functions, calls = _parts_source(parts, arguments, ", ".join([*inputs, *traced.regions, "w"]))
     finite = " + ".join(f"rl_finite_sum({name}, {array.size})" for name, array in traced.regions.items())
     overflow = f"if (!isfinite({finite})) return -1;" if kind == "constrained" else ""
     source = [f"/* robot_linearization: the {kind} kernel of model '{model_name}' on a contact set, generated "
               "(generated.py) */", f"#define DEGENERACY_TOLERANCE {_literal(DEGENERACY_TOLERANCE)}", _RUNTIME,
-              _RUNTIME_CONTACTS, *functions[:len(parts)]]
+              _RUNTIME_CONTACTS, *functions]
     source.append(f"""int {symbol}({arguments}) {{
     {"(void)0;" if not constants else " ".join(constants)}
-{chr(10).join(functions[len(parts):])}
+{chr(10).join(calls)}
     {_singular_pivot_c(scratch, traced.pivots[1].shape[0])}
     if (singular >= 0) return 2 + singular;
     if (w[{scratch["status"]}] != 1.0) return 1;
