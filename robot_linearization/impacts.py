@@ -245,7 +245,7 @@ class ImpactMap:
             raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
                              "impact map does not support yet: load it with mimic_joints='independent'")
         self.model, self.contacts = model, as_contacts(contacts)
-        self.restitution = restitution_coefficient(restitution)
+        self._restitution = restitution_coefficient(restitution)
         arrays = contact_arrays(model, self.contacts)
         N, n = model.n_velocities, model.n_joints
         self.impulse_labels = arrays.labels
@@ -265,7 +265,7 @@ class ImpactMap:
             from .generated import GenerationError, generated_contact_kernel
 
             try:
-                generated = generated_contact_kernel(model, self.contacts, "impact", self.restitution)
+                generated = generated_contact_kernel(model, self.contacts, "impact", self._restitution)
             except GenerationError as error:
                 logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
             else:
@@ -288,11 +288,16 @@ class ImpactMap:
 
     def _run(self, pre_impact: tuple) -> None:
         self._pre_impact = self._state = None
-        if self._generated is None or self._generated(self._scratch, pre_impact, self.restitution, self._out) != 0:
+        if self._generated is None or self._generated(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
-            run_impact_into(self.model, self.contacts, self._data, pre_impact, self.restitution, self._out,
+            run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
                             self._call)
         self._pre_impact = pre_impact
+
+    @property
+    def restitution(self) -> float:
+        """e ∈ [0, 1], the map's own: fixed when it is made (its kernel may be generated for it)."""
+        return self._restitution
 
     @property
     def state(self) -> State | None:
