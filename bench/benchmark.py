@@ -57,7 +57,8 @@ from robot_linearization.algorithms.constrained_dynamics import tree_multiply_ad
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from robot_linearization.generated import GenerationError, generated_kernel, target_flags
+from robot_linearization.generated import GenerationError, generated_contact_kernel, generated_kernel, target_flags
+from robot_linearization.contacts import as_contacts
 from robot_linearization.linearization import _assemble_into, linearize_trajectory
 from robot_linearization.workspace import Workspace
 from robot_linearization.robots import bundled_urdf_path
@@ -777,13 +778,22 @@ def main() -> None:
                           ("parent", "subtree_end", "ancestors", "depth", "motion_subspaces", "tree_transforms",
                            "inertias"))
         print(f"  memory: model arrays {model_bytes / 1024:.0f} KiB, workspace {ws_bytes / 1024:.0f} KiB per thread")
-        try:
-            kernel = generated_kernel(model)
-            library = os.path.getsize(kernel.path) / 1024
-            print(f"  generated kernel: {kernel.operations} operations, library {library:.0f} KiB once per machine, "
-                  f"scratch {kernel.scratch_size * 8 / 1024:.0f} KiB per Linearizer")
-        except GenerationError as error:
-            print(f"  generated kernel: none ({error})")
+        kernels = {"generated kernel": lambda: generated_kernel(model)}
+        if name in CONTACT_CASES:
+            contacts = as_contacts(CONTACT_CASES[name])
+            kernels.update({
+                f"generated kernel on {len(contacts)} contacts": lambda: generated_contact_kernel(
+                    model, contacts, "constrained"),
+                f"generated impact map of {len(contacts)} contacts": lambda: generated_contact_kernel(
+                    model, contacts, "impact")})
+        for label, make in kernels.items():
+            try:
+                kernel = make()
+                library = os.path.getsize(kernel.path) / 1024
+                print(f"  {label}: {kernel.operations} operations, library {library:.0f} KiB once per machine, "
+                      f"scratch {kernel.scratch_size * 8 / 1024:.0f} KiB per Linearizer or ImpactMap")
+            except GenerationError as error:
+                print(f"  {label}: none ({error})")
         print(f"  first call in a new process (import + load + linearize, compiled cache warm): "
               f"{first_call_cost(path, floating, options):.2f} s")
 
