@@ -122,21 +122,26 @@ def _gimbal(rng) -> rl.Model:
     return builder.build()
 
 
+def _gimbal_bad_states(*names) -> dict:
+    """States of :func:`_gimbal` without a result, by name: M singular, a result that overflows, a NaN
+    position, a base pose that is not rigid."""
+    rest = dict(base_twist=np.zeros(6), joint_velocities=np.zeros(3))
+    states = {
+        "singular": dict(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]), **rest),
+        "overflowing": dict(base_pose=np.eye(4), joint_positions=np.zeros(3) + 0.1, base_twist=np.zeros(6),
+                            joint_velocities=np.full(3, 1e200)),
+        "NaN": dict(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), **rest),
+        "not a rigid pose": dict(base_pose=np.diag([2.0, 1.0, 1.0, 1.0]), joint_positions=np.zeros(3), **rest),
+    }
+    return {name: rl.State(**states[name]) for name in names}
+
+
 @needs_compiler
 def test_a_bad_state_gets_the_generic_kernels_error_and_no_result(rng):
     model = _gimbal(rng)
     fast, generic = _pair(model, dt=1e-3)
     good = random_state(model, rng)
-    bad = {
-        "singular": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]),
-                             base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
-        "overflowing": rl.State(base_pose=np.eye(4), joint_positions=np.zeros(3) + 0.1, base_twist=np.zeros(6),
-                                joint_velocities=np.full(3, 1e200)),
-        "NaN": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), base_twist=np.zeros(6),
-                        joint_velocities=np.zeros(3)),
-        "not a rigid pose": rl.State(base_pose=np.diag([2.0, 1.0, 1.0, 1.0]), joint_positions=np.zeros(3),
-                                     base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
-    }
+    bad = _gimbal_bad_states("singular", "overflowing", "NaN", "not a rigid pose")
     for name, state in bad.items():
         with pytest.raises(ValueError) as expected:
             generic.linearize(state)
@@ -310,14 +315,7 @@ def test_impact_map_at_a_bad_state_or_on_a_degenerate_set_gives_the_generic_kern
     model = _gimbal(rng)
     fast, generic = _impact_pair(model, [rl.Contact("b3")], 0.0)
     good = random_state(model, rng)
-    bad = {
-        "singular": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]),
-                             base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
-        "NaN": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), base_twist=np.zeros(6),
-                        joint_velocities=np.zeros(3)),
-        "not a rigid pose": rl.State(base_pose=np.diag([2.0, 1.0, 1.0, 1.0]), joint_positions=np.zeros(3),
-                                     base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
-    }
+    bad = _gimbal_bad_states("singular", "NaN", "not a rigid pose")  # (an impact map does not overflow there)
     for name, state in bad.items():
         with pytest.raises(ValueError) as expected:
             generic.impact(state)
@@ -421,14 +419,7 @@ def test_constrained_linearization_at_a_bad_state_or_on_a_degenerate_set_gives_t
     fast = rl.Linearizer(model, contacts=["b3"], kernel="generated", dt=1e-3)
     generic = rl.Linearizer(model, contacts=["b3"], dt=1e-3)
     good = random_state(model, rng)
-    bad = {
-        "singular": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.2, np.pi / 2, 0.3]),
-                             base_twist=np.zeros(6), joint_velocities=np.zeros(3)),
-        "overflowing": rl.State(base_pose=np.eye(4), joint_positions=np.zeros(3) + 0.1, base_twist=np.zeros(6),
-                                joint_velocities=np.full(3, 1e200)),
-        "NaN": rl.State(base_pose=np.eye(4), joint_positions=np.array([0.1, np.nan, 0.0]), base_twist=np.zeros(6),
-                        joint_velocities=np.zeros(3)),
-    }
+    bad = _gimbal_bad_states("singular", "overflowing", "NaN")
     for name, state in bad.items():
         with pytest.raises(ValueError) as expected:
             generic.linearize(state)

@@ -12,6 +12,7 @@ names the argument; never garbage, a numba TypingError or a raw traceback.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -180,8 +181,9 @@ CALLS = {
               "contacts": "contacts", "previous_contacts": "previous_contacts", "restitution": "restitution"}),
     "impact": (rl.impact, dict(model=FLOATING, state=STATE, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
                {"model": "model", "state": "state", "contacts": "contacts", "restitution": "restitution"}),
-    "ImpactMap": (rl.ImpactMap, dict(model=FLOATING, contacts=rl.robots.BUNDLED_FEET, restitution=0.5),
-                  {"model": "model", "contacts": "contacts", "restitution": "restitution"}),
+    "ImpactMap": (rl.ImpactMap, dict(model=FLOATING, contacts=rl.robots.BUNDLED_FEET, restitution=0.5,
+                                     kernel="generic"),
+                  {"model": "model", "contacts": "contacts", "restitution": "restitution", "kernel": "kernel"}),
     "ImpactMap.impact": (lambda **a: IMPACT_MAP.impact(**a), dict(state=STATE), {"state": "state"}),
     "ImpactMap.impact_arrays": (
         lambda **a: IMPACT_MAP.impact_arrays(**a),
@@ -253,6 +255,27 @@ CALLS = {
                                               inertia=np.eye(6)),
                               {"placement": "matrix4", "inertia": "matrix6", "name": "frame_name"}),
 }
+
+
+
+@functools.lru_cache(maxsize=None)
+def _generated(kind: str):
+    """The Linearizer and ImpactMap above with kernel="generated", made at their first call (within a
+    test: the generated kernels then go to the test run's cache, conftest.generated_kernels_cache)."""
+    made = (rl.Linearizer(FLOATING, contacts=[FOOT], dt=0.002, kernel="generated") if kind == "Linearizer" else
+            rl.ImpactMap(FLOATING, rl.robots.BUNDLED_FEET, restitution=0.5, kernel="generated"))
+    assert made.kernel == "generated" or rl.generated.c_compiler() is None, kind
+    return made
+
+
+# the same calls where a generated kernel takes the arrays (kernel="generated")
+def _on_generated(name: str):
+    kind, method = name.split(".")
+    return lambda **arguments: getattr(_generated(kind), method)(**arguments)
+
+
+CALLS.update({f"{name}, generated": (_on_generated(name), *CALLS[name][1:]) for name in (
+    "Linearizer.linearize", "Linearizer.linearize_arrays", "ImpactMap.impact", "ImpactMap.impact_arrays")})
 
 # functions of the modules, outside __all__, that users call (the README and docstrings name them)
 CALLS.update({
