@@ -68,7 +68,7 @@ from .algorithms.constrained_dynamics import DEGENERACY_TOLERANCE, contact_array
 from .discretization import euler_step_into
 from .linearization import linearize_state_into
 from .model import PIVOT_TOLERANCE, Model, invalid_state
-from .workspace import DATA, DENSE_PRODUCTS, MODEL_ARRAYS, Workspace, model_arrays
+from .workspace import DATA, DENSE_PRODUCTS, MODEL_ARRAYS, Workspace, derivative_products, model_arrays
 
 GENERATED_OPERATIONS = 40_000
 """The largest trace (operations) compiled: about 30 s of ``cc -O2`` on a 2-core machine
@@ -324,7 +324,7 @@ def trace(model: Model) -> SimpleNamespace:
 
     replacements = {**_runtime_factorisation(graph), "singular_pivot": pivots,
                     "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
-    if model_arrays(model)[-1] == DENSE_PRODUCTS:  # (else the product is traced like the rest)
+    if derivative_products(model) == DENSE_PRODUCTS:  # (else the product is traced like the rest)
         replacements["tree_multiply_add_into"] = product
     passes = _python_passes(replacements)
     data = _traced_workspace(model)

@@ -103,6 +103,24 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_at_com: np.ndarray) ->
     return M
 
 
+def is_rigid_body_inertia(inertia: np.ndarray) -> bool:
+    """Whether the symmetric 6×6 ``inertia`` has the form of :func:`spatial_inertia`,
+    [[m 1, −m c^], [m c^, ·]], to RIGID_BODY_TOLERANCE of its largest entry (a body
+    lumped from links welded together keeps it to rounding)."""
+    inertia = np.asarray(inertia, dtype=float)
+    mass, first_moment = inertia[0, 0], np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
+    form = np.zeros((6, 6))
+    form[:3, :3] = mass * np.eye(3)
+    form[3:, :3] = skew(first_moment)
+    form[:3, 3:] = -form[3:, :3]
+    deviation = np.abs((inertia - form)[:, :3]).max(initial=0.0), np.abs((inertia - form)[:3, 3:]).max(initial=0.0)
+    return bool(max(deviation) <= RIGID_BODY_TOLERANCE * np.abs(inertia).max(initial=0.0))
+
+
+RIGID_BODY_TOLERANCE = 1e-14
+"""Relative deviation below which :func:`is_rigid_body_inertia` holds (lumped URDF links: 1e-18)."""
+
+
 def _series(theta2: float) -> tuple[float, float, float]:
     """(a, b, c) = (sin θ/θ, (1 − cos θ)/θ², (θ − sin θ)/θ³) of θ² = |w|²: exp(w^) = I + a w^ + b w^²
     (Rodrigues) and the SE(3) exponential's V = I + b w^ + c w^²; their Taylor series below |w| = 1e-4."""

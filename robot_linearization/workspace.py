@@ -16,6 +16,7 @@ from numba.experimental import structref
 
 from .compiled import INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
 from .model import Model
+from .spatial import is_rigid_body_inertia
 
 
 @structref.register
@@ -26,12 +27,14 @@ class ModelArraysType(types.StructRef):
 MODEL_ARRAYS = ModelArraysType([
     ("parent", INDICES), ("S", MATRIX), ("tree_X", MATRICES), ("I", MATRICES), ("ancestors", INDEX_TABLE),
     ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR),
-    ("derivative_products", types.int64)])
+    ("derivative_products", types.int64), ("rigid", types.Array(types.boolean, 1, "C"))])
 """The model's arrays as the kernels read them (Model's attributes of the same meaning):
 parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 6),
 I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
 floating_base, gravity (3,) in the world frame; derivative_products: how M⁻¹ multiplies the
-EIDAmb derivatives D (:func:`derivative_products`)."""
+EIDAmb derivatives D (:func:`derivative_products`); rigid (n+1,): whether each body's inertia has
+the rigid-body form (spatial.is_rigid_body_inertia; not the raw matrices of thesis Table D.3),
+which the base-frame sweep places in fewer operations."""
 structref.define_boxing(ModelArraysType, Structure)
 
 DENSE_PRODUCTS, TREE_PRODUCTS, ARTICULATED_PRODUCTS = 0, 1, 2
@@ -73,16 +76,18 @@ def model_arrays(model: Model) -> tuple:
     """The values of :data:`MODEL_ARRAYS`'s fields for ``model``, in its order (copies)."""
     return (*(np.array(a) for a in (model.parent, model.motion_subspaces, model.tree_transforms, model.inertias,
                                     model.ancestors, model.depth, model.subtree_end)),
-            model.floating_base, np.array(model.gravity, dtype=float), derivative_products(model))
+            model.floating_base, np.array(model.gravity, dtype=float), derivative_products(model),
+            np.array([is_rigid_body_inertia(inertia) for inertia in model.inertias], dtype=np.bool_))
 
 
 @kernel
 def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
-                      derivative_products):
+                      derivative_products, rigid):
     model = structref.new(MODEL_ARRAYS)
     model.parent, model.S, model.tree_X, model.I = parent, S, tree_X, I
     model.ancestors, model.depth, model.subtree_end = ancestors, depth, subtree_end
     model.floating_base, model.gravity, model.derivative_products = floating_base, gravity, derivative_products
+    model.rigid = rigid
     return model
 
 
