@@ -27,13 +27,13 @@ class ModelArraysType(types.StructRef):
 MODEL_ARRAYS = ModelArraysType([
     ("parent", INDICES), ("S", MATRIX), ("tree_X", MATRICES), ("I", MATRICES), ("ancestors", INDEX_TABLE),
     ("depth", INDICES), ("subtree_end", INDICES), ("floating_base", types.boolean), ("gravity", VECTOR),
-    ("derivative_products", types.int64), ("rigid", types.Array(types.boolean, 1, "C"))])
+    ("derivative_products", types.int64), ("rigid_inertias", types.boolean)])
 """The model's arrays as the kernels read them (Model's attributes of the same meaning):
 parent (n+1,), S = motion_subspaces (n+1, 6), tree_X = tree_transforms (n+1, 6, 6),
 I = inertias (n+1, 6, 6), ancestors (n+1, depth), depth (n+1,), subtree_end (n+1,),
 floating_base, gravity (3,) in the world frame; derivative_products: how M⁻¹ multiplies the
-EIDAmb derivatives D (:func:`derivative_products`); rigid (n+1,): whether each body's inertia has
-the rigid-body form (spatial.is_rigid_body_inertia; not the raw matrices of thesis Table D.3),
+EIDAmb derivatives D (:func:`derivative_products`); rigid_inertias: whether every body's inertia
+has the rigid-body form (spatial.is_rigid_body_inertia; not the raw matrices of thesis Table D.3),
 which the base-frame sweep places in fewer operations."""
 structref.define_boxing(ModelArraysType, Structure)
 
@@ -77,17 +77,17 @@ def model_arrays(model: Model) -> tuple:
     return (*(np.array(a) for a in (model.parent, model.motion_subspaces, model.tree_transforms, model.inertias,
                                     model.ancestors, model.depth, model.subtree_end)),
             model.floating_base, np.array(model.gravity, dtype=float), derivative_products(model),
-            np.array([is_rigid_body_inertia(inertia) for inertia in model.inertias], dtype=np.bool_))
+            all(is_rigid_body_inertia(inertia) for inertia in model.inertias))
 
 
 @kernel
 def _new_model_arrays(parent, S, tree_X, I, ancestors, depth, subtree_end, floating_base, gravity,
-                      derivative_products, rigid):
+                      derivative_products, rigid_inertias):
     model = structref.new(MODEL_ARRAYS)
     model.parent, model.S, model.tree_X, model.I = parent, S, tree_X, I
     model.ancestors, model.depth, model.subtree_end = ancestors, depth, subtree_end
     model.floating_base, model.gravity, model.derivative_products = floating_base, gravity, derivative_products
-    model.rigid = rigid
+    model.rigid_inertias = rigid_inertias
     return model
 
 
@@ -105,7 +105,7 @@ DATA = DataType([
 (model, :data:`MODEL_ARRAYS`): the body transforms i_X_λ(i)
 X_up (n+1, 6, 6); the ABAmb's articulated inertias I_A (n+1, 6, 6), U (n+1, 6), pivots D
 (n+1,), body twists v, velocity-product accelerations c, bias wrenches p, accelerations a and
-wrenches f (n+1, 6); the IMMAmb's F, P (n+1, N, 6) and U_base (n+1, 6); the body poses in the
+wrenches f (n+1, 6); the IMMAmb's F, P (n+1, 6, N) and U_base (n+1, 6); the body poses in the
 base frame R (n+1, 3, 3), t (n+1, 3) and the column axes (N, 6); [D₁ … D₄]ID̄ derivatives
 (N, 2N); the base-frame sweep's composite inertias Y and their rates Y_rate (n+1, 6, 6) and
 its columns (7, N, 6); g0 (6,), gravity as a base acceleration; free (N,), the unconstrained ν̇."""
@@ -143,7 +143,7 @@ class Workspace:
         self.U = np.zeros((n_bodies, 6))
         self.D = np.zeros(n_bodies)
         self.v, self.c, self.p, self.a, self.f = (np.empty((n_bodies, 6)) for _ in range(5))
-        self.F, self.P = np.empty((n_bodies, N, 6)), np.empty((n_bodies, N, 6))
+        self.F, self.P = np.empty((n_bodies, 6, N)), np.empty((n_bodies, 6, N))
         self.R, self.t, self.axes = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((N, 6))
         self.U_base = np.empty((n_bodies, 6))
         self.derivatives = np.empty((N, 2 * N))

@@ -108,11 +108,12 @@ def _place_rigid_inertia(I, R, t, Y, rotated):
         for c in range(3):
             rotated[r, c] = I[3 + r, 3] * R[c, 0] + I[3 + r, 4] * R[c, 1] + I[3 + r, 5] * R[c, 2]
     diagonal = 2.0 * (t0 * h0 + t1 * h1 + t2 * h2) + m * (t0 * t0 + t1 * t1 + t2 * t2)
-    h, u = (h0, h1, h2), (t0, t1, t2)
     for r in range(3):
+        h_r, t_r = (h0 if r == 0 else h1 if r == 1 else h2), t[r]
         for c in range(r, 3):
+            h_c, t_c = (h0 if c == 0 else h1 if c == 1 else h2), t[c]
             value = (R[r, 0] * rotated[0, c] + R[r, 1] * rotated[1, c] + R[r, 2] * rotated[2, c]
-                     - (h[r] * u[c] + u[r] * h[c] + m * u[r] * u[c]))
+                     - (h_r * t_c + t_r * h_c + m * t_r * t_c))
             if r == c:
                 value += diagonal
             Y[3 + r, 3 + c] = value
@@ -155,12 +156,12 @@ def place_inertias_into(model, data):
     pass reads them, its backward pass sums them into composite inertias in place: they are
     placed again before another backward pass (the impact map runs two forward passes on one
     placement)."""
-    I, rigid, R, t = model.I, model.rigid, data.R, data.t
-    Y, Y_rate = data.Y, data.Y_rate
-    for i in range(Y.shape[0]):
-        if rigid[i]:
+    I, R, t, Y, Y_rate = model.I, data.R, data.t, data.Y, data.Y_rate
+    if model.rigid_inertias:
+        for i in range(Y.shape[0]):
             _place_rigid_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
-        else:
+    else:
+        for i in range(Y.shape[0]):
             _place_inertia(I[i], R[i], t[i], Y[i], Y_rate[i])
 
 
@@ -230,10 +231,16 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
 
 
 @kernel(inline=True)
-def _column_dots_into(Y_J, Y_rate_J, x, y, start, end, out):
+def _column_dots_into(Y_J, Y_rate_J, x, y, start, end, moving, out):
     """out[d] = Y_J[d]·x + Y_rate_J[d]·y for the rows d in [start, end), with x and y held in
-    registers (out is a column of D, which the compiler cannot tell apart from x and y)."""
+    registers (out is a column of D, which the compiler cannot tell apart from x and y); the
+    second term left out where the robot does not move (Y_rate_J is zero then)."""
     x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    if not moving:
+        for d in range(start, end):
+            a = Y_J[d]
+            out[d] = a[0] * x0 + a[1] * x1 + a[2] * x2 + a[3] * x3 + a[4] * x4 + a[5] * x5
+        return
     y0, y1, y2, y3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
     for d in range(start, end):
         a, b = Y_J[d], Y_rate_J[d]
@@ -256,7 +263,9 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
     (minus any external wrench the caller took off after :func:`base_frame_motion_into`)
     accumulate, and each entry of [D₁ | D₂ | D₃ | D₄]ID̄ (N, 2N) into data.derivatives is
     one dot product.  with_base_pose=False leaves D₁ID̄ zero; velocity_columns=False leaves
-    the velocity columns [D₃ | D₄]ID̄ zero (the impact map needs the positions' alone)."""
+    the velocity columns [D₃ | D₄]ID̄ zero (the impact map needs the positions' alone).  Where
+    no body moves (data.v zero: the impact map's passes) the inertia rates are zero, and their
+    products are left out."""
     parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
     J, f, Y, Y_rate, columns, derivatives = data.axes, data.f, data.Y, data.Y_rate, data.columns, data.derivatives
     n_bodies = f.shape[0]
@@ -266,6 +275,10 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
     Y_rate_J, df_dq, df_dr = columns[4], columns[5], columns[6]
     tmp = np.empty(6)
     derivatives[:] = 0.0
+    moving = False
+    for i in range(n_bodies):
+        for row in range(6):
+            moving = moving or data.v[i, row] != 0.0
     last = 0 if floating_base else 1
     for i in range(n_bodies - 1, last - 1, -1):
         own_start, own_end = (0, 6) if i == 0 else (off + i - 1, off + i)
@@ -275,24 +288,30 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
             J_c, dv, da_q, da_r = J[c], dv_dq[c], da_dq[c], da_dr[c]
             for row in range(6):
                 Y_row, Y_dot_row = Y_i[row], Y_dot[row]
-                YJ, Y_daq, Y_dar, Ydot_dv, Ydot_J, Ydot_T_J = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+                YJ, Y_daq, Y_dar = 0.0, 0.0, 0.0
                 for k in range(6):
                     YJ += Y_row[k] * J_c[k]
                     Y_daq += Y_row[k] * da_q[k]
                     Y_dar += Y_row[k] * da_r[k]
+                Y_J[c, row] = YJ
+                if not moving:
+                    Y_rate_J[c, row], df_dq[c, row], df_dr[c, row] = 0.0, Y_daq, Y_dar
+                    continue
+                Ydot_dv, Ydot_J, Ydot_T_J = 0.0, 0.0, 0.0
+                for k in range(6):
                     Ydot_dv += Y_dot_row[k] * dv[k]
                     Ydot_J += Y_dot_row[k] * J_c[k]
                     Ydot_T_J += Y_dot[k, row] * J_c[k]
-                Y_J[c, row], Y_rate_J[c, row] = YJ, Ydot_T_J
+                Y_rate_J[c, row] = Ydot_T_J
                 df_dq[c, row] = Ydot_dv + Y_daq  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
                 df_dr[c, row] = Ydot_J + Y_dar  # ∂f/∂r_c = Ẏ J + Y ∂a/∂r_c
         position_columns = with_base_pose or i > 0  # the base's own position columns are D₁ID̄
         for c in range(own_start, own_end):
             if position_columns:
-                _column_dots_into(Y_J, Y_rate_J, da_dq[c], dv_dq[c], own_end, end, derivatives[:, c])
+                _column_dots_into(Y_J, Y_rate_J, da_dq[c], dv_dq[c], own_end, end, moving, derivatives[:, c])
             _row_dots_into(J[c], df_dq, own_start if position_columns else own_end, end, derivatives[c])
             if velocity_columns:
-                _column_dots_into(Y_J, Y_rate_J, da_dr[c], J[c], own_end, end, derivatives[:, N + c])
+                _column_dots_into(Y_J, Y_rate_J, da_dr[c], J[c], own_end, end, moving, derivatives[:, N + c])
                 _row_dots_into(J[c], df_dr, own_start, end, derivatives[c, N:])
         for c in range(own_start, own_end):
             cross_force_into(J[c], f[i], tmp)  # the subtree's wrench turns with the joint
@@ -304,7 +323,8 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
                 f[p, row] += f[i, row]
                 for col in range(6):
                     Y[p, row, col] += Y_i[row, col]
-                    Y_rate[p, row, col] += Y_dot[row, col]
+                    if moving:
+                        Y_rate[p, row, col] += Y_dot[row, col]
 
 
 @kernel

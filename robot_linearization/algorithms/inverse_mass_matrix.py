@@ -29,7 +29,7 @@ import numpy as np
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
 from ..model import Model
-from ..spatial import dot6, lu_factor6, lu_solve6
+from ..spatial import lu_factor6, lu_solve6
 from ..workspace import workspace
 from .forward_dynamics import articulated_inertias_into
 from .kinematics import base_frame_poses_into, body_transforms_into
@@ -39,17 +39,18 @@ from .kinematics import base_frame_poses_into, body_transforms_into
 def inverse_mass_matrix_into(model, data, M_inv):
     """IMMA(mb) into M_inv (N, N), given the articulated inertias of the same configuration
     (data.I_A, U, D, in body frames) and the body poses data.R, t and column axes (N, 6) in
-    the base frame (kinematics.base_frame_poses_into).  data.U_base, F, P: scratch."""
+    the base frame (kinematics.base_frame_poses_into).  data.U_base (n+1, 6), F, P (n+1, 6, N):
+    scratch, columns innermost, so that each pass runs along a row of M⁻¹ and of F_i or P_i."""
     parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
     R, t, axes, I_A, U, D = data.R, data.t, data.axes, data.I_A, data.U, data.D
     U_base, F, P = data.U_base, data.F, data.P
     n_bodies = U.shape[0]
     N = M_inv.shape[0]
     off = 6 if floating_base else 0
-    tmp = np.empty(6)
+    tmp, x = np.empty(6), np.empty(6)
     M_inv[:] = 0.0
     for i in range(n_bodies):  # F_i only ever holds the columns of its subtree
-        F[i, off + i - 1 if i > 0 else 0:off + subtree_end[i]] = 0.0
+        F[i, :, off + i - 1 if i > 0 else 0:off + subtree_end[i]] = 0.0
     for i in range(n_bodies - 1, 0, -1):
         p, row, end = parent[i], off + i - 1, off + subtree_end[i]
         Rot, u, W = R[i], U[i], U_base[i]  # U_i in the base frame: [R U_l; t × R U_l + R U_a]
@@ -59,37 +60,41 @@ def inverse_mass_matrix_into(model, data, M_inv):
         W[3] += t[i, 1] * W[2] - t[i, 2] * W[1]
         W[4] += t[i, 2] * W[0] - t[i, 0] * W[2]
         W[5] += t[i, 0] * W[1] - t[i, 1] * W[0]
-        J = axes[row]
+        J0, J1, J2, J3, J4, J5 = axes[row, 0], axes[row, 1], axes[row, 2], axes[row, 3], axes[row, 4], axes[row, 5]
+        F_i, F_p, M_row = F[i], F[p], M_inv[row]
         inverse_pivot = 1.0 / D[i]  # (one division per body: a product per column)
-        M_inv[row, row] = inverse_pivot
+        M_row[row] = inverse_pivot
         for c in range(row, end):
-            M_inv[row, c] -= dot6(J, F[i, c]) * inverse_pivot
-            value = M_inv[row, c]
-            for q in range(6):
-                F[p, c, q] += F[i, c, q] + value * W[q]
+            M_row[c] -= (J0 * F_i[0, c] + J1 * F_i[1, c] + J2 * F_i[2, c] + J3 * F_i[3, c] + J4 * F_i[4, c]
+                         + J5 * F_i[5, c]) * inverse_pivot
+        for q in range(6):
+            factor, F_iq, F_pq = W[q], F_i[q], F_p[q]
+            for c in range(row, end):
+                F_pq[c] += F_iq[c] + M_row[c] * factor
     if floating_base:
         LU, pivots = np.empty((6, 6)), np.empty(6, dtype=np.int64)
         lu_factor6(I_A[0], LU, pivots)
         for c in range(N):
-            if c < 6:
-                tmp[:] = 0.0
-                tmp[c] = 1.0
-            else:
-                tmp[:] = F[0, c]
-                tmp *= -1.0
-            lu_solve6(LU, pivots, tmp, P[0, c])
-            M_inv[:6, c] = P[0, c]
+            for q in range(6):
+                tmp[q] = (1.0 if q == c else 0.0) if c < 6 else -F[0, q, c]
+            lu_solve6(LU, pivots, tmp, x)
+            for q in range(6):
+                P[0, q, c] = x[q]
+                M_inv[q, c] = x[q]
     else:
         P[0] = 0.0
     for i in range(1, n_bodies):  # P_i is read by descendants for columns ≥ their row only
         p, row = parent[i], off + i - 1
-        J, W = axes[row], U_base[i]
+        W0, W1, W2, W3, W4, W5 = U_base[i, 0], U_base[i, 1], U_base[i, 2], U_base[i, 3], U_base[i, 4], U_base[i, 5]
+        P_i, P_p, M_row = P[i], P[p], M_inv[row]
         inverse_pivot = 1.0 / D[i]
         for c in range(row, N):
-            M_inv[row, c] -= dot6(W, P[p, c]) * inverse_pivot
-            value = M_inv[row, c]
-            for q in range(6):
-                P[i, c, q] = P[p, c, q] + value * J[q]
+            M_row[c] -= (W0 * P_p[0, c] + W1 * P_p[1, c] + W2 * P_p[2, c] + W3 * P_p[3, c] + W4 * P_p[4, c]
+                         + W5 * P_p[5, c]) * inverse_pivot
+        for q in range(6):
+            factor, P_iq, P_pq = axes[row, q], P_i[q], P_p[q]
+            for c in range(row, N):
+                P_iq[c] = P_pq[c] + M_row[c] * factor
     for r in range(N):
         for c in range(r + 1, N):
             M_inv[c, r] = M_inv[r, c]
@@ -114,15 +119,15 @@ def inverse_mass_matrix_product_into(model, data, rhs, sign, out):
     IMMAmb's passes above run with the columns of rhs as the extended inputs τ̄ (the unit vectors
     there), O(n) per column instead of a product's O(N²).  Needs the pivots data.D, the base's
     data.I_A[0], data.U_base and axes that :func:`inverse_mass_matrix_into` left at this
-    configuration; data.F and P (scratch) are seen as (n+1, 6, N), columns innermost, so the
-    columns go in blocks of N.  Backward, F_i is passed on to the parent and its row 0 then keeps
+    configuration; data.F and P (n+1, 6, N) (scratch) hold N columns at a time, so the columns go
+    in blocks of N.  Backward, F_i is passed on to the parent and its row 0 then keeps
     D_i⁻¹(τ̄_i − J_iᵀF_i) for the forward pass; a body none of whose children has passed it
     anything (a leaf) has F_i = 0, so nothing is zeroed."""
     parent, floating_base = model.parent, model.floating_base
     axes, I_A, D, U_base = data.axes, data.I_A, data.D, data.U_base
     n_bodies, N = U_base.shape[0], rhs.shape[0]
     off = 6 if floating_base else 0
-    F, P = data.F.reshape((n_bodies, 6, N)), data.P.reshape((n_bodies, 6, N))
+    F, P = data.F, data.P
     LU, pivots, b, x = np.empty((6, 6)), np.empty(6, dtype=np.int64), np.empty(6), np.empty(6)
     values, passed = np.empty(N), np.empty(n_bodies, dtype=np.bool_)
     if floating_base:
