@@ -149,6 +149,31 @@ def _add_inertia_rate(Y, v, h, out, column):
             out[3 + r, 3 + c] -= skew_entry(h[3:], r, c)
 
 
+@kernel(inline=True)
+def _add_rigid_inertia_rate(Y, v, h, out):
+    """out += Ẏ (:func:`_add_inertia_rate`) for a rigid-body inertia Y = [[m 1, −g^], [g^, Ī]]
+    (g = m × the centre of mass; :func:`_place_rigid_inertia`), whose rate has a zero left half:
+    with h = Y v, Ẏ = [[0, −2 h_l^], [0, S]], S = −v_l^g^ − g^v_l^ + ω^Ī − Īω^ − h_a^ (the terms of
+    v ×̄* Y − Y v× + B(h) expanded; its left half cancels exactly).  With x^y^ = y xᵀ − (x·y) 1 and
+    −Īω^ = (ω^Ī)ᵀ: S = 2(g·v_l) 1 − g v_lᵀ − v_l gᵀ + P + Pᵀ − h_a^, P = ω^Ī."""
+    g0, g1, g2 = Y[5, 1], Y[3, 2], Y[4, 0]
+    w0, w1, w2 = v[3], v[4], v[5]
+    twice = 2.0 * (g0 * v[0] + g1 * v[1] + g2 * v[2])
+    for r in range(3):
+        g_r, l_r = (g0 if r == 0 else g1 if r == 1 else g2), v[r]
+        for c in range(3):  # P[r, c] = (ω × Ī[:, c])[r], P[c, r] likewise
+            P_rc = (w1 * Y[5, 3 + c] - w2 * Y[4, 3 + c] if r == 0 else
+                    w2 * Y[3, 3 + c] - w0 * Y[5, 3 + c] if r == 1 else w0 * Y[4, 3 + c] - w1 * Y[3, 3 + c])
+            P_cr = (w1 * Y[5, 3 + r] - w2 * Y[4, 3 + r] if c == 0 else
+                    w2 * Y[3, 3 + r] - w0 * Y[5, 3 + r] if c == 1 else w0 * Y[4, 3 + r] - w1 * Y[3, 3 + r])
+            g_c = g0 if c == 0 else g1 if c == 1 else g2
+            value = P_rc + P_cr - (g_r * v[c] + l_r * g_c) - skew_entry(h[3:], r, c)
+            if r == c:
+                value += twice
+            out[3 + r, 3 + c] += value
+            out[r, 3 + c] -= 2.0 * skew_entry(h, r, c)
+
+
 @kernel
 def place_inertias_into(model, data):
     """Every body's inertia in the base frame into data.Y (n+1, 6, 6), from the body poses
@@ -177,7 +202,7 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
     below column c: in body k's own frame, ∂v_k/∂s_c = ⁰X_k⁻¹ ∂v/∂s_c and (the ``−v_k ×``
     terms the backward pass leaves to Ẏ) ∂a_k/∂s_c = ⁰X_k⁻¹(∂a/∂s_c − v_k × ∂v/∂s_c),
     ∂a_k/∂r_c = ⁰X_k⁻¹(∂a/∂r_c − v_k × J_c) — what the contact accelerations need."""
-    parent, floating_base = model.parent, model.floating_base
+    parent, floating_base, rigid = model.parent, model.floating_base, model.rigid_inertias
     J, v, a, f, Y, Y_rate, columns = data.axes, data.v, data.a, data.f, data.Y, data.Y_rate, data.columns
     n_bodies = v.shape[0]
     moving = False
@@ -226,7 +251,9 @@ def base_frame_motion_into(model, data, base_twist, base_acceleration, g0, r, rd
         for row in range(6):
             f[i, row] += tmp2[row]
         Y_rate[i] = 0.0
-        if moving:
+        if moving and rigid:
+            _add_rigid_inertia_rate(Y[i], v[i], tmp, Y_rate[i])
+        elif moving:
             _add_inertia_rate(Y[i], v[i], tmp, Y_rate[i], tmp2)
 
 
@@ -265,7 +292,7 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
     one dot product.  with_base_pose=False leaves D₁ID̄ zero; velocity_columns=False leaves
     the velocity columns [D₃ | D₄]ID̄ zero (the impact map needs the positions' alone).  Where
     no body moves (data.v zero: the impact map's passes) the inertia rates are zero, and their
-    products are left out."""
+    products are left out; so is their zero left half for rigid bodies (_add_rigid_inertia_rate)."""
     parent, subtree_end, floating_base = model.parent, model.subtree_end, model.floating_base
     J, f, Y, Y_rate, columns, derivatives = data.axes, data.f, data.Y, data.Y_rate, data.columns, data.derivatives
     n_bodies = f.shape[0]
@@ -279,6 +306,7 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
     for i in range(n_bodies):
         for row in range(6):
             moving = moving or data.v[i, row] != 0.0
+    first = 3 if model.rigid_inertias else 0  # Ẏ's first column with entries (rigid bodies: its left half is 0)
     last = 0 if floating_base else 1
     for i in range(n_bodies - 1, last - 1, -1):
         own_start, own_end = (0, 6) if i == 0 else (off + i - 1, off + i)
@@ -298,9 +326,10 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
                     Y_rate_J[c, row], df_dq[c, row], df_dr[c, row] = 0.0, Y_daq, Y_dar
                     continue
                 Ydot_dv, Ydot_J, Ydot_T_J = 0.0, 0.0, 0.0
-                for k in range(6):
+                for k in range(first, 6):
                     Ydot_dv += Y_dot_row[k] * dv[k]
                     Ydot_J += Y_dot_row[k] * J_c[k]
+                for k in range(6 if row >= first else 0):
                     Ydot_T_J += Y_dot[k, row] * J_c[k]
                 Y_rate_J[c, row] = Ydot_T_J
                 df_dq[c, row] = Ydot_dv + Y_daq  # ∂f/∂s_c = Ẏ ∂v/∂s_c + Y ∂a/∂s_c (+ J ×̄* f below)
@@ -323,8 +352,8 @@ def base_frame_backward_into(model, data, with_base_pose, velocity_columns):
                 f[p, row] += f[i, row]
                 for col in range(6):
                     Y[p, row, col] += Y_i[row, col]
-                    if moving:
-                        Y_rate[p, row, col] += Y_dot[row, col]
+                for col in range(first if moving else 6, 6):
+                    Y_rate[p, row, col] += Y_dot[row, col]
 
 
 @kernel
