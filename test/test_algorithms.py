@@ -121,6 +121,28 @@ def test_both_inertia_placements_equal_the_congruence_and_each_model_gets_its_ow
     assert rigid == {"talos": True, "thesis_test_system": False}
 
 
+def test_a_rigid_bodys_inertia_rate_in_closed_form_equals_the_general_one(rng):
+    """Ẏ = v ×̄* Y − Y v× + B(h) of a rigid body placed in the base frame: the closed form
+    [[0, −2h_l^], [0, S]] against the general 6×6 products, and its left half zero."""
+    from robot_linearization.algorithms.base_frame_derivatives import (_add_inertia_rate, _add_rigid_inertia_rate,
+                                                                       _place_rigid_inertia)
+    from robot_linearization.spatial import se3_exp, spatial_inertia
+
+    for _ in range(5):
+        half = rng.normal(size=(3, 3))
+        inertia = spatial_inertia(rng.uniform(0.1, 5.0), rng.normal(size=3), half @ half.T)
+        H = se3_exp(rng.normal(size=6) * 2.0)
+        Y = np.empty((6, 6))
+        getattr(_place_rigid_inertia, "py_func", _place_rigid_inertia)(inertia, H[:3, :3], H[:3, 3], Y,
+                                                                       np.empty((6, 6)))
+        v = rng.normal(size=6)
+        general, closed = np.zeros((6, 6)), np.zeros((6, 6))
+        getattr(_add_inertia_rate, "py_func", _add_inertia_rate)(Y, v, Y @ v, general, np.empty(6))
+        getattr(_add_rigid_inertia_rate, "py_func", _add_rigid_inertia_rate)(Y, v, Y @ v, closed)
+        assert np.abs(closed - general).max() <= 1e-14 * np.abs(general).max()
+        assert np.abs(general[:, :3]).max() <= 1e-14 * np.abs(general).max() and not closed[:, :3].any()
+
+
 def _tree_pattern(model, N):
     """Where a row of the EIDAmb derivatives can be non-zero, from the tree alone: a base row
     everywhere; a joint's row in the base's columns, its ancestors', its own and its subtree's
