@@ -757,11 +757,13 @@ def main() -> None:
     if "talos" in details:  # (before the new-process timings: their compiles and cache writes linger)
         model, *_, row = details["talos"]
         states = random_states(model, rng, args.horizon)
-        horizon = {w: median_time(lambda: linearize_trajectory(model, states, workers=w), 50) / len(states)
-                   for w in (1, os.cpu_count() or 1)}
+        horizon = {(w, kernel): median_time(lambda: linearize_trajectory(model, states, workers=w, kernel=kernel), 50)
+                   / len(states) for kernel in ("generic", "generated") for w in (1, os.cpu_count() or 1)}
         single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
         print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
-              + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}" for w, t in horizon.items())
+              + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}"
+                          + (" (kernel='generated')" if kernel == "generated" else "")
+                          for (w, kernel), t in horizon.items())
               + f"; Pinocchio single call {row['pin'] * us:.0f} (pin {ours_pin_version()})"
               + (f", {row['newest']}" if newest.python else ""))
         batch = linearize_trajectory(model, states)

@@ -33,8 +33,9 @@ order:
 The code grows with the robot, and so does its compile time:
 - solo12: 22 000 operations, 15 s of ``cc -O2`` (on its four feet: the impact map 17 000, 4 s;
   the constrained linearization 38 000, 9 s);
-- talos_reduced: 82 000 operations, 72 s, and no faster than the generic kernel, since its
-  code no longer fits the caches.
+- talos_reduced: 63 000 operations, 15–45 s; its impact map on two soles 50 000, 25–35 s; its
+  constrained linearization on them 111 000, 40–75 s, and 1.35× slower than the generic kernel:
+  its code no longer fits the caches.
 
 So a model whose trace exceeds :data:`GENERATED_OPERATIONS` is left to the generic kernel.
 The shared library is cached on disk per C source and compiler command
@@ -65,14 +66,16 @@ from numba import njit
 
 from . import compiled
 from .algorithms.constrained_dynamics import DEGENERACY_TOLERANCE, contact_arrays
-from .discretization import euler_step_into
+from .discretization import euler_step_into, euler_step_jacobians_into
 from .linearization import linearize_state_into
-from .model import PIVOT_TOLERANCE, Model, invalid_state
+from .model import PIVOT_TOLERANCE, Model, first_invalid_state, invalid_state
 from .workspace import DATA, DENSE_PRODUCTS, MODEL_ARRAYS, Workspace, derivative_products, model_arrays
 
-GENERATED_OPERATIONS = 40_000
-"""The largest trace (operations) compiled: about 30 s of ``cc -O2`` on a 2-core machine
-(2026-11-26); beyond it the generated code stops paying (module docstring)."""
+GENERATED_OPERATIONS = 70_000
+"""The largest trace (operations) compiled: 15–45 s of ``cc -O2`` on a 2-core machine; beyond it the
+generated code stops paying (module docstring).  On talos (2026-11-27, one core, back to back): the
+free kernel, 63 000 operations, 21.2 against the generic 29.9 µs; the impact map of its soles,
+50 000, 31.7 against 33.3 µs; the constrained linearization on them, 111 000, 59 against 44 µs."""
 
 COMPILE_FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off")
 """No contraction of a multiply and an add into one FMA: it would round differently from the
@@ -872,8 +875,9 @@ class GeneratedKernel:
 
     ``call(scratch, arrays, out, dt)``: what linearization.run_linearize_into calls in place of
     linearize_into(data, arrays, out, dt), with ``scratch`` (``scratch_size``,) float64 in place
-    of the workspace (one per thread); the same statuses.  ``operations``: the trace's size;
-    ``path``: the shared library."""
+    of the workspace (one per thread); the same statuses.  ``call_states(scratch, states, out, dt)``:
+    linearization.linearize_states_into's K states likewise (a horizon).  ``operations``: the
+    trace's size; ``path``: the shared library."""
 
     def __init__(self, model: Model, traced: SimpleNamespace | None = None):
         traced = traced or _traced_or_refused(model, lambda: trace(model))
@@ -882,6 +886,7 @@ class GeneratedKernel:
         self.path, self._function = _library(source, self.operations, f"model '{model.name}'",
                                              f"linearize-{_robot_name(model)}", "rl_linearize", 10)
         self.call = _entry(self._function, model.floating_base)  # (the entry holds the function's address only)
+        self.call_states = _states_entry(self._function, model.floating_base)
 
 
 class GeneratedContactKernel:
@@ -957,6 +962,26 @@ def _entry(function, floating_base: bool):
             euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
         return status
     return generated_linearize_into
+
+
+def _states_entry(function, floating_base: bool):
+    """linearize_states_into with the generated function in place of linearize_state_into (compiled
+    here, not cached)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_linearize_states_into(scratch, states, out, dt):
+        base_poses, joint_positions, base_twists, joint_velocities, torques = states
+        A, B, M_inv, accelerations, status, A_d, B_d = out
+        invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
+        if invalid[1] != 0:
+            return invalid
+        for k in range(joint_positions.shape[0]):
+            status[k] = function(base_poses[k].ctypes, joint_positions[k].ctypes, base_twists[k].ctypes,
+                                 joint_velocities[k].ctypes, torques[k].ctypes, A[k].ctypes, B[k].ctypes,
+                                 M_inv[k].ctypes, accelerations[k].ctypes, scratch.ctypes)
+        if dt > 0.0:
+            euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+        return invalid
+    return generated_linearize_states_into
 
 
 _kernels: "weakref.WeakKeyDictionary[Model, GeneratedKernel]" = weakref.WeakKeyDictionary()

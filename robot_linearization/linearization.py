@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -318,12 +319,15 @@ def coupled_linearize_into(coupling, state, out):
     return -1 if finite and np.isfinite(finite_sum(accelerations)) else -2
 
 
-def _linearize_stack(model: Model, arrays, out, dt: float) -> None:
-    """linearize_states_into on stacked (poses, s, v, r, τ) into ``out`` (:func:`_allocate`);
-    ValueError for a NaN/inf or non-rigid input."""
-    announce_compilation(linearize_states_into)
-    ws = workspace(model)
-    k, problem = linearize_states_into(ws.data, tuple(arrays), tuple(out), dt)
+def _linearize_stack(model: Model, arrays, out, dt: float, generated=None) -> None:
+    """linearize_states_into on stacked (poses, s, v, r, τ) into ``out`` (:func:`_allocate`), or the
+    ``generated`` kernel's (generated.GeneratedKernel.call_states, on scratch of its own); ValueError
+    for a NaN/inf or non-rigid input."""
+    if generated is None:
+        announce_compilation(linearize_states_into)
+        k, problem = linearize_states_into(workspace(model).data, tuple(arrays), tuple(out), dt)
+    else:
+        k, problem = generated.call_states(np.empty(generated.scratch_size), tuple(arrays), tuple(out), dt)
     if problem:
         raise ValueError(state_problem(k, problem, len(arrays[0])))
 
@@ -402,7 +406,7 @@ def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float,
 def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
                          workers: int | None = None, contacts=None, dt: float | None = None,
                          discretization: str | None = None, previous_contacts=None,
-                         restitution: float = 0.0) -> Linearization:
+                         restitution: float = 0.0, kernel: str = "generic") -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -427,6 +431,12 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     (docs/impacts.md).  Crocoddyl puts its impulse model as a knot of its own between the
     two phases; here it is folded into the touchdown knot.  A lift-off is not an impact.
     Without dt there is no step and no impact: A, B are each state's own.
+
+    kernel="generated": a horizon without contacts on a Model (no step or the Euler step) runs
+    the kernel generated for the robot (robot_linearization.generated, as
+    :class:`~robot_linearization.Linearizer`'s ``kernel``), the same values bit for bit; where it
+    cannot be built here (no C compiler, a model too large for it to pay) the generic kernel runs,
+    with a warning.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "
@@ -438,23 +448,41 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers: expected a positive number of threads, got {workers!r}")
     restitution = restitution_coefficient(restitution)
+    kernel = choice(kernel, "kernel", ("generic", "generated"))
     if contacts or isinstance(model, CoupledModel) or previous_contacts is not None:
+        if kernel == "generated":
+            raise ValueError("kernel: 'generated' covers a horizon without contacts on a Model; use "
+                             "kernel='generic' here (or an rl.Linearizer(model, contacts=…, kernel='generated') "
+                             "per knot)")
         return _linearize_trajectory_with_contacts(model, states, joint_torques, contacts, workers, step,
                                                    previous_contacts, restitution)
     arrays = stack_states(model, states, joint_torques)
     fused = dt is not None and step["discretization"] == "euler"
+    generated = _generated_or_none(model) if kernel == "generated" else None
     out = _allocate(model, K, fused)
     workers = max(1, min(workers or os.cpu_count() or 1, K))
     dt_fused = dt if fused else 0.0
     if workers == 1:
-        _linearize_stack(model, arrays, out, dt_fused)
+        _linearize_stack(model, arrays, out, dt_fused, generated)
     else:
         bounds = np.linspace(0, K, workers + 1).astype(int)
         chunks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        list(_pool(workers).map(
-            lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out], dt_fused), chunks))
+        list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out],
+                                                            dt_fused, generated), chunks))
     _check_finite(model, out, arrays)
     return _result(model, *out[:4], tuple(states), arrays[-1], step, out[5:] if fused else None)
+
+
+def _generated_or_none(model: Model):
+    """``model``'s generated.GeneratedKernel, or None (with a warning, as a Linearizer's) when it
+    cannot be built here."""
+    from .generated import GenerationError, generated_kernel  # (generated.py imports this module)
+
+    try:
+        return generated_kernel(model)
+    except GenerationError as error:
+        logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
+        return None
 
 
 def check_step(model, dt, discretization) -> dict:

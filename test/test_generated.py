@@ -163,6 +163,53 @@ def test_what_it_does_not_cover_is_a_one_line_error(rng):
             rl.Linearizer(model, kernel="generated", **options)
 
 
+@needs_compiler
+@pytest.mark.parametrize("name", ["bundled quadruped", "fixed-base chain"])
+def test_a_horizon_by_the_generated_kernel_equals_the_generic_one_bit_for_bit(name, rng):
+    """linearize_trajectory(kernel="generated"): every array of K states, continuous and with an Euler
+    step, on one worker and two, one of the states at rest."""
+    model = MODELS[name](rng)
+    states = [random_state(model, rng) for _ in range(5)]
+    states[2] = rl.State(base_pose=states[2].base_pose, joint_positions=states[2].joint_positions,
+                         base_twist=np.zeros(6) if model.floating_base else None,
+                         joint_velocities=np.zeros(model.n_joints))
+    torques = rng.normal(size=(5, model.n_joints))
+    for step in ({}, {"dt": 2e-3}):
+        for workers in (1, 2):
+            fast = rl.linearize_trajectory(model, states, torques, workers=workers, kernel="generated", **step)
+            generic = rl.linearize_trajectory(model, states, torques, workers=workers, **step)
+            _assert_equal(fast, generic)
+
+
+@needs_compiler
+def test_a_horizon_with_a_bad_state_gets_the_generic_kernels_error(rng):
+    model = _gimbal(rng)
+    good = random_state(model, rng)
+    for name, state in _gimbal_bad_states("singular", "overflowing", "NaN", "not a rigid pose").items():
+        with pytest.raises(ValueError) as expected:
+            rl.linearize_trajectory(model, [good, state], dt=1e-3)
+        with pytest.raises(ValueError) as got:
+            rl.linearize_trajectory(model, [good, state], dt=1e-3, kernel="generated")
+        assert str(got.value) == str(expected.value), name
+        assert "(state 1)" in str(got.value) or "states[1]" in str(got.value), name
+
+
+def test_a_horizon_says_what_the_generated_kernel_does_not_cover_and_where_it_cannot_be_built(
+        rng, monkeypatch, caplog):
+    model = random_tree(rng, 3)
+    states = [random_state(model, rng) for _ in range(2)]
+    with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
+        rl.linearize_trajectory(model, states, kernel="fast")
+    with pytest.raises(ValueError, match="^kernel: 'generated' covers a horizon without contacts on a Model; use "
+                                         r"kernel='generic' here \(or an rl.Linearizer"):
+        rl.linearize_trajectory(model, states, contacts=["b3"], kernel="generated")
+    monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
+    with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+        fast = rl.linearize_trajectory(model, states, kernel="generated")
+    assert any("operations, above the 100 for which a generated kernel pays" in r.getMessage() for r in caplog.records)
+    _assert_equal(fast, rl.linearize_trajectory(model, states))
+
+
 @pytest.mark.parametrize("compiler", ["/nonexistent/cc", "false"])
 def test_without_a_working_compiler_it_says_so_runs_the_generic_kernel_and_leaves_no_file(
         compiler, rng, tmp_path, monkeypatch, caplog):
