@@ -403,6 +403,14 @@ def trace_constrained(model: Model, contacts: tuple) -> SimpleNamespace:
 _RUNTIME = r"""
 #include <math.h>
 
+/* The routines' loops over a row are vectorised (-O3's loop vectoriser; -O2 keeps them scalar):
+   each entry's sums stay in their order, and -ffp-contract=off still forbids FMA */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RL_LOOPS __attribute__((optimize("O3")))
+#else
+#define RL_LOOPS
+#endif
+
 /* spatial.lu_factor6 in place on LU (6x6, row-major), its pivot rows as doubles */
 static void rl_factor6(double *LU, double *pivots) {
     for (int k = 0; k < 6; k++) {
@@ -446,7 +454,7 @@ static double rl_finite_sum(const double *x, long n) {
 
 /* constrained_dynamics.multiply_add_into: out (p, w; rows ldo apart) += sign A (p, q) B (q, >= w; rows ldb
    apart), each entry summed in the same order */
-static void rl_multiply_add(const double *restrict A, const double *restrict B, int p, int q, int w, int ldb,
+RL_LOOPS static void rl_multiply_add(const double *restrict A, const double *restrict B, int p, int q, int w, int ldb,
                             double sign, double *restrict out, int ldo) {
     int end = q - q % 4, top = p - p % 4;
     for (int i = 0; i < top; i += 4) {
@@ -494,7 +502,7 @@ static void rl_multiply_add(const double *restrict A, const double *restrict B, 
 
 _RUNTIME_CONTACTS = r"""
 /* constrained_dynamics.cholesky_solve_into: B (m, c) <- (L L^T)^-1 B in place */
-static void rl_cholesky_solve(const double *restrict L, double *restrict B, int m, int c) {
+RL_LOOPS static void rl_cholesky_solve(const double *restrict L, double *restrict B, int m, int c) {
     for (int i = 0; i < m; i++) {
         double *row = B + i * c;
         for (int k = 0; k < i; k++) {
@@ -515,7 +523,7 @@ static void rl_cholesky_solve(const double *restrict L, double *restrict B, int 
 
 /* constrained_dynamics.contact_forces_into: JM_inv (m, N), L (m, m), forces (m), accelerations (N) from J (m, N),
    M_inv (N, N), the free accelerations (N) and the drift (m); 0 when J M^-1 J^T is singular, else 1 */
-static double rl_contact_forces(const double *restrict J, const double *restrict M_inv,
+RL_LOOPS static double rl_contact_forces(const double *restrict J, const double *restrict M_inv,
                                 const double *restrict free_accelerations, const double *restrict drift,
                                 double *restrict JM_inv, double *restrict L, double *restrict forces,
                                 double *restrict accelerations, int m, int N) {
