@@ -754,22 +754,24 @@ def main() -> None:
     if args.scaling:
         scaling_rows(rng, max(args.repeat // 4, 10), newest)
 
-    if "talos" in details:  # (before the new-process timings: their compiles and cache writes linger)
-        model, *_, row = details["talos"]
+    for name in [name for name in ("solo12", "talos") if name in details]:
+        # (before the new-process timings: their compiles and cache writes linger)
+        model, *_, row = details[name]
         states = random_states(model, rng, args.horizon)
         horizon = {(w, kernel): median_time(lambda: linearize_trajectory(model, states, workers=w, kernel=kernel), 50)
                    / len(states) for kernel in ("generic", "generated") for w in (1, os.cpu_count() or 1)}
         single = median_time(lambda: [rl.linearize(model, s) for s in states], 20) / len(states)
-        print(f"\nhorizon of {len(states)} talos states, time per state (µs): K single calls {single * us:.0f}, "
+        print(f"\nhorizon of {len(states)} {name} states, time per state (µs): K single calls {single * us:.0f}, "
               + ", ".join(f"linearize_trajectory with {w} worker(s) {t * us:.0f}"
                           + (" (kernel='generated')" if kernel == "generated" else "")
                           for (w, kernel), t in horizon.items())
               + f"; Pinocchio single call {row['pin'] * us:.0f} (pin {ours_pin_version()})"
               + (f", {row['newest']}" if newest.python else ""))
-        batch = linearize_trajectory(model, states)
         worst = max(np.abs(batch.A[k] - rl.linearize(model, s).A).max() / np.abs(batch.A[k]).max()
+                    for batch in (linearize_trajectory(model, states), linearize_trajectory(model, states,
+                                                                                             kernel="generated"))
                     for k, s in enumerate(states))
-        print(f"  horizon results equal single calls to {worst:.1e} (relative)")
+        print(f"  horizon results (both kernels) equal single calls to {worst:.1e} (relative)")
 
     for name, (model, path, floating, options, states, torques, _) in details.items():
         print(f"\nbreakdown of ours, {name} (µs):")
