@@ -432,11 +432,10 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     two phases; here it is folded into the touchdown knot.  A lift-off is not an impact.
     Without dt there is no step and no impact: A, B are each state's own.
 
-    kernel="generated": a horizon without contacts on a Model (no step or the Euler step) runs
-    the kernel generated for the robot (robot_linearization.generated, as
-    :class:`~robot_linearization.Linearizer`'s ``kernel``), the same values bit for bit; where it
-    cannot be built here (no C compiler, a model too large for it to pay) the generic kernel runs,
-    with a warning.
+    kernel="generated": a horizon without contacts on a Model (any step) runs the kernel generated
+    for the robot (robot_linearization.generated, as :class:`~robot_linearization.Linearizer`'s
+    ``kernel``), the same values bit for bit; where it cannot be built here (no C compiler, a model
+    too large for it to pay) the generic kernel runs, with a warning.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "

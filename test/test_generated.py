@@ -166,15 +166,15 @@ def test_what_it_does_not_cover_is_a_one_line_error(rng):
 @needs_compiler
 @pytest.mark.parametrize("name", ["bundled quadruped", "fixed-base chain"])
 def test_a_horizon_by_the_generated_kernel_equals_the_generic_one_bit_for_bit(name, rng):
-    """linearize_trajectory(kernel="generated"): every array of K states, continuous and with an Euler
-    step, on one worker and two, one of the states at rest."""
+    """linearize_trajectory(kernel="generated"): every array of K states, continuous, with an Euler
+    step and with a zero-order hold, on one worker and two, one of the states at rest."""
     model = MODELS[name](rng)
     states = [random_state(model, rng) for _ in range(5)]
     states[2] = rl.State(base_pose=states[2].base_pose, joint_positions=states[2].joint_positions,
                          base_twist=np.zeros(6) if model.floating_base else None,
                          joint_velocities=np.zeros(model.n_joints))
     torques = rng.normal(size=(5, model.n_joints))
-    for step in ({}, {"dt": 2e-3}):
+    for step in ({}, {"dt": 2e-3}, {"dt": 2e-3, "discretization": "zoh"}):
         for workers in (1, 2):
             fast = rl.linearize_trajectory(model, states, torques, workers=workers, kernel="generated", **step)
             generic = rl.linearize_trajectory(model, states, torques, workers=workers, **step)
