@@ -386,7 +386,7 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     fused = dt is not None and step["discretization"] == "euler"
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else NO_STEP)
-    run_linearize_into(model, workspace(model).data, arrays, out, dt if fused else 0.0)
+    run_linearize_into(model, workspace(model).data, arrays, out, step["dt"] if fused else 0.0)
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 
@@ -460,7 +460,7 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     generated = _generated_or_none(model) if kernel == "generated" else None
     out = _allocate(model, K, fused)
     workers = max(1, min(workers or os.cpu_count() or 1, K))
-    dt_fused = dt if fused else 0.0
+    dt_fused = step["dt"] if fused else 0.0
     if workers == 1:
         _linearize_stack(model, arrays, out, dt_fused, generated)
     else:

@@ -37,6 +37,17 @@ def _assert_equal(fast, generic):
         assert value is None or np.array_equal(value, reference), (name, np.max(np.abs(value - reference)))
 
 
+def _same_error(fast, generic, name) -> str:
+    """The message of the ValueError both calls raise, asserted to be the same and on one line."""
+    with pytest.raises(ValueError) as expected:
+        generic()
+    with pytest.raises(ValueError) as got:
+        fast()
+    assert str(got.value) == str(expected.value), name
+    assert "\n" not in str(got.value), name
+    return str(got.value)
+
+
 MODELS = {
     "bundled quadruped": lambda rng: rl.load_urdf(rl.robots.bundled_urdf_path()),
     "floating tree, revolute, prismatic and helical joints about random axes": lambda rng: random_tree(rng, 7),
@@ -143,12 +154,8 @@ def test_a_bad_state_gets_the_generic_kernels_error_and_no_result(rng):
     good = random_state(model, rng)
     bad = _gimbal_bad_states("singular", "overflowing", "NaN", "not a rigid pose")
     for name, state in bad.items():
-        with pytest.raises(ValueError) as expected:
-            generic.linearize(state)
-        with pytest.raises(ValueError) as got:
-            fast.linearize(state)
-        assert str(got.value) == str(expected.value), name
-        assert "\n" not in str(got.value) and fast.state is None
+        _same_error(lambda: fast.linearize(state), lambda: generic.linearize(state), name)
+        assert fast.state is None
         _assert_equal(fast.linearize(good), generic.linearize(good))  # and the next state is fine
 
 
@@ -186,12 +193,9 @@ def test_a_horizon_with_a_bad_state_gets_the_generic_kernels_error(rng):
     model = _gimbal(rng)
     good = random_state(model, rng)
     for name, state in _gimbal_bad_states("singular", "overflowing", "NaN", "not a rigid pose").items():
-        with pytest.raises(ValueError) as expected:
-            rl.linearize_trajectory(model, [good, state], dt=1e-3)
-        with pytest.raises(ValueError) as got:
-            rl.linearize_trajectory(model, [good, state], dt=1e-3, kernel="generated")
-        assert str(got.value) == str(expected.value), name
-        assert "(state 1)" in str(got.value) or "states[1]" in str(got.value), name
+        message = _same_error(lambda: rl.linearize_trajectory(model, [good, state], dt=1e-3, kernel="generated"),
+                              lambda: rl.linearize_trajectory(model, [good, state], dt=1e-3), name)
+        assert "(state 1)" in message or "states[1]" in message, name
 
 
 def test_a_horizon_says_what_the_generated_kernel_does_not_cover_and_where_it_cannot_be_built(
@@ -364,12 +368,8 @@ def test_impact_map_at_a_bad_state_or_on_a_degenerate_set_gives_the_generic_kern
     good = random_state(model, rng)
     bad = _gimbal_bad_states("singular", "NaN", "not a rigid pose")  # (an impact map does not overflow there)
     for name, state in bad.items():
-        with pytest.raises(ValueError) as expected:
-            generic.impact(state)
-        with pytest.raises(ValueError) as got:
-            fast.impact(state)
-        assert str(got.value) == str(expected.value), name
-        assert "\n" not in str(got.value) and fast.state is None
+        _same_error(lambda: fast.impact(state), lambda: generic.impact(state), name)
+        assert fast.state is None
         _assert_same_impact(fast.impact(good), generic.impact(good))  # and the next state is fine
     quadruped = rl.load_urdf(rl.robots.bundled_urdf_path())
     redundant = [rl.Contact(foot, "6d") for foot in rl.robots.BUNDLED_FEET]  # (24 directions, 18 velocities)
@@ -468,12 +468,8 @@ def test_constrained_linearization_at_a_bad_state_or_on_a_degenerate_set_gives_t
     good = random_state(model, rng)
     bad = _gimbal_bad_states("singular", "overflowing", "NaN")
     for name, state in bad.items():
-        with pytest.raises(ValueError) as expected:
-            generic.linearize(state)
-        with pytest.raises(ValueError) as got:
-            fast.linearize(state)
-        assert str(got.value) == str(expected.value), name
-        assert "\n" not in str(got.value) and fast.state is None
+        _same_error(lambda: fast.linearize(state), lambda: generic.linearize(state), name)
+        assert fast.state is None
         _assert_same_constrained(fast.linearize(good), generic.linearize(good))  # and the next state is fine
     tree = random_tree(rng, 3)
     redundant = [rl.Contact("b0", "6d"), rl.Contact("b3", "6d")]  # (12 directions, 9 velocities)

@@ -276,6 +276,10 @@ def _on_generated(name: str):
 
 CALLS.update({f"{name}, generated": (_on_generated(name), *CALLS[name][1:]) for name in (
     "Linearizer.linearize", "Linearizer.linearize_arrays", "ImpactMap.impact", "ImpactMap.impact_arrays")})
+CALLS["linearize_trajectory, generated"] = (
+    lambda **arguments: rl.linearize_trajectory(**arguments, kernel="generated"),
+    dict(model=FLOATING, states=[STATE, STATE], joint_torques=np.zeros((2, N_JOINTS)), dt=0.002),
+    {"states": "states", "dt": "optional_seconds"})
 
 # functions of the modules, outside __all__, that users call (the README and docstrings name them)
 CALLS.update({
@@ -427,7 +431,8 @@ ARRAY_KINDS = {"joint_vector", "joint_vector_or_none", "six_vector", "twist_arra
                "position3", "matrix4", "matrix6", "gravity", "axis", "normal", "quaternion"}
 SCALAR_KINDS = {"seconds", "optional_seconds", "positive", "number", "pitch", "restitution"}
 # arrays the table checks through another kind of test (a horizon's torques (K, n), a sole's size)
-EXTRA_LAYOUT_ARGUMENTS = [("linearize_trajectory", "joint_torques"), ("contact_margins", "sole_size")]
+EXTRA_LAYOUT_ARGUMENTS = [("linearize_trajectory", "joint_torques"),
+                          ("linearize_trajectory, generated", "joint_torques"), ("contact_margins", "sole_size")]
 
 
 def _memmap(canonical, directory):
