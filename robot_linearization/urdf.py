@@ -67,6 +67,15 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
     return _build(robot, root.get("name") or "robot", floating_base, gravity, mimic_joints)
 
 
+def effort_limits(path_or_xml: str | os.PathLike, joint_names) -> np.ndarray:
+    """The ``<limit effort=…>`` of each of ``joint_names`` (n,) [N m or N], from a URDF's path or
+    text; inf where a joint has none.  Parsed as :func:`load_urdf` parses (quietly: the parser's
+    complaints about tags the dynamics ignore are logged at DEBUG, never printed)."""
+    robot = _parse_urdf(_dynamics_only(_parse_xml(_read_description(path_or_xml))))
+    limits = {j.name: (j.limit.effort if j.limit is not None and j.limit.effort else np.inf) for j in robot.joints}
+    return np.array([limits.get(name, np.inf) for name in joint_names], dtype=float)
+
+
 def _read_description(path_or_xml) -> str:
     """The XML text of a description given as XML or as a file path (not xacro).  A
     byte-order mark and blank lines before ``<?xml`` are dropped, as urdfdom and Pinocchio do."""

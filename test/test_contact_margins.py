@@ -402,6 +402,42 @@ def test_the_exact_cone_at_zero_tangential_force_has_the_minimal_norm_subgradien
     np.testing.assert_array_equal(margins.input_jacobian[0], 0.5 * lin.contact_forces_input_jacobian[2])
 
 
+@pytest.mark.parametrize("yaw", [0.3, 1.1, 2.9])
+def test_the_exact_cone_at_a_tangential_force_of_rounding_noise_has_the_minimal_norm_subgradient(yaw):
+    """A body balanced on one point contact straight below its centre of mass, turned about the vertical:
+    λ is vertical up to rounding (‖f_t‖ ≈ 1e-16 N), while tilting the body would make a tangential
+    force (∂f_t/∂z ≠ 0).  The friction row's Jacobians are μ ∂f_n, the minimal-norm subgradient
+    (docs/contact_margins.md), not −(f_t/‖f_t‖)·∂f_t with a direction made of noise."""
+    from robot_linearization.joints import Joint, JointType
+    from robot_linearization.spatial import so3_exp, spatial_inertia
+
+    centre = np.array([0.03, -0.02, 0.01])
+    below = np.eye(4)
+    below[:3, 3] = centre - [0.0, 0.0, 0.1]
+    builder = rl.ModelBuilder("box", spatial_inertia(2.0, centre, np.array(
+        [[0.02, 0.001, 0.002], [0.001, 0.03, 0.003], [0.002, 0.003, 0.04]])), name="balanced_box")
+    builder.add_body("lid", parent="box", joint=Joint("hinge", JointType.REVOLUTE, (0.0, 0.0, 1.0)),
+                     placement=below, inertia=spatial_inertia(0.5, np.zeros(3), np.diag([0.01, 0.01, 0.02])))
+    builder.add_frame("bottom", body="box", placement=below)
+    model = builder.build()
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = so3_exp(np.array([0.0, 0.0, yaw])), (0.1, 0.2, 0.3)
+    state = rl.State(base_pose=pose, joint_positions=np.array([0.4]), base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(1))
+    lin = rl.linearize(model, state, contacts=["bottom"])
+    tangential, normal = np.hypot(*lin.contact_forces[:2]), lin.contact_forces[2]
+    assert 0.0 < tangential < 1e-14 * normal  # rounding, not a force
+    assert np.abs(lin.contact_forces_state_jacobian[:2]).max() > 1.0  # a tilt would make one
+    mu = 0.5
+    margins = contact_margins(model, lin, friction=mu)
+    assert margins.labels[0] == "bottom:friction" and margins.margins[0] == mu * normal - tangential
+    scale = np.abs(lin.contact_forces_state_jacobian).max()
+    np.testing.assert_allclose(margins.state_jacobian[0], mu * lin.contact_forces_state_jacobian[2],
+                               rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(margins.input_jacobian[0], mu * lin.contact_forces_input_jacobian[2],
+                               rtol=0, atol=1e-12 * np.abs(lin.contact_forces_input_jacobian).max())
+
+
 def test_margins_of_a_mimic_coupled_robot_match_finite_differences(rng):
     """The bundled quadruped with its front right knee mimicking the front left one (reduced
     coordinates), both front feet in local point contacts: the frames' turning term of λ's

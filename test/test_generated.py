@@ -418,6 +418,50 @@ def test_kernels_of_several_contact_sets_are_kept_side_by_side(rng, tmp_path, mo
     assert sum(name.startswith("constrained-random_tree_") for name in libraries) == 1
 
 
+RESTITUTIONS = (0.0, 0.5, 1.0)
+_OTHER_PROCESS = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import robot_linearization as rl
+from conftest import random_state, random_tree
+model = random_tree(np.random.default_rng(int(sys.argv[2])), 4)
+state = random_state(model, np.random.default_rng(int(sys.argv[3])))
+maps = {e: rl.ImpactMap(model, ["b2", "b4"], e, kernel="generated") for e in map(float, sys.argv[5:])}
+assert all(m.kernel == "generated" for m in maps.values())
+np.savez(sys.argv[4], **{f"{e}:{name}": getattr(m.impact(state), name) for e, m in maps.items()
+                         for name in ("A", "impulses", "impulses_state_jacobian", "base_twist", "joint_velocities")})
+"""
+
+
+@needs_compiler
+def test_impact_maps_of_several_restitutions_of_one_model_each_give_their_own_impact(rng, tmp_path, monkeypatch):
+    """One Model and contact set, e = 0, 0.5, 1: each generated ImpactMap equals the generic map of its own
+    restitution bit for bit — in this process, where the maps share the Model, and in another process
+    that finds the kernels in the same cache (made in the other order).  The restitutions' impacts
+    differ (checked), so a map given another's kernel fails here."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)  # (so that the cache is XDG_CACHE_HOME's, in both)
+    seeds = [int(k) for k in rng.integers(1 << 30, size=2)]
+    model = random_tree(np.random.default_rng(seeds[0]), 4)
+    state = random_state(model, np.random.default_rng(seeds[1]))
+    generic = {e: rl.ImpactMap(model, ["b2", "b4"], e).impact(state) for e in RESTITUTIONS}
+    assert np.abs(generic[0.0].joint_velocities - generic[1.0].joint_velocities).max() > 1e-3
+    for e in RESTITUTIONS:
+        fast = rl.ImpactMap(model, ["b2", "b4"], e, kernel="generated")
+        assert fast.kernel == "generated"
+        _assert_same_impact(fast.impact(state), generic[e])
+    result = tmp_path / "other_process.npz"
+    subprocess.run([sys.executable, "-c", _OTHER_PROCESS, os.path.dirname(__file__), str(seeds[0]), str(seeds[1]),
+                    str(result), *map(str, reversed(RESTITUTIONS))], check=True, timeout=600)
+    with np.load(result) as other:
+        for e in RESTITUTIONS:
+            for name in IMPACT_FIELDS:
+                assert np.array_equal(other[f"{e}:{name}"], getattr(generic[e], name)), (e, name)
+
+
 # ---- the constrained linearization (rl.Linearizer(contacts=…, kernel="generated")) ---------------------
 CONSTRAINED_CASES = {
     "bundled quadruped, four feet": (

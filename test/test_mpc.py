@@ -3,6 +3,8 @@ it stays up, its stance feet stay on the ground, its plans keep their constraint
 lateral push; bad schedules are refused in one line.  The Jacobians it plans with are rl.linearize's,
 checked elsewhere; a sign or a dt changed in them makes the robot fall (tried by hand)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -10,11 +12,14 @@ import robot_linearization as rl
 from robot_linearization.algorithms.kinematics import frame_poses
 from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked, urdf_effort_limits
+from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot
+
+from conftest import example_robot_path
 
 MODEL = rl.load_urdf(bundled_urdf_path())
 
@@ -79,7 +84,7 @@ def test_the_command_ramps():
 def test_a_schedule_that_lifts_every_foot_is_refused_in_one_line():
     flight = Gait(name="flight", phases=(Phase(0.1, BUNDLED_FEET), Phase(0.2, ())), posture=TROT.posture)
     with pytest.raises(ValueError, match=r"^gait 'flight': phase 2 .* lifts every foot") as error:
-        WholeBodyMPC(MODEL, flight, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+        WholeBodyMPC(MODEL, flight, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
     assert "\n" not in str(error.value)
 
 
@@ -87,7 +92,7 @@ def test_a_qp_without_solution_names_the_constraint_and_the_knot():
     """1000 N under each foot: more than 30 N m at the knees can push the 12 kg robot into the ground."""
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(base_height=height, min_normal_force=1000.0))
     with pytest.raises(MPCError, match=r"^the MPC's QP has no solution: .* at knot \d+") as error:
         mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
@@ -104,8 +109,23 @@ def test_a_first_plan_without_solution_ends_the_scenario_before_the_start_in_one
 
 
 def test_the_urdf_effort_limits_are_read_by_joint():
-    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    limits = effort_limits(bundled_urdf_path(), MODEL.joint_names)
     assert limits.tolist() == [20.0, 20.0, 30.0] * 4
+
+
+def test_the_effort_limits_of_a_urdf_with_tags_the_dynamics_ignore_are_read_quietly(capfd):
+    """solo12's URDF holds tags urdf_parser_py does not know: as quiet as load_urdf (nothing on
+    stdout or stderr), and the limits those tags sit beside are still read."""
+    path = example_robot_path("solo12")
+    model = rl.load_urdf(path)
+    capfd.readouterr()
+    limits = effort_limits(path, model.joint_names)
+    assert capfd.readouterr() == ("", "")
+    with open(path) as f:
+        text = f.read()
+    for name, limit in zip(model.joint_names, limits):  # each joint's own <limit effort=…>, read here by regex
+        match = re.search(rf'<joint name="{name}"[^>]*>.*?<limit[^>]*effort="([^"]+)"', text, re.DOTALL)
+        assert limit == (float(match.group(1)) if match else np.inf), name
 
 
 @pytest.mark.parametrize("hold", [1, 2, 3])
@@ -116,7 +136,7 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     column by column, each column a unit perturbation of one held torque y_m over all the knots of
     its group (hold 3: 20 knots end with a group of two)."""
     rng = np.random.default_rng(32)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
     two_N, n, K = mpc.sizes
     N = two_N // 2
@@ -160,7 +180,7 @@ def test_the_feet_positions_and_jacobians_are_the_kinematics():
     differences of those positions along z_q = [z_H; z_s] (validation.perturb), at three tilted
     states taken in one call (each knot its own)."""
     rng = np.random.default_rng(7)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     N = MODEL.n_velocities
     states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
@@ -181,7 +201,7 @@ def test_each_knots_step_is_rl_step():
     """The MPC's next state of a knot (from the linearization's accelerations) is rl.step's, also
     through a touchdown's impact, and its A_d, B_d are rl.linearize's (with previous_contacts)."""
     rng = np.random.default_rng(7)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
     state, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     state = rl.State(base_pose=state.base_pose, joint_positions=state.joint_positions + 0.05 * rng.normal(size=12),
                      base_twist=0.1 * rng.normal(size=6), joint_velocities=0.3 * rng.normal(size=12))
@@ -213,7 +233,7 @@ def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_t
 
 
 def test_settings_that_cannot_work_are_refused_in_one_line():
-    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    limits = effort_limits(bundled_urdf_path(), MODEL.joint_names)
     for settings, name in ((MPCSettings(solver="cvxopt"), "solver"), (MPCSettings(blas_threads=0), "blas_threads"),
                            (MPCSettings(blas_threads=1.5), "blas_threads"),
                            (MPCSettings(blas_threads=True), "blas_threads")):
@@ -236,7 +256,7 @@ def test_a_cycle_holds_numpys_blas_to_its_threads_and_gives_the_setting_back():
 
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
-    limits = urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    limits = effort_limits(bundled_urdf_path(), MODEL.joint_names)
     def blas_threads():
         return {pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"}
 
@@ -252,7 +272,7 @@ def test_a_cycle_holds_numpys_blas_to_its_threads_and_gives_the_setting_back():
 
 
 def test_a_command_that_is_not_a_finite_number_is_refused_in_one_line():
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
     for arguments, name in (((float("nan"),), "forward"), ((0.3, "left"), "lateral"), ((0.0, 0.0, np.inf), "yaw_rate")):
         with pytest.raises(ValueError, match=f"^{name}: ") as error:
             mpc.command(*arguments)
@@ -268,7 +288,7 @@ def test_both_solvers_plan_the_same_torques():
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
     torques = {}
     for solver in ("proxsuite", "osqp"):
-        mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), MODEL.joint_names),
+        mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                            MPCSettings(base_height=height, solver=solver))
         mpc.command(0.3)
         torques[solver] = mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held).torques

@@ -23,6 +23,8 @@ from robot_linearization.ros.pipeline import LinearizationPipeline, Output, Pipe
 from robot_linearization.ros.simulation import Simulation
 from robot_linearization.spatial import quaternion_rotation, se3_exp
 
+from conftest import example_robot_path
+
 SEC = 1_000_000_000
 URDF = open(bundled_urdf_path()).read()
 MODEL = rl.load_urdf(URDF)
@@ -278,6 +280,33 @@ def test_validate_at_a_requested_state_reports_every_block(typestore, rng):
     response = typestore.types["robot_linearization/srv/Validate_Response"](success=True, message=summary, **arrays)
     assert list(wire(typestore, response).blocks) == fields["blocks"]
     assert pipeline.last_validation is None  # (a requested state is not the stream's)
+
+
+def test_a_service_request_works_on_a_snapshot_and_changes_nothing_of_the_stream(typestore, rng):
+    """The services compute on pipeline.snapshot(), taken under the node's lock and used outside it:
+    a request whose margins cannot be made (a 6d contact without sole_size), at a touchdown, and a
+    validation at a state answer, and the stream's queue, held contacts and diagnostics are as they were;
+    the snapshot keeps answering with the model it was taken with after the node swaps robots."""
+    pipeline = LinearizationPipeline(PipelineConfig(contacts=rl.contacts.as_contacts(FEET)))
+    assert pipeline.set_description(URDF) is None
+    state = random_state(rng)
+    ask = lambda service, **fields: request(typestore, service, state, **fields)  # noqa: E731
+    joint_state, odometry = ask("Linearize").joint_state, ask("Linearize").odometry
+    pipeline.receive("odometry", odometry, 7 * SEC + 5)
+    pipeline.receive("joint_states", joint_state, 7 * SEC + 5)  # served: the stream holds the four feet
+    joint_state.header.stamp.sec += 1
+    pipeline.receive("joint_states", joint_state, 8 * SEC)  # queued: its odometry has not come
+    before = (pipeline.diagnostics(8 * SEC), pipeline.held_contacts, pipeline.waiting, pipeline.latest)
+    snapshot = pipeline.snapshot()
+    soles = snapshot.linearize_request(ask("Linearize", contacts="front_left_foot:6d"))
+    assert isinstance(soles, Output) and soles.margins is None
+    landing = snapshot.linearize_request(ask("Linearize", contacts=FEET, previous_contacts=BUNDLED_FEET[0]))
+    assert landing.impact is not None
+    report, summary = snapshot.validate_output(snapshot.linearize_request(ask("Validate")))
+    assert summary.startswith("PASS")
+    assert (pipeline.diagnostics(8 * SEC), pipeline.held_contacts, pipeline.waiting, pipeline.latest) == before
+    assert pipeline.set_description(example_robot_path("solo12")) is None  # another robot meanwhile
+    assert snapshot.linearize_request(ask("Linearize")).model is snapshot.model is not pipeline.model
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

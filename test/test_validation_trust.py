@@ -238,6 +238,25 @@ def test_validate_measures_a_structural_zero_against_the_floor_not_the_whole_mat
     assert block.scale == pytest.approx(1e-3 * kinematic_peak) and block.max_rel == pytest.approx(5e-4)
 
 
+def test_validate_fails_a_tenth_of_a_percent_error_in_one_small_block():
+    """The quadruped on its feet, moving slowly: ∂ṙ/∂r, quadratic in the velocities, is small beside the
+    rest of A's dynamics rows (checked: below 1e-3 of their largest entry).  0.1 % added to it alone
+    is an error of 1e-3 of that block, which its scale — the block's own terms, floored at 10⁻³ of the
+    matrix's largest term — makes visible at 1e-6, where the matrix's largest term would hide it."""
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    state = random_state(model, np.random.default_rng(7), scale=1e-3)
+    lin = rl.linearize(model, state, np.random.default_rng(8).normal(size=model.n_joints),
+                       contacts=list(BUNDLED_FEET), dt=0.002)
+    assert rl.validate(model, lin).passed(TOLERANCE)
+    N = model.n_velocities
+    rows = cols = slice(N + 6, 2 * N)  # ṙ, r
+    assert 0.0 < np.abs(lin.A[rows, cols]).max() < 1e-3 * np.abs(lin.A[N:]).max()
+    A = lin.A.copy()
+    A[rows, cols] *= 1.001
+    report, failing = failing_blocks(model, dataclasses.replace(lin, A=A))
+    assert failing == {"A[rdot,r]"}, report.summary()
+
+
 def test_a_linearization_of_another_model_with_as_many_states_is_refused(standing):
     """The state labels are compared by name, not by count: the same robot with its joints renamed
     has the same 2N, and its linearization is not one of this model."""

@@ -221,10 +221,8 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                         raise ValueError(pipeline.contact_problem)  # a later robot without them: as the node
                 elif conn.topic == contacts_topic:
                     pipeline.set_contacts(msg.data)
-                elif conn.topic == odom_topic:
-                    pipeline.on_odometry(msg)
-                else:
-                    pipeline.on_joint_state(msg)
+                else:  # (as the node takes its inputs, the bag's log time as its clock)
+                    pipeline.receive("odometry" if conn.topic == odom_topic else "joint_states", msg, t, step=False)
                 emit(t, t)
                 if next_diagnostics is None or t >= next_diagnostics:
                     next_diagnostics = t + DIAGNOSTICS_PERIOD_NS

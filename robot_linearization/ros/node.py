@@ -254,8 +254,8 @@ class LinearizationNode(Node):
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
         reader = CdrInputs()
-        on_joint_state = self._input(self.pipeline.on_joint_state, reader.joint_state, JointState, "joint_states")
-        on_odometry = self._input(self.pipeline.on_odometry, reader.odometry, Odometry, "odometry")
+        on_joint_state = self._input(reader.joint_state, JointState, "joint_states")
+        on_odometry = self._input(reader.odometry, Odometry, "odometry")
         fast = self._choose_input_path(settings.input_path) == "wait_set"
         group = TakenByTheirOwner() if fast else None  # (None: the node's default group, the executor)
         # taken serialized: read in place by CdrInputs rather than built into Python messages
@@ -368,37 +368,34 @@ class LinearizationNode(Node):
         if self.matrix_topics:
             self.contact_labels_pub.publish(contact_labels_message(self.factory, self.pipeline.contacts))
 
-    def _input(self, handler, read, message_type, topic: str):
-        """Input loop's handler of a serialized message: read it (``read``, or rclpy's
-        deserializer for an encoding ``read`` does not know; one it cannot read is a
-        diagnostic under ``topic``), hand it to the pipeline,
-        then (without rate_hz) publish whatever it has made ready — a joint state
-        waiting for its odometry is completed by the odometry message."""
-        def read_and_handle(raw):
+    def _input(self, read, message_type, topic: str):
+        """Input loop's handler of a serialized message of ``topic``: read it (``read``, or rclpy's
+        deserializer for an encoding ``read`` does not know), hand it to the pipeline at the node's
+        clock (pipeline.receive: a jump back in time is noticed at once), then (without rate_hz)
+        publish whatever it has made ready — a joint state waiting for its odometry is completed
+        by the odometry message."""
+        def on_message(raw):
             try:
-                fields = read(raw)
+                message = read(raw)
+                if message is None:
+                    message = deserialize_message(raw, message_type)
             except InputError as e:
-                self.pipeline.reject_input(str(e), topic)
-                return
-            handler(fields if fields is not None else deserialize_message(raw, message_type))
-        guarded = self._guard(read_and_handle)
-
-        def on_message(msg):
+                message = e
             with self.lock:
-                self.pipeline.note_received(topic)
-                guarded(msg)
-                if self.on_input_step and self.pipeline.waiting:  # (an odometry with no joint state queued: none)
-                    self._step_locked()
-        return on_message
+                outputs = self.pipeline.receive(topic, message, self._now(), step=self.on_input_step)
+            self._publish(outputs)
+        return self._guard(on_message)
 
     def _step(self) -> None:
         """The rate_hz timer."""
         with self.lock:
-            self._step_locked()
+            outputs = self.pipeline.step(self._now(), newest_only=True)
+        self._publish(outputs)
 
-    def _step_locked(self) -> None:
+    def _publish(self, outputs) -> None:
+        """Publish each output: ~/linearization, and the per-matrix topics when they are on."""
         try:
-            for out in self.pipeline.step(self._now(), newest_only=not self.on_input_step):
+            for out in outputs:
                 # serialized by the node (interfaces.LinearizationCdr): rclpy's conversion of the Python
                 # message costs more than the linearization itself
                 self.linearization_pub.publish(self.linearization_cdr(out, self.pipeline.base_frame))
@@ -445,27 +442,34 @@ class LinearizationNode(Node):
         self.diagnostics_pub.publish(diagnostic_array_message(self.factory, statuses, now))
 
     def _linearize_request(self, request, response) -> None:
-        """~/linearize: the typed linearization at the request's state (pipeline.linearize_request)."""
+        """~/linearize: the typed linearization at the request's state (pipeline.Snapshot.linearize_request),
+        computed on a snapshot of the pipeline, outside the lock: the inputs never wait on it."""
         with self.lock:
-            out = self.pipeline.linearize_request(request)
-            frame = self.pipeline.base_frame
+            snapshot = self.pipeline.snapshot()
+        out = snapshot.linearize_request(request)
         if isinstance(out, str):
             response.success, response.message = False, out
             return
-        response.linearization = linearization_message(self.factory, out, frame)
+        response.linearization = linearization_message(self.factory, out, snapshot.base_frame)
         response.success, response.message = True, f"linearized at the joint state of {out.stamp_ns * 1e-9:.9f} s"
 
     def _validate_request(self, request, response) -> None:
-        """~/validate: the typed report of rl.validate, of the latest output or at the request's state."""
+        """~/validate: the typed report of rl.validate, of the latest output or at the request's state,
+        on a snapshot of the pipeline, outside the lock (a validation takes tens of ms)."""
         with self.lock:
-            out = self.pipeline.linearize_request(request) if request.at_state else None
+            snapshot = self.pipeline.snapshot()
+        out = snapshot.linearize_request(request) if request.at_state else None
         if isinstance(out, str):
             response.success, response.message = False, out
             return
-        report, summary = self.pipeline.validate_output(out)  # (slow: outside the lock, on an Output of its own)
+        report, summary = snapshot.validate_output(out)
+        tolerance = snapshot.config.validation_tolerance
+        if report is not None and out is None:  # the stream's latest output: shown in /diagnostics
+            with self.lock:
+                self.pipeline.record_validation(summary, report.passed(tolerance))
         response.success, response.message = report is not None, summary
         if report is not None:
-            for name, value in validation_fields(report, self.pipeline.config.validation_tolerance).items():
+            for name, value in validation_fields(report, tolerance).items():
                 setattr(response, name, value)
 
     def _service(self, handler):

@@ -38,6 +38,7 @@ from .messages import (InputError, JointStateFields, OdometryFields, joint_state
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 ODOMETRY_BUFFER = 64  # recent odometry messages kept for pairing (bounded: no growth under bursts)
 JOINT_STATE_QUEUE = 8  # joint states waiting for their odometry (bounded likewise)
+HELD_INPUTS = JOINT_STATE_QUEUE + ODOMETRY_BUFFER  # inputs that went back in time, until the clock says why
 INPUT_SILENCE_NS = 500_000_000
 """An input topic that has publishers but delivers nothing for this long is reported (0.5 s)."""
 FREE_FLOATING_UNTIL_FIT = "linearizing free-floating until a robot description or contact set that fits arrives"
@@ -107,7 +108,10 @@ class LinearizationPipeline:
         # optional callable(text), the node's WARN log: told once of each assumption made for an input, and of
         # each jump back in time
         self.on_notice = None
-        self._last_now: int | None = None  # the clock at the last step
+        self._last_now: int | None = None  # the node's clock at the last input or step
+        # inputs whose stamps went back while the clock did not (yet): (handler, message, stamp), and the clock then
+        self._held: collections.deque = collections.deque()
+        self._held_clock: int | None = None
         self.assumed: tuple = ()  # assumptions made for the latest joint state (empty velocity/effort arrays)
         self._noticed: set = set()
         self.latest: Output | None = None
@@ -208,6 +212,7 @@ class LinearizationPipeline:
         self.latest = None
         self._joint_states.clear()
         self._odometry.clear()
+        self._held.clear()
 
     @property
     def base_frame(self) -> str:
@@ -234,6 +239,8 @@ class LinearizationPipeline:
         stamp = msg.stamp_ns if isinstance(msg, JointStateFields) else stamp_to_ns(msg.header.stamp)
         self._check_time(stamp, self._last_joint_stamp, "joint_states stamp")
         if self._last_joint_stamp is not None and stamp <= self._last_joint_stamp:
+            if self._hold_for_new_timeline("joint_states", msg, stamp, self._last_joint_stamp):
+                return False
             return self._reject(f"joint_states stamp {stamp * 1e-9:.9f} s is not newer than the previous one "
                                 f"({self._last_joint_stamp * 1e-9:.9f} s): dropped", "out_of_order")
         try:
@@ -259,6 +266,8 @@ class LinearizationPipeline:
         stamp = msg.stamp_ns if isinstance(msg, OdometryFields) else stamp_to_ns(msg.header.stamp)
         self._check_time(stamp, self._last_odometry_stamp, "odometry stamp")
         if self._last_odometry_stamp is not None and stamp <= self._last_odometry_stamp:
+            if self._hold_for_new_timeline("odometry", msg, stamp, self._last_odometry_stamp):
+                return False
             return self._reject(f"odometry stamp {stamp * 1e-9:.9f} s is not newer than the previous one: dropped",
                                 "out_of_order")
         try:
@@ -269,17 +278,70 @@ class LinearizationPipeline:
         self._odometry.append((stamp, H, twist))
         return True
 
-    def _check_time(self, now: int, before: int | None, what: str, *, clock: bool = False) -> None:
+    def receive(self, topic: str, message, now_ns: int, *, step: bool = True) -> list[Output]:
+        """One input as the node takes it: ``message`` of ``topic`` ("joint_states" or "odometry": a
+        message, its fields, or the InputError its reading raised) arriving at ``now_ns`` (the node's
+        clock).  The clock is looked at first, so that a jump back in time is noticed at the first
+        input after it, whatever is queued; then the input is checked and kept; with ``step`` (no
+        rate_hz timer) what it made ready is linearized.  The outputs made, oldest first."""
+        self.note_received(topic)
+        self.observe_clock(now_ns)
+        if isinstance(message, InputError):
+            self.reject_input(str(message), topic)
+        elif topic == "odometry":
+            self.on_odometry(message)
+        else:
+            self.on_joint_state(message)
+        return self.step(now_ns) if step and self.waiting else []
+
+    def observe_clock(self, now_ns: int) -> None:
+        """The node's clock now [ns] (every input and every step): a jump back by more than
+        pairing_tolerance starts a new timeline (:meth:`_check_time`), and the inputs held for
+        one (:meth:`_hold_for_new_timeline`) are served in it — or, when the clock moved on
+        without jumping, dropped as the late messages they then are."""
+        jumped = self._check_time(now_ns, self._last_now, "the node's clock", clock=True)
+        self._last_now = now_ns
+        if self._held and (jumped or now_ns != self._held_clock):
+            held, self._held = list(self._held), collections.deque()
+            for topic, message, stamp in held:
+                if jumped:
+                    self.on_odometry(message) if topic == "odometry" else self.on_joint_state(message)
+                else:
+                    self._reject_late(topic, stamp)
+
+    def _hold_for_new_timeline(self, topic: str, message, stamp: int, before: int) -> bool:
+        """An input whose stamp went back by more than pairing_tolerance while the node's clock has
+        not (yet): a late message, or the first of a new timeline whose clock is still on its way
+        (``ros2 bag play --loop --clock`` publishes /clock at its own rate, 40 Hz by default, so the
+        loop's first messages can come before its first clock).  Held (at most HELD_INPUTS) until
+        the clock next changes: :meth:`observe_clock` decides.  False (not held) when the clock is
+        not known or the stamp went back by less."""
+        if self._last_now is None or before - stamp <= int(self.config.pairing_tolerance * 1e9):
+            return False
+        if not self._held:
+            self._held_clock = self._last_now
+        elif len(self._held) == HELD_INPUTS:  # (a clock that never moves: the oldest is decided now)
+            oldest_topic, _, oldest_stamp = self._held.popleft()
+            self._reject_late(oldest_topic, oldest_stamp)
+        self._held.append((topic, message, stamp))
+        return True
+
+    def _reject_late(self, topic: str, stamp: int) -> None:
+        self._reject(f"{topic} stamp {stamp * 1e-9:.9f} s went back in time and the node's clock did not: dropped",
+                     "out_of_order")
+
+    def _check_time(self, now: int, before: int | None, what: str, *, clock: bool = False) -> bool:
         """Time that goes back by more than pairing_tolerance — the node's clock, or an input's stamp
         that is still fresh by that clock (a bag played with --loop --clock, a simulation restarted) —
         is not a late message but a new timeline: the queued inputs and the newest stamps are dropped
         (tf2's buffer does the same on a jump back), the node warns once per jump, and the first inputs
-        of the new timeline are served.  Less than that, or a stamp stale by the clock, is out of
-        order, and dropped.  clock: ``now`` is the node's clock (else an input's stamp)."""
+        of the new timeline are served; True then.  Less than that, or a stamp stale by the clock, is
+        out of order (or held until the clock tells: :meth:`_hold_for_new_timeline`).  clock: ``now``
+        is the node's clock (else an input's stamp)."""
         if before is None or before - now <= int(self.config.pairing_tolerance * 1e9):
-            return
+            return False
         if not clock and (self._last_now is None or self._last_now - now > int(self.config.max_input_age * 1e9)):
-            return  # a late message by the node's clock (which has not gone back): out of order, not a new timeline
+            return False  # a late message by the node's clock (which has not gone back): out of order, not a new timeline
         self._joint_states.clear()
         self._odometry.clear()
         self._last_joint_stamp = self._last_odometry_stamp = self._last_now = None
@@ -287,6 +349,7 @@ class LinearizationPipeline:
         if self.on_notice is not None:
             self.on_notice(f"detected jump back in time: {what} went from {before * 1e-9:.3f} s to {now * 1e-9:.3f} s; "
                            "dropped the queued inputs, serving again from the next paired input")
+        return True
 
     def note_received(self, topic: str) -> None:
         """Count a message that arrived on an input topic, readable or not (:meth:`watch_inputs`)."""
@@ -327,8 +390,7 @@ class LinearizationPipeline:
         a base state further away than that.  newest_only (the rate_hz timer):
         only the newest ready joint state; older ones are skipped.
         """
-        self._check_time(now_ns, self._last_now, "the node's clock", clock=True)
-        self._last_now = now_ns
+        self.observe_clock(now_ns)
         if self.model is None:  # (no joint state is queued without a model)
             return []
         ready = len(self._joint_states)
@@ -366,7 +428,9 @@ class LinearizationPipeline:
         try:
             lin, jump = None, None
             if self.held_contacts not in (None, self.contacts) and touchdown(self.held_contacts, self.contacts):
-                lin, jump = self._touchdown(state, torques)
+                lin, jump, self.impact_problem = touchdown_linearization(
+                    self.model, state, torques, self.contacts, self.held_contacts, self.config.restitution,
+                    self.config.step())
             if lin is None:  # (at a touchdown without a step: A, B, λ at x⁺ all the same, the impact map beside)
                 lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=self.contacts,
                                 **self.config.step())
@@ -374,7 +438,7 @@ class LinearizationPipeline:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
             return self._drop(f"cannot linearize: {e}", "invalid_state")
-        margins = self._margins(lin)
+        margins, self.margin_problem = margins_of(self.model, self.config, lin)
         compute_time = time.perf_counter() - start  # (linearize raises rather than return inf/NaN)
         self.held_contacts = self.contacts
         self.latest = Output(stamp, self.model, state, torques, lin, compute_time, margins, jump)
@@ -384,49 +448,6 @@ class LinearizationPipeline:
         self._output_times.append(now_ns)
         self.last_problem = None
         return self.latest
-
-    def _touchdown(self, state: State, torques) -> tuple[Linearization | None, Impact | None]:
-        """At a touchdown of the stream (the active set closes a contact held_contacts did not):
-        :meth:`touchdown_linearization` with the node's settings."""
-        return self.touchdown_linearization(state, torques, self.contacts, self.held_contacts,
-                                            self.config.restitution, self.config.step())
-
-    def touchdown_linearization(self, state: State, torques, contacts, previous_contacts, restitution: float,
-                                step: dict) -> tuple[Linearization | None, Impact | None]:
-        """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
-        rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
-        and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
-        the impact map does not support yet is linearized at ``state`` (impact_problem says so)."""
-        if isinstance(self.model, CoupledModel):
-            self.impact_problem = (f"no impact map at the touchdown on [{format_contacts(contacts)}]: model "
-                                   f"'{self.model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
-            return None, None
-        self.impact_problem = None
-        if step.get("dt"):
-            lin = linearize(self.model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
-                            restitution=restitution, **step)
-            return lin, lin.impact
-        return None, impact(self.model, state, contacts, restitution)
-
-    def _margins(self, lin: Linearization) -> ContactMargins | None:
-        """The contact margins of ``lin`` (docs/contact_margins.md) with the node's friction
-        coefficient, cone and soles, about the ground normal −g/|g|; None, and margin_problem
-        saying why, when they cannot be computed (a 6d contact without sole_size): never an error."""
-        config = self.config
-        self.margin_problem = None
-        if not lin.contacts:
-            return None
-        try:
-            margins = contact_margins(self.model, lin, friction=config.friction_coefficient,
-                                      normal=ground_normal(self.model.gravity), facets=config.friction_facets or None,
-                                      sole_size=config.sole_size or None)
-        except Exception as e:  # noqa: BLE001 - the margins never cost the cycle its output
-            soles = [c.frame for c in lin.contacts if c.kind == "6d"]
-            self.margin_problem = (f"no contact margins: the 6d contacts {soles} need the parameter sole_size "
-                                   "([length, width] of their soles, m)" if soles and not config.sole_size
-                                   else f"no contact margins: {e}")
-            return None
-        return margins
 
     def _drop(self, reason: str, kind: str) -> None:
         self._reject(reason, kind)
@@ -451,50 +472,27 @@ class LinearizationPipeline:
         return best[1], best[2]
 
     # ---- services and diagnostics ----------------------------------------
+    def snapshot(self) -> "Snapshot":
+        """What the services need (the model, the settings, the latest output), taken in
+        microseconds under the node's lock; the services then work on it without the lock,
+        so that the inputs never wait on them."""
+        return Snapshot(self.model, self.model_error, self.config, self.base_frame, self.latest, self.last_problem)
+
     def validate_output(self, out: Output | None = None):
-        """(report, summary) of the ~/validate service: rl.validate of ``out`` (default: the latest
-        output) against finite differences, inv(CRBA) and the dense KKT solve; report None (and
-        the reason) without an output.  The latest output's result shows in the diagnostics."""
-        latest = out is None
-        out = self.latest if latest else out
-        if out is None:
-            return None, f"no linearization yet: {self.last_problem or 'no input'}"
-        report = validate(out.model, out.linearization)  # (out, not self.model: the node may swap models meanwhile)
-        tolerance = self.config.validation_tolerance
-        passed = report.passed(tolerance)
-        summary = (f"{'PASS' if passed else 'FAIL'}: largest relative error {report.max_rel:.2e} "
-                   f"(tolerance {tolerance:g}) against independent references, at the joint state of "
-                   f"{out.stamp_ns * 1e-9:.9f} s")
-        if latest:
-            self.last_validation = {"summary": summary, "passed": passed}
+        """(report, summary) of the ~/validate service (:meth:`Snapshot.validate_output`); a
+        validation of the latest output is recorded for the diagnostics."""
+        report, summary = self.snapshot().validate_output(out)
+        if out is None and report is not None:
+            self.record_validation(summary, report.passed(self.config.validation_tolerance))
         return report, summary
 
+    def record_validation(self, summary: str, passed: bool) -> None:
+        """The latest output's validation, shown in the diagnostics (an ERROR while it failed)."""
+        self.last_validation = {"summary": summary, "passed": passed}
+
     def linearize_request(self, request) -> Output | str:
-        """The ~/linearize service: the Output at the state a Linearize (or Validate) request carries
-        (interfaces.request_point, request_options), with the node's model and margin settings but
-        none of its inputs, queues or held contacts; or the one-line reason naming the field."""
-        if self.model is None:
-            return self.model_error
-        try:
-            state, torques = request_point(self.model, request.joint_state, request.odometry, self.base_frame)
-            options = request_options(self.model, request)
-            contacts, previous, step = options["contacts"], options["previous_contacts"], options["step"]
-            start = time.perf_counter()
-            lin = jump = None
-            if previous and touchdown(previous, contacts):
-                lin, jump = self.touchdown_linearization(state, torques, contacts, previous, options["restitution"],
-                                                         step)
-            if lin is None:
-                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts, **step)
-        except InputError as e:
-            return str(e)
-        except ContactError as e:
-            return f"contacts: {e}"
-        except ValueError as e:
-            return f"cannot linearize at this state: {e}"
-        margins = self._margins(lin)
-        return Output(stamp_to_ns(request.joint_state.header.stamp), self.model, state, torques, lin,
-                      time.perf_counter() - start, margins, jump)
+        """The ~/linearize service (:meth:`Snapshot.linearize_request`)."""
+        return self.snapshot().linearize_request(request)
 
     def diagnostics(self, now_ns: int, name: str = "robot_linearization"):
         """[(level, name, message, values)] for diagnostic_msgs/DiagnosticArray."""
@@ -552,6 +550,92 @@ class LinearizationPipeline:
         else:
             level, message = OK, "; ".join(("linearizing",) + self.assumed)
         return [(level, name, message, values)]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The pipeline as the services see it (:meth:`LinearizationPipeline.snapshot`): computing on it
+    changes nothing of the pipeline, and needs none of its queues."""
+
+    model: Model | None
+    model_error: str
+    config: PipelineConfig
+    base_frame: str
+    latest: Output | None
+    last_problem: str | None
+
+    def validate_output(self, out: Output | None = None):
+        """(report, summary) of the ~/validate service: rl.validate of ``out`` (default: the latest
+        output) against finite differences, inv(CRBA) and the dense KKT solve; report None (and
+        the reason) without an output.  Slow (tens of ms): run it outside the node's lock."""
+        out = self.latest if out is None else out
+        if out is None:
+            return None, f"no linearization yet: {self.last_problem or 'no input'}"
+        report = validate(out.model, out.linearization)  # (out's model: the node may swap models meanwhile)
+        tolerance = self.config.validation_tolerance
+        summary = (f"{'PASS' if report.passed(tolerance) else 'FAIL'}: largest relative error {report.max_rel:.2e} "
+                   f"(tolerance {tolerance:g}) against independent references, at the joint state of "
+                   f"{out.stamp_ns * 1e-9:.9f} s")
+        return report, summary
+
+    def linearize_request(self, request) -> Output | str:
+        """The ~/linearize service: the Output at the state a Linearize (or Validate) request carries
+        (interfaces.request_point, request_options), with the node's model and margin settings but
+        none of its inputs, queues or held contacts; or the one-line reason naming the field."""
+        if self.model is None:
+            return self.model_error
+        try:
+            state, torques = request_point(self.model, request.joint_state, request.odometry, self.base_frame)
+            options = request_options(self.model, request)
+            contacts, previous, step = options["contacts"], options["previous_contacts"], options["step"]
+            start = time.perf_counter()
+            lin = jump = None
+            if previous and touchdown(previous, contacts):
+                lin, jump, _ = touchdown_linearization(self.model, state, torques, contacts, previous,
+                                                       options["restitution"], step)
+            if lin is None:
+                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts, **step)
+        except InputError as e:
+            return str(e)
+        except ContactError as e:
+            return f"contacts: {e}"
+        except ValueError as e:
+            return f"cannot linearize at this state: {e}"
+        margins, _ = margins_of(self.model, self.config, lin)
+        return Output(stamp_to_ns(request.joint_state.header.stamp), self.model, state, torques, lin,
+                      time.perf_counter() - start, margins, jump)
+
+
+def touchdown_linearization(model: Model, state: State, torques, contacts, previous_contacts, restitution: float,
+                            step: dict) -> tuple[Linearization | None, Impact | None, str | None]:
+    """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
+    rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
+    and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
+    the impact map does not support yet gives (None, None, why), to be linearized at ``state``."""
+    if isinstance(model, CoupledModel):
+        return None, None, (f"no impact map at the touchdown on [{format_contacts(contacts)}]: model "
+                            f"'{model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
+    if step.get("dt"):
+        lin = linearize(model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
+                        restitution=restitution, **step)
+        return lin, lin.impact, None
+    return None, impact(model, state, contacts, restitution), None
+
+
+def margins_of(model: Model, config: PipelineConfig, lin: Linearization) -> tuple[ContactMargins | None, str | None]:
+    """(the contact margins of ``lin``, None) with the node's friction coefficient, cone and soles,
+    about the ground normal −g/|g| (docs/contact_margins.md); (None, None) without contacts, and
+    (None, why) when they cannot be computed (a 6d contact without sole_size): never an error."""
+    if not lin.contacts:
+        return None, None
+    try:
+        return contact_margins(model, lin, friction=config.friction_coefficient, normal=ground_normal(model.gravity),
+                               facets=config.friction_facets or None, sole_size=config.sole_size or None), None
+    except Exception as e:  # noqa: BLE001 - the margins never cost the cycle its output
+        soles = [c.frame for c in lin.contacts if c.kind == "6d"]
+        return None, (f"no contact margins: the 6d contacts {soles} need the parameter sole_size "
+                      "([length, width] of their soles, m)" if soles and not config.sole_size
+                      else f"no contact margins: {e}")
 
 
 def negative_margins_text(margins: ContactMargins) -> str:

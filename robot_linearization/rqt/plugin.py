@@ -10,19 +10,17 @@ between are replaced unread in the middleware and never wake Python: the view co
 node nothing and itself little.  Taking a message outside the executor uses rclpy's
 subscription handle (the call the node's input loop makes, not a documented API): should
 it fail, the view says so and falls back to executor callbacks, which keep the newest
-(inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (CloseOnSignal): it stops
-its timers, gives up its subscription and asks rqt to quit, as closing the window does, before
-rclpy's or rclcpp's signal handlers end their contexts under rqt's threads.  Should rclpy's
-context end otherwise, the timers notice and do the same.
+(inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (closing.CloseOnSignal): it
+stops its timers, gives up its subscription and asks rqt to quit, as closing the window does,
+before rclpy's or rclcpp's signal handlers end their contexts under rqt's threads.  Should
+rclpy's context end otherwise, the timers notice and do the same; rqt is asked to quit once,
+whichever path comes first (closing.close_rqt).
 Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
 Visualization ▸ Linearization (A, B, M⁻¹).  Arguments (``--args``): ``--node
 NAMESPACE --matrix TOPIC --scale log|linear``.
 """
 
 from __future__ import annotations
-
-import signal
-import threading
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -31,71 +29,15 @@ from rqt_gui_py.plugin import Plugin
 
 from ..ros.messages import InputError
 from ..ros.node import TakenByTheirOwner
+from .closing import CLOSE_ON_SIGNAL, close_rqt
 from .heatmap import SCALES
 from .inputs import DRAW_PERIOD_S, LatestMessages, plugin_arguments
 from .matrices import BY_TOPIC, linearization_nodes, message_data
-from .qt import QtCore, QtWidgets
+from .qt import QtCore
 from .widgets import LinearizationView
 
 TOPIC = "linearization"
 NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what is drawn
-
-
-class CloseOnSignal:
-    """SIGINT and SIGTERM as a close of rqt's window: each open view shuts down (its timers, then
-    its subscription), and rqt's main window is closed (close_rqt), which tears its plugins and
-    nodes down in order.  Installed over the handlers rclpy and rclcpp put in place (which end their contexts
-    from a thread of theirs while rqt's main thread and executor still use them: an abort or a
-    segfault); the Python handler runs on the main thread at the views' next timer (≤ 0.1 s) and
-    leaves the closing to the event loop's next turn.
-    The handlers found are put back when the last view closes."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.views: list = []
-        self.previous: dict = {}
-
-    def add(self, view) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # (Python sets signal handlers from the main thread only)
-        if not self.views:
-            self.previous = {number: signal.signal(number, self.close) for number in self.SIGNALS}
-        self.views.append(view)
-
-    def remove(self, view) -> None:
-        if view in self.views:
-            self.views.remove(view)
-            if not self.views:
-                for number, handler in self.previous.items():
-                    signal.signal(number, handler if handler is not None else signal.SIG_DFL)
-                self.previous = {}
-
-    def close(self, number, frame) -> None:
-        """The handler: it may run between any two bytecodes of the main thread, also inside Qt's or
-        qt_gui's Python, so the closing itself is left to the event loop's next turn."""
-        for view in self.views:
-            view.node.get_logger().info(f"{signal.Signals(number).name}: closing the view and rqt")
-        QtCore.QTimer.singleShot(0, self._close_now)
-
-    def _close_now(self) -> None:
-        for view in list(self.views):
-            view.shutdown_plugin()
-        close_rqt()
-
-
-def close_rqt() -> None:
-    """Close rqt's main window, as its close button does: qt_gui then saves the perspective, shuts
-    its plugins and their nodes down in order, and quits.  (Quitting the event loop under the
-    window instead ends in a segfault: the dock widgets' hide events reach a toolbar already gone.)"""
-    windows = [w for w in QtWidgets.QApplication.topLevelWidgets() if isinstance(w, QtWidgets.QMainWindow)]
-    for window in windows:
-        window.close()
-    if not windows:
-        QtCore.QCoreApplication.quit()
-
-
-CLOSE_ON_SIGNAL = CloseOnSignal()
 
 
 class LinearizationPlugin(Plugin):
@@ -121,6 +63,7 @@ class LinearizationPlugin(Plugin):
         self.nodes: dict = {}
         self.shown: dict = {}  # namespace -> the matrices its messages hold
         self.announced = None  # (namespace, topic) whose first drawing was logged
+        self.closed = False  # shut down (shutdown_plugin): by rqt, a signal or the context's end
         self.view.select(topic=self.arguments.matrix)
         self.view.scale_box.setCurrentIndex(self.view.scale_box.findData(self.arguments.scale))
         self.view.on_selection = lambda namespace, topic: self.subscribe()
@@ -170,8 +113,11 @@ class LinearizationPlugin(Plugin):
         self.subscriptions, self.polled = [], {}
 
     def _running(self) -> bool:
-        """False once rclpy's context has ended (a signal, rqt's shutdown): the timers stop, the
-        subscription goes while the node is still there, and rqt is asked to quit."""
+        """False once the view is shut down, or rclpy's context has ended (a signal, rqt's shutdown):
+        the timers stop, the subscription goes while the node is still there, and rqt is asked to quit
+        (once, whichever path comes first: closing.close_rqt)."""
+        if self.closed:
+            return False
         if self.node.context.ok():
             return True
         self.shutdown_plugin()
@@ -222,7 +168,11 @@ class LinearizationPlugin(Plugin):
                                         f"largest |entry| {self.view.heatmap.peak:.6g}")
 
     def shutdown_plugin(self) -> None:
-        """rqt closing the view, a signal, or the context gone: the timers first, then the subscription."""
+        """rqt closing the view, a signal, or the context gone: the timers first, then the subscription
+        (once: each of those paths may call it)."""
+        if self.closed:
+            return
+        self.closed = True
         CLOSE_ON_SIGNAL.remove(self)
         self.discovery.stop()
         self.draw_timer.stop()

@@ -162,20 +162,6 @@ def _state_residuals(ref: References, x: tuple) -> np.ndarray:
     return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twist, r], axis=1)
 
 
-def urdf_effort_limits(description: str, joint_names) -> np.ndarray:
-    """The <limit effort=…> of each joint [N m or N], from a URDF's path or text; inf where none."""
-    from urdf_parser_py.urdf import URDF
-
-    if description.lstrip().startswith("<"):
-        text = description
-    else:
-        with open(description) as f:
-            text = f.read()
-    robot = URDF.from_xml_string(text)
-    limits = {j.name: (j.limit.effort if j.limit is not None and j.limit.effort else math.inf) for j in robot.joints}
-    return np.array([limits.get(name, math.inf) for name in joint_names], dtype=float)
-
-
 def yaw_of(H: np.ndarray) -> float:
     return math.atan2(H[1, 0], H[0, 0])
 

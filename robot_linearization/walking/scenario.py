@@ -10,9 +10,9 @@ import numpy as np
 from ..gait import TROT, Gait
 from ..model import State
 from ..robots import BUNDLED_FEET, bundled_urdf_path
-from ..urdf import load_urdf
+from ..urdf import effort_limits, load_urdf
 from .ground import GroundSimulation, standing_state
-from .mpc import MPCError, MPCSettings, WholeBodyMPC, urdf_effort_limits, yaw_of
+from .mpc import MPCError, MPCSettings, WholeBodyMPC, yaw_of
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
     simulation = GroundSimulation(model, gait, state, feet=BUNDLED_FEET, dt=dt)
     settings = settings or MPCSettings()
     settings.base_height = height
-    mpc = mpc_class(model, gait, BUNDLED_FEET, urdf_effort_limits(bundled_urdf_path(), model.joint_names), settings)
+    mpc = mpc_class(model, gait, BUNDLED_FEET, effort_limits(bundled_urdf_path(), model.joint_names), settings)
     log = Log()
     # the first plan, made before the robot is let go, as a controller is started before its robot: from
     # rest the QP's solver needs many iterations; every cycle after it starts from the previous plan

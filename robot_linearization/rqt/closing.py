@@ -1,0 +1,85 @@
+"""Closing rqt on Ctrl-C and SIGTERM, exactly once, whichever path comes first: a signal, rqt's own
+close (its window's button, or qt_gui unloading the view), or rclpy's context ending.
+
+qt_gui closes its main window in two passes: the first close event saves the perspective and shuts
+every plugin down, then closes the window again.  A second close() from elsewhere in between
+(the signal's path and the context's path both asking) lets the dock widgets unload the plugin a
+second time, which fails in qt_gui ("disconnect() failed between 'close_signal' and
+'unload_plugin'") and leaves rqt hung.  So rqt's window is closed here once per process, and not
+at all once rqt has begun closing it itself.  rclpy-free: only Qt and the signal module.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from .qt import QtCore, QtWidgets
+
+
+class CloseOnSignal:
+    """SIGINT and SIGTERM as a close of rqt's window: each open view shuts down (its timers, then
+    its subscription), and rqt's main window is closed (:func:`close_rqt`), which tears its plugins
+    and nodes down in order.  Installed over the handlers rclpy and rclcpp put in place (which end
+    their contexts from a thread of theirs while rqt's main thread and executor still use them: an
+    abort or a segfault); the Python handler runs on the main thread at the views' next timer
+    (≤ 0.1 s) and leaves the closing to the event loop's next turn.  The handlers found are put back
+    when the last view closes.  A view: ``node`` (its logger) and ``shutdown_plugin()``."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.views: list = []
+        self.previous: dict = {}
+
+    def add(self, view) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # (Python sets signal handlers from the main thread only)
+        if not self.views:
+            self.previous = {number: signal.signal(number, self.close) for number in self.SIGNALS}
+        self.views.append(view)
+
+    def remove(self, view) -> None:
+        if view in self.views:
+            self.views.remove(view)
+            if not self.views:
+                for number, handler in self.previous.items():
+                    signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+                self.previous = {}
+
+    def close(self, number, frame) -> None:
+        """The handler: it may run between any two bytecodes of the main thread, also inside Qt's or
+        qt_gui's Python, so the closing itself is left to the event loop's next turn."""
+        for view in self.views:
+            view.node.get_logger().info(f"{signal.Signals(number).name}: closing the view and rqt")
+        QtCore.QTimer.singleShot(0, self._close_now)
+
+    def _close_now(self) -> None:
+        for view in list(self.views):
+            view.shutdown_plugin()
+        close_rqt()
+
+
+_closed_by_us = False  # close_rqt has closed rqt's window in this process
+
+
+def close_rqt() -> None:
+    """Close rqt's main window, as its close button does — once per process, and not while rqt is
+    closing it already (its first close event has run): qt_gui then saves the perspective, shuts its
+    plugins and their nodes down in order, and quits.  (Quitting the event loop under the window
+    instead ends in a segfault: the dock widgets' hide events reach a toolbar already gone.)"""
+    global _closed_by_us
+    if _closed_by_us:
+        return
+    _closed_by_us = True
+    windows = [w for w in QtWidgets.QApplication.topLevelWidgets() if isinstance(w, QtWidgets.QMainWindow)]
+    for window in windows:
+        # qt_gui's MainWindow marks its first close event (it saves, shuts the plugins down, then closes
+        # itself again): a window rqt is closing already is left to it
+        if window.isVisible() and not getattr(window, "_save_on_close_signaled", False):
+            window.close()
+    if not windows:
+        QtCore.QCoreApplication.quit()
+
+
+CLOSE_ON_SIGNAL = CloseOnSignal()
