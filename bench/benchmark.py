@@ -59,7 +59,8 @@ from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matr
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from robot_linearization.generated import GenerationError, generated_contact_kernel, generated_kernel, target_flags
 from robot_linearization.contacts import as_contacts
-from robot_linearization.linearization import _assemble_into, linearize_trajectory
+from robot_linearization.free_linearization import _assemble_into
+from robot_linearization.linearization import linearize_trajectory
 from robot_linearization.workspace import Workspace
 from robot_linearization.robots import bundled_urdf_path
 from robot_linearization.spatial import se3_exp

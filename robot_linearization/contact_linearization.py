@@ -307,7 +307,7 @@ def constrained_linearize_into(contacts, state, out, dt):
     return 0
 
 
-def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace, dt: float = 0.0):
+def linearize_with_contacts(model, state: State, joint_torques, arrays, workspace, dt: float = 0.0, generated=None):
     """(A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ) at (state, τ) with the contact set ``arrays``
     (constrained_dynamics.contact_arrays) rigidly held (and, for a CoupledModel, its mimic
     joints following their sources), then A_d, B_d of one Euler step of dt seconds
@@ -316,8 +316,10 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
 
     Shapes: A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N),
     ∂λ/∂τ (m, n), A_d as A, B_d as B, in the model's (independent) coordinates.
-    ``workspace``: the tree's per-thread workspace.  ContactError for a redundant or
-    degenerate contact set.
+    ``workspace``: the tree's per-thread workspace.  ``generated``: (scratch, call) of the kernel
+    generated for the model and contact set (kernel_choice.runnable; not for a CoupledModel), run
+    first; where it has no result the generic kernel runs and says why.  ContactError for a
+    redundant or degenerate contact set.
     """
     torques = np.asarray(joint_torques, dtype=float)
     coupled = isinstance(model, CoupledModel)
@@ -333,6 +335,8 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n))) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else NO_STEP)
+    if generated is not None and generated[1](generated[0], tree_state, out, dt) == 0:
+        return out
     run_constrained_linearize_into(tree, arrays, data, tree_state, out, dt)
     return _reduced(model, arrays, data[1].J, out[:7]) + NO_STEP if coupled else out
 

@@ -24,28 +24,22 @@ contact wrenches (R), and accelerations ν⁺ + eν⁻ (a: J w is linear in w, a
 no drift).  So the same base-frame EIDAmb sweep gives ∂a (its forward pass with ν⁺ + eν⁻) and
 ∂R (forward with ν⁺ − ν⁻, backward with the impulses held), and the same KKT elimination gives
 ∂ν⁺ and ∂Λ; the world-aligned turn of J multiplies J(ν⁺ + eν⁻) = 0.  All of it is one compiled
-kernel (impact_into) over the model's cached workspace.
+kernel (impact_map.impact_into) over the model's cached workspace.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms.base_frame_derivatives import base_frame_motion_into, place_inertias_into
-from .algorithms.constrained_dynamics import (cholesky_solve_into, contact_arrays, contact_forces_into,
-                                              contact_kinematics_into, degeneracy_reason, multiply_add_into)
-from .algorithms.forward_dynamics import articulated_inertias_into, singular_pivot
-from .algorithms.inverse_mass_matrix import inverse_mass_matrix_into
-from .algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from .arguments import check_model, choice, real_array
-from .compiled import TypedCall, announce_compilation, kernel
-from .contact_linearization import (contact_acceleration_derivatives_into, eliminate_into,
-                                    held_wrench_derivatives_into)
+from .algorithms.constrained_dynamics import contact_arrays, degeneracy_reason
+from .arguments import check_model, real_array
+from .compiled import TypedCall, announce_compilation
 from .contacts import ContactError, as_contacts
-from .model import Model, State, given_arrays, invalid_state, state_arrays, state_problem
+from .impact_map import impact_into
+from .kernel_choice import generated_now, kernel_argument, runnable, takeover
+from .model import Model, State, given_arrays, state_arrays, state_problem
 from .workspace import Workspace, singular_state_message, workspace
 
 
@@ -92,90 +86,15 @@ def restitution_coefficient(value) -> float:
     return e
 
 
-@kernel
-def impact_into(contacts, state, e, out):
-    """The impact map (module docstring) of the pre-impact state = (pose (4, 4), s (n,),
-    twist (6,), r (n,), τ (n,), unused) (model.state_arrays's) with restitution e,
-    into out = (M_inv (N, N), A (2N, 2N), impulses Λ (m), d_impulses ∂Λ/∂z⁻ (m, 2N), nu_plus
-    ν⁺ (N)).  Scratch: the contact set's (CONTACT_DATA) and its workspace contacts.workspace
-    (workspace.DATA, with the model).  Returns 0; 1 when the contact set is degenerate (J,
-    M_inv filled for the message); 2 + j when the mass matrix is singular because of joint j; −10 − p when the state
-    is not valid (model.invalid_state's problem p; nothing computed)."""
-    problem = invalid_state(*state)
-    if problem != 0:
-        return -10 - problem
-    data = contacts.workspace
-    model = data.model
-    M_inv, A, impulses, d_impulses, nu_plus = out
-    floating_base = model.floating_base
-    s, base_rotation = state[1], state[0][:3, :3].copy()
-    nu_minus = np.empty(M_inv.shape[0])
-    if floating_base:
-        nu_minus[:6] = state[2]
-    nu_minus[nu_minus.shape[0] - s.shape[0]:] = state[3]
-    J, JM_inv, L = contacts.J, contacts.JM_inv, contacts.L
-    N = M_inv.shape[0]
-    n = N - (6 if floating_base else 0)
-    off = N - n
-    m = J.shape[0]
-    zero6, zero_n = np.zeros(6), np.zeros(n)
-    # M⁻¹ (IMMAmb) and J from the configuration alone: zero motion, so no drift
-    body_transforms_into(model.S, model.tree_X, s, data.X_up)
-    articulated_inertias_into(model.parent, model.S, model.I, data.X_up, data.I_A, data.U, data.D)
-    joint = singular_pivot(data.I_A, data.D)
-    if joint >= 0:
-        return 2 + joint
-    base_frame_poses_into(model.parent, model.S, data.X_up, floating_base, data.R, data.t, data.axes)
-    inverse_mass_matrix_into(model, data, M_inv)
-    data.v[:] = 0.0
-    data.a[:] = 0.0
-    contact_kinematics_into(model, data, contacts, base_rotation)
-    # Λ = −(1+e) Λ_J J ν⁻ and (1+e)ν⁻ + M⁻¹JᵀΛ: contact_forces_into with ν̇_free = (1+e)ν⁻, γ = 0
-    jumped = np.empty(N)
-    if not contact_forces_into(J, M_inv, (1.0 + e) * nu_minus, contacts.drift, JM_inv, L, impulses, jumped):
-        return 1
-    for i in range(N):
-        nu_plus[i] = jumped[i] - e * nu_minus[i]
-    # ∂a: the sweep's forward pass at ν = 0, g = 0 with accelerations w = ν⁺ + eν⁻
-    w = nu_plus + e * nu_minus
-    place_inertias_into(model, data)  # (once: the first forward pass leaves them, the backward pass sums them)
-    base_frame_motion_into(model, data, zero6, w[:6] if floating_base else zero6, zero6, zero_n, w[off:])
-    contact_acceleration_derivatives_into(model, data, contacts, zero6, False)  # (z_q's columns: ∂ν⁻'s below)
-    # ∂R: forward with ν⁺ − ν⁻, backward with the impulses held as contact wrenches
-    jump = nu_plus - nu_minus
-    base_frame_motion_into(model, data, zero6, jump[:6] if floating_base else zero6, zero6, zero_n, jump[off:])
-    held_wrench_derivatives_into(model, data, contacts, impulses, False)
-    # the configuration's columns through the KKT elimination, the ν⁻ columns directly:
-    # ∂Λ/∂ν⁻ = −(1+e) Λ_J J, ∂ν⁺/∂ν⁻ = I + M⁻¹Jᵀ ∂Λ/∂ν⁻ (into contiguous scratch, then placed)
-    d_nu, d_impulses_dq = np.empty((N, N)), np.empty((m, N))
-    eliminate_into(model, data, contacts, M_inv, zero6, d_nu, d_impulses_dq)
-    d_impulses_dnu = J * -(1.0 + e)
-    cholesky_solve_into(L, d_impulses_dnu)
-    jumps = np.zeros((N, N))
-    for i in range(N):
-        jumps[i, i] = 1.0
-    multiply_add_into(JM_inv.T, d_impulses_dnu, 1.0, jumps)  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
-    A[:] = 0.0
-    for i in range(N):
-        A[i, i] = 1.0
-        for col in range(N):
-            A[N + i, col] = d_nu[i, col]
-            A[N + i, N + col] = jumps[i, col]
-    for i in range(m):
-        for col in range(N):
-            d_impulses[i, col] = d_impulses_dq[i, col]
-            d_impulses[i, N + col] = d_impulses_dnu[i, col]
-    return 0
-
-
-def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
+def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: str | None = None) -> Impact:
     """The rigid impact of ``state`` on ``contacts`` (module docstring): the post-impact
     state, its Jacobian A (2N, 2N) with respect to the pre-impact perturbation, the
     impulses Λ (m,) and ∂Λ/∂z (m, 2N).  restitution e ∈ [0, 1] (0: inelastic).
 
     contacts as for :func:`~robot_linearization.linearize` (Contacts, link names or the
     node's text).  ContactError for a redundant or degenerate set; a mimic-coupled
-    model (CoupledModel) is refused.  No contacts: nothing happens (A = I).
+    model (CoupledModel) is refused.  No contacts: nothing happens (A = I).  kernel: as
+    :class:`ImpactMap`'s (the same values bit for bit).
     """
     check_model(model)
     if hasattr(model, "tree"):
@@ -188,7 +107,11 @@ def impact(model, state: State, contacts, restitution: float = 0.0) -> Impact:
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     m = arrays.m
     out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N))
-    run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
+    kernel = kernel_argument(kernel)
+    generated = runnable(model, arrays.contacts, "impact", kernel) if arrays.contacts else None
+    if generated is None or generated[1](generated[0], pre_impact, e, out) != 0:
+        # (where the generated kernel has no result, the generic one says why)
+        run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
     _, A, impulses, d_impulses, nu_plus = out
     post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
@@ -230,16 +153,19 @@ class ImpactMap:
     (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch.  One
     per thread.  After a ValueError or ContactError its arrays hold no result and ``state`` is None.
 
-    ``kernel="generated"``: the map runs a kernel generated for this robot, contact set and
-    restitution (robot_linearization.generated: impact_into traced into straight-line C, compiled
-    once per machine and cached; the same values bit for bit).  ``kernel`` then says "generated",
-    or "generic" when it cannot be built here (no C compiler, a model too large for it to pay),
-    with a warning; the generic kernel runs then, and gives the messages of a state or contact
-    set without an impact map.
+    ``kernel`` (robot_linearization.kernel_choice): "auto" (the default; None: $ROBOT_LINEARIZATION_KERNEL
+    or "auto") runs the generic kernel until the
+    kernel generated for this robot and contact set is built in the background, then that one (the
+    restitution one of its arguments: robot_linearization.generated, impact_into traced into
+    straight-line C, compiled once per machine and cached, one for every restitution; the same
+    values bit for bit); "generated" builds it now; "generic" never.  The attribute ``kernel`` says
+    which runs now ("generic" with "generated", and a warning, where it cannot be built here: no C
+    compiler, a model too large for it to pay); the generic kernel gives the messages of a state or
+    contact set without an impact map.
     """
 
-    def __init__(self, model: Model, contacts, restitution: float = 0.0, kernel: str = "generic"):
-        kernel = choice(kernel, "kernel", ("generic", "generated"))
+    def __init__(self, model: Model, contacts, restitution: float = 0.0, kernel: str | None = None):
+        kernel = kernel_argument(kernel)
         check_model(model)
         if hasattr(model, "tree"):
             raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
@@ -259,18 +185,18 @@ class ImpactMap:
         self._pose, self._zeros = np.eye(4), np.zeros(n)
         self._pre_impact: tuple | None = None
         self._state: State | None = None
-        self.kernel, self._generated = "generic", None
-        if kernel == "generated":
-            # (not imported at the top: generated.py imports linearization.py, which imports this module)
-            from .generated import GenerationError, generated_contact_kernel
+        self.kernel, self._generated, self._takeover = "generic", None, None
+        if kernel == "generated" and self.contacts:
+            generated = generated_now(model, self.contacts, "impact")
+            if generated is not None:
+                self._take(generated)
+        elif kernel == "auto" and self.contacts:
+            self._takeover = takeover(model, self.contacts, "impact")
 
-            try:
-                generated = generated_contact_kernel(model, self.contacts, "impact", self._restitution)
-            except GenerationError as error:
-                logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
-            else:
-                self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
-                self.kernel = "generated"
+    def _take(self, generated) -> None:
+        """Run ``generated`` (kernels.GeneratedContactKernel) from now on."""
+        self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
+        self.kernel, self._takeover = "generated", None
 
     def impact(self, state: State) -> "ImpactMap":
         """Fill the fields at the pre-impact ``state``; returns self.  Errors as rl.impact's."""
@@ -288,6 +214,8 @@ class ImpactMap:
 
     def _run(self, pre_impact: tuple) -> None:
         self._pre_impact = self._state = None
+        if self._takeover is not None and self._takeover.kernel is not None:  # (kernel="auto": it is ready)
+            self._take(self._takeover.kernel)
         if self._generated is None or self._generated(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
             run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
@@ -296,7 +224,7 @@ class ImpactMap:
 
     @property
     def restitution(self) -> float:
-        """e ∈ [0, 1], the map's own: fixed when it is made (its kernel may be generated for it)."""
+        """e ∈ [0, 1], the map's own, fixed when it is made (a map per restitution: they share one kernel)."""
         return self._restitution
 
     @property

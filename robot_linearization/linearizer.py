@@ -3,8 +3,6 @@ loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from .algorithms.constrained_dynamics import contact_arrays
@@ -12,12 +10,12 @@ from .contact_linearization import constrained_linearize_into, run_constrained_l
 from .contacts import as_contacts
 from .coupling import CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
-from .generated import GenerationError, generated_contact_kernel, generated_kernel
-from .arguments import choice
 from .compiled import TypedCall
-from .linearization import (check_step, coupled_linearize_into, linearize, linearize_into, run_coupled_linearize_into,
+from .free_linearization import coupled_linearize_into, linearize_into
+from .linearization import (check_step, linearize, run_coupled_linearize_into,
                             run_linearize_into)
 from .model import Model, State, given_arrays, state_arrays
+from .kernel_choice import generated_now, kernel_argument, takeover
 from .workspace import Workspace
 
 
@@ -40,20 +38,23 @@ class Linearizer:
     ``discretization="zoh"``: rl.linearize's result, copied in.  A touchdown's impact
     (``previous_contacts``) changes the result's fields: call rl.linearize for it.
 
-    ``kernel="generated"``: a Model, with contacts or without, with no step or the Euler step, runs
-    the kernel generated for it and its contact set (robot_linearization.generated: its passes
-    traced into straight-line C, compiled once per machine by the C compiler, equal bit for bit;
-    on a 12-joint quadruped a whole call is ≈ 1.6–1.9× faster, docs/performance.md).
-    ``kernel`` then says "generated", or "generic" when it cannot be built here (no C compiler, a
-    robot too large for it to pay), with a warning on the 'robot_linearization' logger.
+    ``kernel`` (robot_linearization.kernel_choice): "auto" (the default; None: $ROBOT_LINEARIZATION_KERNEL
+    or "auto") runs the generic kernel from the
+    first call and, on a Model with no step or the Euler step, the kernel generated for it and its
+    contact set once that is built in the background (robot_linearization.generated: its passes
+    traced into straight-line C, compiled once per machine, equal bit for bit; on a 12-joint
+    quadruped a whole call is ≈ 1.6–1.9× faster, docs/performance.md); "generated" builds it now
+    (the constructor waits); "generic" never.  The attribute ``kernel`` says which runs now:
+    "generated" or "generic" (with "generated", and a warning, where it cannot be built here: no C
+    compiler, a robot too large for it to pay).
 
     A Linearizer owns its workspace: use one per thread.  After a ValueError or ContactError its
     arrays hold no result and ``state`` is None.
     """
 
     def __init__(self, model: Model, *, contacts=None, dt: float | None = None, discretization: str | None = None,
-                 kernel: str = "generic"):
-        kernel = choice(kernel, "kernel", ("generic", "generated"))
+                 kernel: str | None = None):
+        kernel = kernel_argument(kernel)
         step = check_step(model, dt, discretization)
         self.model = model
         contact_set = contact_arrays(model, as_contacts(contacts)) if contacts else None
@@ -98,22 +99,36 @@ class Linearizer:
             self._call = TypedCall(coupled_linearize_into if coupled else constrained_linearize_into if contact_set
                                    else linearize_into)
         self.kernel = "generic"
-        if kernel == "generated":
-            if not self._direct or coupled:
-                raise ValueError("kernel: 'generated' covers a Model, with contacts or without, with no step or the "
-                                 "Euler step; use kernel='generic' here")
-            try:
-                generated = (generated_contact_kernel(model, contact_set.contacts, "constrained") if contact_set
-                             else generated_kernel(model))
-            except GenerationError as error:
-                logging.getLogger("robot_linearization").warning("the generic kernel runs: %s", error)
+        covered = self._direct and not coupled
+        if kernel == "generated" and not covered:
+            raise ValueError("kernel: 'generated' covers a Model, with contacts or without, with no step or the "
+                             "Euler step; use kernel='generic' or 'auto' here")
+        if covered and kernel != "generic":
+            contacts, kind = (contact_set.contacts, "constrained") if contact_set else ((), "linearize")
+            if kernel == "generated":
+                generated = generated_now(model, contacts, kind)
+                if generated is not None:
+                    self._take(generated)
             else:
-                if contact_set:  # (the generic kernel's data kept: it says why where the generated one has no result)
-                    self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
-                    self._run = self._run_generated_with_contacts
-                else:
-                    self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call)
-                self.kernel = "generated"
+                self._takeover, self._generic_run = takeover(model, contacts, kind), self._run
+                self._run = self._run_until_taken_over
+
+    def _take(self, generated) -> None:
+        """Run ``generated`` (kernels.GeneratedKernel or GeneratedContactKernel) from now on."""
+        if self._contact_set:  # (the generic kernel's data kept: it says why where the generated one has no result)
+            self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
+            self._run = self._run_generated_with_contacts
+        else:
+            self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call)
+            self._run = self._run_free
+        self.kernel = "generated"
+
+    def _run_until_taken_over(self, arrays):
+        """kernel="auto": the generic kernel, until the generated one is ready (kernel_choice.Takeover)."""
+        if self._takeover.kernel is not None:
+            self._take(self._takeover.kernel)
+            return self._run(arrays)
+        return self._generic_run(arrays)
 
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.

@@ -8,6 +8,7 @@ floating-base robot, or the world-fixed root of a fixed-base one.  Joint k
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Mapping
@@ -65,6 +66,14 @@ class Model:
     gravity: np.ndarray
     frames: dict[str, tuple[int, np.ndarray]] = field(repr=False)
     thread_local: threading.local = field(default_factory=threading.local, init=False, repr=False)
+
+    def __getstate__(self) -> dict:
+        """Pickled (for the generated kernels' build in another process): the model's fields, not its
+        per-thread workspaces nor the sizes cached on it."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "thread_local"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, thread_local=threading.local())
 
     @functools.cached_property  # (the sizes are read several times in every control cycle)
     def n_joints(self) -> int:

@@ -147,13 +147,14 @@ def rng():
 
 @pytest.fixture(autouse=True, scope="session")
 def generated_kernels_cache(tmp_path_factory):
-    """The kernels the tests generate (kernel="generated") are compiled into the test run's
-    temporary directory, not the user's cache; each robot once per test run."""
-    from robot_linearization import generated
-
+    """The kernels the tests generate are compiled into the test run's temporary directory, not the
+    user's cache (each robot once per test run; the processes the tests start inherit it).  The
+    default kernel is the generic one: a test of kernel="auto" (test_kernel_choice.py) asks for it,
+    and the hundreds of random robots of the other tests do not each start a background build."""
     with pytest.MonkeyPatch.context() as patch:
         directory = str(tmp_path_factory.mktemp("generated-kernels"))
-        patch.setattr(generated, "cache_directory", lambda: directory)
+        patch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", directory)
+        patch.setenv("ROBOT_LINEARIZATION_KERNEL", "generic")
         yield directory
 
 

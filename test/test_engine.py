@@ -130,7 +130,7 @@ def test_a_change_to_any_kernel_source_recompiles_every_kernel(tmp_path):
     (copy / "discretization.py").write_text((copy / "discretization.py").read_text() + "\n# a pass changed\n")
     assert stamp(str(copy)) != before
     if not config.DISABLE_JIT:
-        from robot_linearization.linearization import linearize_into
+        from robot_linearization.free_linearization import linearize_into
 
         locator = linearize_into._cache._impl._locator
         assert locator.get_source_stamp() == compiled.kernel_sources_stamp()

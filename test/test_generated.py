@@ -37,6 +37,11 @@ def _assert_equal(fast, generic):
         assert value is None or np.array_equal(value, reference), (name, np.max(np.abs(value - reference)))
 
 
+def _libraries(directory) -> list:
+    """The shared libraries in a cache directory (each has its record and lock beside it)."""
+    return sorted(name for name in os.listdir(directory) if name.endswith(".so"))
+
+
 def _same_error(fast, generic, name) -> str:
     """The message of the ValueError both calls raise, asserted to be the same and on one line."""
     with pytest.raises(ValueError) as expected:
@@ -94,16 +99,16 @@ def test_equal_for_each_instruction_set_and_each_kept_beside_the_other(rng, tmp_
     """The library compiled for this machine's instruction set (generated.target_flags: AVX2 on most
     x86-64 CPUs) and for the baseline give the generic kernel's bits, and a cache shared by machines
     of both keeps the two libraries side by side."""
-    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
-    native = generated.target_flags()
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
+    native = generated.build.target_flags()
     for instructions in {native, ("baseline", ())}:
-        monkeypatch.setattr(generated, "target_flags", lambda: instructions)
+        monkeypatch.setattr(generated.build, "target_flags", lambda: instructions)
         model = random_tree(np.random.default_rng(7), 7)  # (the same robot each time)
         fast, generic = _pair(model)
         for _ in range(3):
             state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
             _assert_equal(fast.linearize(state, torques), generic.linearize(state, torques))
-    assert sorted(name.split("-")[2] for name in os.listdir(tmp_path)) == sorted({native[0], "baseline"})
+    assert sorted(name.split("-")[2] for name in _libraries(tmp_path)) == sorted({native[0], "baseline"})
 
 
 @needs_compiler
@@ -161,12 +166,12 @@ def test_a_bad_state_gets_the_generic_kernels_error_and_no_result(rng):
 
 def test_what_it_does_not_cover_is_a_one_line_error(rng):
     model = random_tree(rng, 3)
-    with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
+    with pytest.raises(ValueError, match="^kernel: expected one of 'auto', 'generic', 'generated', got str 'fast'$"):
         rl.Linearizer(model, kernel="fast")
     for options in ({"dt": 1e-3, "discretization": "zoh"},
                     {"contacts": ["b3"], "dt": 1e-3, "discretization": "zoh"}):
         with pytest.raises(ValueError, match="^kernel: 'generated' covers a Model, with contacts or without, with no "
-                                             "step or the Euler step; use kernel='generic' here$"):
+                                             "step or the Euler step; use kernel='generic' or 'auto' here$"):
             rl.Linearizer(model, kernel="generated", **options)
 
 
@@ -202,12 +207,13 @@ def test_a_horizon_says_what_the_generated_kernel_does_not_cover_and_where_it_ca
         rng, monkeypatch, caplog):
     model = random_tree(rng, 3)
     states = [random_state(model, rng) for _ in range(2)]
-    with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
+    with pytest.raises(ValueError, match="^kernel: expected one of 'auto', 'generic', 'generated', got str 'fast'$"):
         rl.linearize_trajectory(model, states, kernel="fast")
-    with pytest.raises(ValueError, match="^kernel: 'generated' covers a horizon without contacts on a Model; use "
-                                         r"kernel='generic' here \(or an rl.Linearizer"):
-        rl.linearize_trajectory(model, states, contacts=["b3"], kernel="generated")
-    monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
+    on_contacts = [rl.linearize_trajectory(model, states, contacts=["b3"], dt=1e-3, kernel=kernel)
+                   for kernel in ("generated", "generic")]  # (a horizon on contacts: knot by knot)
+    for name in FIELDS + ("contact_forces", "contact_forces_state_jacobian"):
+        assert np.array_equal(getattr(on_contacts[0], name), getattr(on_contacts[1], name)), name
+    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         fast = rl.linearize_trajectory(model, states, kernel="generated")
     assert any("operations, above the 100 for which a generated kernel pays" in r.getMessage() for r in caplog.records)
@@ -217,7 +223,7 @@ def test_a_horizon_says_what_the_generated_kernel_does_not_cover_and_where_it_ca
 @pytest.mark.parametrize("compiler", ["/nonexistent/cc", "false"])
 def test_without_a_working_compiler_it_says_so_runs_the_generic_kernel_and_leaves_no_file(
         compiler, rng, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path / "cache"))
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CC", compiler)
     model = random_tree(rng, 3)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
@@ -236,9 +242,9 @@ def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch
     model = random_tree(rng, 3)
 
     def branching(model):
-        if generated.Traced(generated._Graph(), 0):
+        if generated.tracer.Traced(generated.tracer._Graph(), 0):
             pass
-    monkeypatch.setattr(generated, "trace", branching)
+    monkeypatch.setattr(generated.kernels, "trace", branching)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         assert rl.Linearizer(model, kernel="generated").kernel == "generic"
     assert any(r.getMessage() == "the generic kernel runs: model 'random_tree' cannot be traced: a traced value "
@@ -246,7 +252,7 @@ def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch
 
 
 def test_a_robot_too_large_for_it_to_pay_runs_the_generic_kernel(rng, monkeypatch, caplog):
-    monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
+    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
     model = random_tree(rng, 3)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         assert rl.Linearizer(model, kernel="generated").kernel == "generic"
@@ -257,14 +263,14 @@ def test_a_robot_too_large_for_it_to_pay_runs_the_generic_kernel(rng, monkeypatc
 def test_compiled_once_then_loaded_from_the_cache(rng, tmp_path, monkeypatch, caplog):
     """The compile is announced; the same robot loaded again (a new Model, as a new process
     has) finds the library and compiles nothing."""
-    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
     seed = int(rng.integers(1 << 30))
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         rl.Linearizer(random_tree(np.random.default_rng(seed), 4), kernel="generated")
         assert sum("compiling the generated kernel" in r.getMessage() for r in caplog.records) == 1
         rl.Linearizer(random_tree(np.random.default_rng(seed), 4), kernel="generated")
         assert sum("compiling the generated kernel" in r.getMessage() for r in caplog.records) == 1
-    (library,) = os.listdir(tmp_path)
+    (library,) = _libraries(tmp_path)
     assert library.startswith("linearize-random_tree-") and library.endswith(".so")
 
 
@@ -272,15 +278,16 @@ def test_compiled_once_then_loaded_from_the_cache(rng, tmp_path, monkeypatch, ca
 def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_others(rng, tmp_path, monkeypatch):
     """Another version of the package generates other C for the same robot: the cache keeps one
     library per robot name, and never touches a file it did not write."""
-    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
     (tmp_path / "notes.txt").write_text("the user's")
     rl.Linearizer(random_tree(rng, 3), kernel="generated")
     rl.Linearizer(_gimbal(rng), kernel="generated")
-    older = sorted(os.listdir(tmp_path))
-    monkeypatch.setattr(generated, "COMPILE_FLAGS", generated.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
+    older = _libraries(tmp_path)
+    monkeypatch.setattr(generated.build, "COMPILE_FLAGS", generated.build.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
     rl.Linearizer(random_tree(rng, 3), kernel="generated")
-    newer = sorted(os.listdir(tmp_path))
-    assert len(newer) == 3 and "notes.txt" in newer
+    newer = _libraries(tmp_path)
+    assert len(newer) == 2 and (tmp_path / "notes.txt").read_text() == "the user's"
+    assert {name[:-3] for name in newer} == {name.rsplit(".", 1)[0] for name in os.listdir(tmp_path)} - {"notes"}
     robot = lambda names, name: [n for n in names if n.startswith(f"linearize-{name}-")]  # noqa: E731
     assert robot(newer, "gimbal") == robot(older, "gimbal") and len(robot(older, "gimbal")) == 1
     assert robot(newer, "random_tree") != robot(older, "random_tree") and len(robot(newer, "random_tree")) == 1
@@ -347,7 +354,7 @@ def _assert_same_impact(fast, generic):
 @pytest.mark.parametrize("case", IMPACT_CASES)
 def test_impact_map_equal_to_the_generic_kernel_bit_for_bit(case, rng):
     """impact_into traced with its Cholesky, its solves and its dense products left to runtime routines
-    (generated._runtime_products): the same operations in the same order, so the same bits."""
+    (generated.tracer._runtime_products): the same operations in the same order, so the same bits."""
     make, contacts, restitution = IMPACT_CASES[case]
     model = make(rng)
     fast, generic = _impact_pair(model, contacts, restitution)
@@ -384,9 +391,9 @@ def test_impact_map_at_a_bad_state_or_on_a_degenerate_set_gives_the_generic_kern
 
 def test_impact_map_kernel_choice_and_what_cannot_be_built_are_said_in_one_line(rng, monkeypatch, caplog):
     model = random_tree(rng, 3)
-    with pytest.raises(ValueError, match="^kernel: expected one of 'generic', 'generated', got str 'fast'$"):
+    with pytest.raises(ValueError, match="^kernel: expected one of 'auto', 'generic', 'generated', got str 'fast'$"):
         rl.ImpactMap(model, ["b3"], kernel="fast")
-    monkeypatch.setattr(generated, "GENERATED_OPERATIONS", 100)
+    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         fast = rl.ImpactMap(model, ["b3"], kernel="generated")
     assert fast.kernel == "generic"
@@ -400,21 +407,21 @@ def test_impact_map_kernel_choice_and_what_cannot_be_built_are_said_in_one_line(
 
 @needs_compiler
 def test_kernels_of_several_contact_sets_are_kept_side_by_side(rng, tmp_path, monkeypatch, caplog):
-    """One library per robot, contact set and restitution: another set or restitution of the same robot
-    compiles its own and leaves the other; the same again (a new Model, as a new process has) compiles
-    nothing."""
-    monkeypatch.setattr(generated, "cache_directory", lambda: str(tmp_path))
+    """One library per robot and contact set (an impact map's serves every restitution): another set of
+    the same robot compiles its own and leaves the other; another restitution, or the same set again (a
+    new Model, as a new process has), compiles nothing."""
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
     seed = int(rng.integers(1 << 30))
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         for contacts, restitution in ((["b3"], 0.0), (["b3"], 0.5), (["b2", "b3"], 0.0), (["b3"], 0.0)):
             rl.ImpactMap(random_tree(np.random.default_rng(seed), 4), contacts, restitution, kernel="generated")
         for contacts in (["b3"], ["b3"]):
             rl.Linearizer(random_tree(np.random.default_rng(seed), 4), contacts=contacts, kernel="generated")
-    assert sum("compiling the generated kernel of the impact map" in r.getMessage() for r in caplog.records) == 3
+    assert sum("compiling the generated kernel of the impact map" in r.getMessage() for r in caplog.records) == 2
     assert sum("compiling the generated kernel of the constrained linearization" in r.getMessage()
                for r in caplog.records) == 1
-    libraries = os.listdir(tmp_path)
-    assert len(libraries) == 4 and sum(name.startswith("impact-random_tree_") for name in libraries) == 3
+    libraries = _libraries(tmp_path)
+    assert len(libraries) == 3 and sum(name.startswith("impact-random_tree_") for name in libraries) == 2
     assert sum(name.startswith("constrained-random_tree_") for name in libraries) == 1
 
 
@@ -442,8 +449,7 @@ def test_impact_maps_of_several_restitutions_of_one_model_each_give_their_own_im
     import subprocess
     import sys
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)  # (so that the cache is XDG_CACHE_HOME's, in both)
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path / "cache"))  # (this process's and the other's)
     seeds = [int(k) for k in rng.integers(1 << 30, size=2)]
     model = random_tree(np.random.default_rng(seeds[0]), 4)
     state = random_state(model, np.random.default_rng(seeds[1]))
@@ -455,7 +461,7 @@ def test_impact_maps_of_several_restitutions_of_one_model_each_give_their_own_im
         _assert_same_impact(fast.impact(state), generic[e])
     result = tmp_path / "other_process.npz"
     subprocess.run([sys.executable, "-c", _OTHER_PROCESS, os.path.dirname(__file__), str(seeds[0]), str(seeds[1]),
-                    str(result), *map(str, reversed(RESTITUTIONS))], check=True, timeout=600)
+                    str(result), *map(str, reversed(RESTITUTIONS))], check=True, timeout=600, cwd=tmp_path)
     with np.load(result) as other:
         for e in RESTITUTIONS:
             for name in IMPACT_FIELDS:

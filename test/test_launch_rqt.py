@@ -90,42 +90,63 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
         self.assertGreater(red.sum(), 500, "no red heatmap cells on the screen")
         self.assertGreater(blue.sum(), 500, "no blue heatmap cells on the screen")
 
-    def test_rqt_closes_cleanly_on_ctrl_c_and_sigterm(self, proc_output):
-        """Another rqt with the view, drawing the demo's A, gets SIGINT (Ctrl-C), then a third
-        SIGTERM: each exits 0 (or 130/143) within 5 s, with no abort, segfault or traceback."""
+    def test_rqt_closes_cleanly_on_every_one_of_60_signals_on_a_loaded_machine(self, proc_output):
+        """Another rqt with the view, drawing the demo's A for 1–3 s, gets SIGINT (Ctrl-C; 50 times) or
+        SIGTERM (10 times), with a busy loop keeping a core loaded: each exits 0 (or 130/143) within 5 s,
+        with no abort, segfault or traceback, and says it closes.  (rqt closed twice — the signal's
+        path and the context's both closing its window — hung about 1 time in 12 after qt_gui's
+        "disconnect() failed" traceback.)"""
         if MISSING:
             self.skipTest(f"needs {MISSING} (ROS 2's rqt, Xvfb, ImageMagick)")
         proc_output.assertWaitFor(DRAWN, process=RQT, timeout=180, stream="stderr")  # the demo is serving
-        for number in (signal.SIGINT, signal.SIGTERM):
-            with tempfile.TemporaryFile(mode="w+") as log:
-                rqt = subprocess.Popen(RQT_COMMAND, env=dict(os.environ, DISPLAY=DISPLAY), stdout=log,
-                                       stderr=subprocess.STDOUT, text=True)
-                try:
-                    deadline = time.monotonic() + 120
-                    while time.monotonic() < deadline and rqt.poll() is None:
-                        log.seek(0)
-                        if DRAWN in log.read():
-                            break
-                        time.sleep(0.2)
+        signals = [signal.SIGINT] * 50 + [signal.SIGTERM] * 10
+        rng = np.random.default_rng(12)
+        rng.shuffle(signals)
+        load = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        failures = []
+        try:
+            for attempt, number in enumerate(signals):
+                name = signal.Signals(number).name
+                code, output = self._signalled_rqt(number, float(rng.uniform(1.0, 3.0)))
+                problems = [f"exit {code}"] if code not in (0, 128 + number) else []
+                problems += [sign for sign in ("Aborted", "Segmentation fault", "Traceback", "Fatal Python error")
+                             if sign in output]
+                if f"{name}: closing the view and rqt" not in output:
+                    problems.append("did not say it closes")
+                if problems:
+                    failures.append(f"#{attempt} {name}: {', '.join(problems)}: {output[-1500:]}")
+        finally:
+            load.kill()
+            load.wait()
+        self.assertEqual(failures, [], f"{len(failures)} of {len(signals)} signals:\n" + "\n".join(failures[:3]))
+
+    def _signalled_rqt(self, number: int, drawing: float) -> tuple:
+        """(exit status or None after 5 s, output) of an rqt with the view, sent ``number`` after it has
+        drawn for ``drawing`` seconds."""
+        with tempfile.TemporaryFile(mode="w+") as log:
+            rqt = subprocess.Popen(RQT_COMMAND, env=dict(os.environ, DISPLAY=DISPLAY), stdout=log,
+                                   stderr=subprocess.STDOUT, text=True)
+            try:
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and rqt.poll() is None:
                     log.seek(0)
-                    self.assertIn(DRAWN, log.read(), "the second rqt did not draw")
-                    time.sleep(1.0)  # the view open and drawing, as a user's is
-                    rqt.send_signal(number)
-                    try:
-                        code = rqt.wait(timeout=5)
-                    except subprocess.TimeoutExpired:
-                        code = None
-                finally:
-                    if rqt.poll() is None:
-                        rqt.kill()
-                        rqt.wait()
+                    if DRAWN in log.read():
+                        break
+                    time.sleep(0.1)
                 log.seek(0)
-                output = log.read()
-            name = signal.Signals(number).name
-            self.assertIn(code, (0, 128 + number), f"{name}: rqt exit {code}: {output[-2000:]}")
-            for sign in ("Aborted", "Segmentation fault", "Traceback", "Fatal Python error"):
-                self.assertNotIn(sign, output, f"{name}: {output[-2000:]}")
-            self.assertIn(f"{name}: closing the view and rqt", output)
+                self.assertIn(DRAWN, log.read(), "an rqt did not draw")
+                time.sleep(drawing)  # the view open and drawing, as a user's is
+                rqt.send_signal(number)
+                try:
+                    code = rqt.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = None
+            finally:
+                if rqt.poll() is None:
+                    rqt.kill()
+                    rqt.wait()
+            log.seek(0)
+            return code, log.read()
 
 
 @launch_testing.post_shutdown_test()

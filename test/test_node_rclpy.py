@@ -627,6 +627,91 @@ def test_a_backlog_of_inputs_is_paired_stamp_by_stamp_and_kept(ros):
     graph.close()
 
 
+PUBLISHER = """
+import sys, time
+import numpy as np, rclpy
+from nav_msgs.msg import Odometry
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+import robot_linearization as rl
+from robot_linearization.ros.messages import joint_state_message, odometry_message
+from robot_linearization.ros.node import RclpyFactory
+from robot_linearization.spatial import se3_exp
+
+model, count, rate = rl.load_urdf(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+rclpy.init()
+node = rclpy.create_node("robot_driver")
+js_pub = node.create_publisher(JointState, "/joint_states", qos_profile_sensor_data)
+odom_pub = node.create_publisher(Odometry, "/odom", qos_profile_sensor_data)
+factory, n = RclpyFactory(), model.n_joints
+s, r = np.full(n, 0.1), np.zeros(n)
+while node.count_subscribers("/joint_states") == 0 or node.count_subscribers("/odom") == 0:
+    time.sleep(0.05)
+time.sleep(0.5)
+start = time.monotonic()
+for k in range(count):  # odometry k puts the base at x = k, one stamp for both
+    while time.monotonic() < start + k / rate:
+        pass
+    stamp = node.get_clock().now().nanoseconds
+    odom_pub.publish(odometry_message(factory, stamp, "odom", model.body_names[0],
+                                      se3_exp(np.r_[float(k), 0, 1.0, 0, 0, 0]), np.zeros(6)))
+    js_pub.publish(joint_state_message(factory, stamp, model.joint_names, s, r))
+    print(stamp, flush=True)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+def test_a_slow_validate_call_costs_no_input_of_a_1khz_humanoid(ros, monkeypatch):
+    """talos's joint states and odometry at 1 kHz from a driver process; meanwhile three ~/validate
+    calls, each held 100 ms in the service (beside the validation itself).  The services work on a
+    snapshot of the pipeline, never on the inputs' lock: every joint state is linearized, each with the
+    odometry of its own stamp (odometry k puts the base at x = k)."""
+    import subprocess
+    import sys
+
+    from robot_linearization.ros import pipeline as pipeline_module
+
+    validate = pipeline_module.Snapshot.validate_output
+
+    def held(self, out=None):
+        time.sleep(0.1)
+        return validate(self, out)
+
+    monkeypatch.setattr(pipeline_module.Snapshot, "validate_output", held)
+    path = example_robot_path("talos")
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=path),
+                                                         Parameter("publish_heatmaps", value=False),
+                                                         Parameter("publish_health", value=False)]))
+    arrived = {}  # stamp -> the base's x in its ~/linearization
+
+    def record(message):
+        arrived[message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec] = message.base_pose.position.x
+
+    graph.client.create_subscription(Linearization, f"{NS}/linearization", record, 2000)
+    count = 1500
+    driver = subprocess.Popen([sys.executable, "-c", PUBLISHER, path, str(count), "1000"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert graph.spin_until(lambda: arrived, timeout=60.0), driver.stderr.read() if driver.poll() else ""
+        answers = [graph.call(f"{NS}/validate", Validate, Validate.Request()) for _ in range(3)]
+        stdout, stderr = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, stderr
+    assert all(answer.success and answer.message.startswith("PASS") for answer in answers), answers
+    stamps = [int(line) for line in stdout.split()]
+    assert len(stamps) == count
+    graph.spin_until(lambda: all(stamp in arrived for stamp in stamps), timeout=10.0)
+    with graph.node.lock:
+        values = graph.node.pipeline.diagnostics(0)[0][3]
+    missing = [k for k, stamp in enumerate(stamps) if stamp not in arrived]
+    assert not missing, f"{len(missing)} of {count} not linearized (first {missing[:5]}): {values}"
+    assert [arrived[stamp] for stamp in stamps] == [float(k) for k in range(count)]
+    graph.close()
+
+
 def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_taken_first(ros):
     """The input thread's taker (node.WaitSetTaker, odometry first): of 3 queued joint states it
     hands over one; 2 odometry messages arrive meanwhile; they come next, before the other joint

@@ -55,7 +55,7 @@ axes, rotation (k, 3, 3) = A_R_c, body_X_base (k, 6, 6) = b_X_0, T (k, 6, 6) = c
 JM_inv (m, N) = J M⁻¹, L (m, m) the Cholesky factor of J M⁻¹ Jᵀ, wrenches (k, 6) each λ_c
 in its frame's axes, d_accel (m, 2N) ∂a of the contact accelerations; and that thread's
 workspace of the model's tree (workspace.DATA, with its model), which the entry kernels
-(contact_linearization.constrained_linearize_into, impacts.impact_into) run on."""
+(contact_linearization.constrained_linearize_into, impact_map.impact_into) run on."""
 structref.define_boxing(ContactDataType, Structure)
 
 

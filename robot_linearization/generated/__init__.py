@@ -1,0 +1,54 @@
+"""Robot-specific kernels: one model's linearization, free or on a contact set, and its impact
+map, traced into straight-line C.
+
+The generic kernels (free_linearization.linearize_state_into, contact_linearization.
+constrained_linearize_into, impact_map.impact_into) walk the tree in loops and read the model's
+arrays at every step.  For one robot and contact set all of that is fixed: the tree, the joint
+axes, the inertias, the contact frames.  Only the state varies.  :func:`generated_kernel` (and
+:func:`generated_contact_kernel`) runs the same passes once on that robot, in Python (their
+functions, compiled.KERNELS), on traced values that stand for the state's entries, and records
+the arithmetic that depends on the state:
+
+- a product with a model constant 0 (most of a joint's motion subspace and transform, the
+  zeros of an inertia) is dropped, and a product with 1 is its operand;
+- an operation met again on the same operands is computed once;
+- what remains is written out as C in the passes' own order and grouping, and compiled
+  without floating-point contraction.
+
+So every result is the same IEEE operation on the same operands as the generic kernel's, and
+A, B, M⁻¹ and ν̇ are equal to its own bit for bit (but for the sign of a zero).
+
+Some pieces stay functions of the values, run by routines written in C in the generic kernels'
+order:
+- the base's 6×6 LU factorisation and solves, since their pivoting depends on the values
+  (spatial.lu_factor6, lu_solve6);
+- the dense products (−M⁻¹D; on a contact set every multiply_add_into), loops the compiler
+  vectorises;
+- on a contact set, J M⁻¹ Jᵀ's Cholesky factorisation with its pivot test and the solves with it
+  (constrained_dynamics.contact_forces_into, cholesky_solve_into);
+- the status: a singular pivot (forward_dynamics.singular_pivot), a degenerate contact set or an
+  overflow, as the generic kernels report them (where a kernel on a contact set has no result, its
+  caller runs the generic one, which says why).
+
+The code grows with the robot, and so does its compile time:
+- solo12: 22 000 operations, 15 s of ``cc -O2`` (on its four feet: the impact map 17 000, 4 s;
+  the constrained linearization 38 000, 9 s);
+- talos_reduced: 63 000 operations, 15–45 s; its impact map on two soles 50 000, 25–35 s; its
+  constrained linearization on them 111 000, 40–75 s, and 1.35× slower than the generic kernel:
+  its code no longer fits the caches.
+
+So a model whose trace exceeds kernels.GENERATED_OPERATIONS is left to the generic kernel.
+
+The parts: tracer.py (the passes run on traced values), c_writer.py (the trace as C, with the
+routines of runtime.c and runtime_contacts.c), build.py (the compiler and the on-disk cache, one
+library per robot, contact set, kind and instruction set, shared safely between processes),
+kernels.py (a library loaded in a process, with a small numba entry that checks the state and
+takes the Euler step as the generic kernels do), background.py (the build in another process, at
+low priority, for ``kernel="auto"``: robot_linearization.kernel_choice).
+"""
+
+from .build import GenerationError, cache_directory, c_compiler
+from .kernels import GeneratedContactKernel, GeneratedKernel, generated, generated_contact_kernel, generated_kernel
+
+__all__ = ["GenerationError", "GeneratedContactKernel", "GeneratedKernel", "cache_directory", "c_compiler",
+           "generated", "generated_contact_kernel", "generated_kernel"]

@@ -1,0 +1,62 @@
+"""The build of one generated kernel in a process of its own, at the lowest priority, for a parent
+that keeps working meanwhile (robot_linearization.kernel_choice, ``kernel="auto"``): it never holds
+the parent's GIL or locks.  The parent writes the pickled (model, contacts, kind, largest trace) to its stdin;
+the kernel goes into the cache (build.py: under the kernel's lock, so a second process needing it
+waits for this one).  Exit status 0: built (or found); REFUSED: it cannot be built here, the reason
+in one line on stderr."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+REFUSED = 3
+
+
+def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
+    """Run this module for ``model``'s kernel of ``kind`` on ``contacts`` and wait for it (the wait holds
+    no GIL); None when the kernel is in the cache, else why not, in one line."""
+    import subprocess
+
+    import robot_linearization
+
+    from . import kernels
+
+    # this very package, whatever the working directory holds (-m puts it first on sys.path)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(robot_linearization.__file__)))
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    try:
+        done = subprocess.run([sys.executable, "-m", "robot_linearization.generated.background"], cwd=package_parent,
+                              input=pickle.dumps((model, contacts, kind, kernels.GENERATED_OPERATIONS), protocol=4),
+                              capture_output=True,
+                              env=environment, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the background build could not run: {error}"
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    if done.returncode == 0:
+        return None
+    if done.returncode == REFUSED and lines:
+        return lines[-1]
+    return f"the background build failed (exit status {done.returncode}){': ' + lines[-1] if lines else ''}"
+
+
+def main() -> int:
+    os.nice(19)  # (the lowest priority: the robot's own work comes first)
+    model, contacts, kind, largest = pickle.load(sys.stdin.buffer)
+    from . import kernels
+    from .build import GenerationError
+
+    kernels.GENERATED_OPERATIONS = largest  # (the parent's bound)
+
+    try:
+        kernels.library(model, contacts, kind)
+    except GenerationError as error:
+        print(str(error).replace("\n", " "), file=sys.stderr)
+        return REFUSED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""The C writer: a trace (tracer.py) as straight-line C in the passes' own order and grouping, split
+into functions of PART operations, with the routines whose work depends on the values (runtime.c,
+runtime_contacts.c: factorisations, solves, dense products) called where the trace left them."""
+
+from __future__ import annotations
+
+import math
+import os
+from types import SimpleNamespace
+
+from ..algorithms.constrained_dynamics import DEGENERACY_TOLERANCE
+from ..model import PIVOT_TOLERANCE
+from .tracer import Traced, _Graph
+
+PART = 1500
+"""Operations per C function: one function of 22 000 statements takes gcc minutes, since its
+register allocation grows faster than linearly; values crossing parts go through the scratch."""
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8") as f:
+        return f.read()
+
+
+_RUNTIME = _read("runtime.c")
+"""The routines every kernel calls (runtime.c): the base's 6×6 LU, the dense products, the status sums."""
+_RUNTIME_CONTACTS = _read("runtime_contacts.c")
+"""The routines of the kernels on a contact set (runtime_contacts.c): J M⁻¹ Jᵀ's Cholesky and solves."""
+
+
+def _contact_forces_call(b: str, m: int, N: int) -> str:
+    J, M_inv, free, drift = 0, m * N, m * N + N * N, m * N + N * N + N
+    JM_inv, L = drift + m, drift + m + m * N
+    forces, accelerations = L + m * m, L + m * m + m
+    return (f"{b}[{accelerations + N}] = rl_contact_forces({b} + {J}, {b} + {M_inv}, {b} + {free}, {b} + {drift}, "
+            f"{b} + {JM_inv}, {b} + {L}, {b} + {forces}, {b} + {accelerations}, {m}, {N});")
+
+
+_RUNTIME_CALLS = {  # kind -> (block size, C call on block b) of its sizes; the tracer places the results
+    "multiply_add": (lambda p, q, w, sign: int(p * q + q * w + p * w),
+                     lambda b, p, q, w, sign: f"rl_multiply_add({b}, {b} + {int(p * q)}, {int(p)}, {int(q)}, {int(w)}, "
+                                              f"{int(w)}, {_literal(sign)}, {b} + {int(p * q + q * w)}, {int(w)});"),
+    "cholesky_solve": (lambda m, c: int(m * m + m * c),
+                       lambda b, m, c: f"rl_cholesky_solve({b}, {b} + {int(m * m)}, {int(m)}, {int(c)});"),
+    "contact_forces": (lambda m, N: int(2 * m * N + N * N + 2 * N + 2 * m + m * m + 1),
+                       lambda b, m, N: _contact_forces_call(b, int(m), int(N))),
+}
+"""What a trace may leave to a runtime routine (tracer._runtime_products); a contact_forces block ends with
+its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ)."""
+
+_ARGUMENTS = ("const double *restrict pose, const double *restrict s, const double *restrict twist, "
+              "const double *restrict r, const double *restrict tau, double *restrict A, double *restrict B, "
+              "double *restrict M_inv, double *restrict nu_dot, double *restrict w")
+
+
+def _literal(value: float) -> str:
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    return repr(value)
+
+
+def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list, int, int]:
+    """The C statements of what ``regions`` ({C pointer expression: array of traced values and constants})
+    receive: (the statements of each part, the constants' stores, the scratch doubles used — from ``size``
+    on: the runtime routines' blocks, and the values crossing parts —, the operations kept)."""
+    operations = graph.operations
+    writes: dict = {}  # operation -> [(region, flat index)]; constants written at the start
+    constants = []
+    for region, array in regions.items():
+        for k, value in enumerate(array.ravel()):
+            if type(value) is Traced:
+                writes.setdefault(value.index, []).append((region, k))
+            else:
+                constants.append(f"({region})[{k}] = {_literal(float(value))};")
+    live, stack = set(), list(writes)
+    while stack:
+        k = stack.pop()
+        if k not in live:
+            live.add(k)
+            operation, operands = operations[k]
+            if operation != "in":
+                stack.extend(index for kind, index in operands if kind == "n")
+    order = sorted(live)
+    part = {k: i // PART for i, k in enumerate(order)}
+    blocks = {}  # factor6 (42 doubles: LU, pivots), solve6 (6) and the runtime calls' blocks live in w
+    for k in order:
+        kind, *sizes = operations[k][0].split()
+        if kind in ("factor6", "solve6"):
+            blocks[k] = size
+            size += 42 if kind == "factor6" else 6
+        elif kind in _RUNTIME_CALLS:
+            blocks[k] = size
+            size += _RUNTIME_CALLS[kind][0](*map(float, sizes))
+    slots = {}
+    for k in order:
+        operation, operands = operations[k]
+        if operation == "in":
+            continue
+        for kind, index in operands:
+            if kind == "n" and part[index] != part[k] and index not in slots and index not in blocks:
+                slots[index] = size
+                size += 1
+
+    def value(x):
+        kind, v = x
+        if kind == "c":
+            return _literal(v)
+        if operations[v][0] == "solved":
+            return f"w[{blocks[operations[v][1][0][1]] + int(operations[v][1][1][1])}]"
+        return f"w[{slots[v]}]" if v in slots else f"t{v}"
+
+    parts = [[] for _ in range(max(part.values(), default=0) + 1)]
+    for k in order:
+        operation, operands = operations[k]
+        kind, *sizes = operation.split()
+        lines = parts[part[k]]
+        if operation == "solved":
+            target = value(("n", k))
+        elif operation == "factor6":
+            lines.append(f"{{ double *LU = w + {blocks[k]}; "
+                         + " ".join(f"LU[{j}] = {value(x)};" for j, x in enumerate(operands))
+                         + " rl_factor6(LU, LU + 36); }")
+            continue
+        elif operation == "solve6":
+            factor = blocks[operands[0][1]]
+            lines.append(f"{{ double *x = w + {blocks[k]}; "
+                         + " ".join(f"x[{j}] = {value(x)};" for j, x in enumerate(operands[1:]))
+                         + f" rl_solve6(w + {factor}, w + {factor + 36}, x); }}")
+            continue
+        elif kind in _RUNTIME_CALLS:
+            lines.append(f"{{ double *b = w + {blocks[k]}; "
+                         + " ".join(f"b[{j}] = {value(x)};" for j, x in enumerate(operands))
+                         + " " + _RUNTIME_CALLS[kind][1]("b", *map(float, sizes)) + " }")
+            continue
+        else:
+            if operation == "in":
+                expression = f"{operands[0]}[{operands[1]}]"
+            elif operation == "neg":
+                expression = f"-{value(operands[0])}"
+            elif operation in ("sin", "cos"):
+                expression = f"{operation}({value(operands[0])})"
+            else:
+                expression = f"{value(operands[0])} {operation} {value(operands[1])}"
+            target = f"w[{slots[k]}]" if k in slots else f"t{k}"
+            lines.append(f"{target if k in slots else 'const double ' + target} = {expression};")
+        lines.extend(f"({region})[{i}] = {target};" for region, i in writes.get(k, ()))
+    return parts, constants, size, len(live)
+
+
+def _scratch_regions(regions: dict, arrays: dict) -> tuple[dict, int]:
+    """``arrays`` ({name: array or None}) placed one after the other at the start of the scratch w, as more
+    ``regions``: ({name: its offset}, the doubles they take)."""
+    size, offsets = 0, {}
+    for name, array in arrays.items():
+        if array is not None:
+            offsets[name] = size
+            regions[f"w + {size}"] = array
+            size += array.size
+    return offsets, size
+
+
+def _singular_pivot_c(offsets: dict, n_bodies: int) -> str:
+    """forward_dynamics.singular_pivot in C, on the articulated inertias and pivots the trace left in w."""
+    return f"""int singular = -1;  /* forward_dynamics.singular_pivot */
+    for (int i = {n_bodies - 1}; i > 0; i--) {{
+        double scale = 0.0;
+        const double *I_A = w + {offsets["inertias"]} + 36 * i;
+        for (int k = 0; k < 36; k++) if (fabs(I_A[k]) > scale) scale = fabs(I_A[k]);
+        if (!(fabs(w[{offsets["pivots"]} + i]) > {_literal(PIVOT_TOLERANCE)} * scale)) {{ singular = i - 1; break; }}
+    }}"""
+
+
+def _parts_source(parts: list, arguments: str, call_arguments: str) -> tuple[list, list]:
+    """(the C functions of :func:`_straight_line`'s parts, each taking ``arguments``; the entry's calls
+    of them, in order, with ``call_arguments``)."""
+    return ([f"__attribute__((noinline)) static void part{i}({arguments}) {{\n    " + "\n    ".join(lines) + "\n}\n"
+             for i, lines in enumerate(parts)], [f"    part{i}({call_arguments});" for i in range(len(parts))])
+
+
+def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, int]:
+    """The C of a :func:`trace`: ``int rl_linearize(pose, s, twist, r, tau, A, B, M_inv, nu_dot, w)``
+    (row-major doubles as model.state_arrays and linearize_into take them; w: scratch) returning
+    linearize_state_into's status.  Returns (source, operations, scratch doubles)."""
+    N, n_bodies = traced.M_inv.shape[0], traced.pivots[1].shape[0]
+    regions = {"A": traced.A, "B": traced.B, "M_inv": traced.M_inv, "nu_dot": traced.nu_dot}
+    # what the status and the product read back, in w
+    scratch, size = _scratch_regions(regions, {"derivatives": traced.product[0] if traced.product else None,
+                                               "inertias": traced.pivots[0], "pivots": traced.pivots[1]})
+    parts, constants, size, operations = _straight_line(traced.graph, regions, size)
+    functions, calls = _parts_source(parts, _ARGUMENTS, "pose, s, twist, r, tau, A, B, M_inv, nu_dot, w")
+    if traced.product is not None:
+        calls.append(f"    rl_multiply_add(M_inv, w + {scratch['derivatives']}, {N}, {N}, {2 * N}, {2 * N}, "
+                     f"{_literal(float(traced.product[1]))}, A + {N * 2 * N}, {2 * N});")
+    source = [f"/* robot_linearization: the linearization of model '{model_name}', generated (generated.py) */",
+              _RUNTIME, *functions]
+    source.append(f"""int rl_linearize({_ARGUMENTS}) {{
+    {"(void)0;" if not constants else " ".join(constants)}
+{chr(10).join(calls)}
+    {_singular_pivot_c(scratch, n_bodies)}
+    if (singular < 0 && !(isfinite(rl_finite_sum(A + {N * 2 * N}, {N * 2 * N}) + rl_finite_sum(M_inv, {N * N}))
+                          && isfinite(rl_finite_sum(nu_dot, {N}))))
+        return -2;
+    return singular;
+}}
+""")
+    return "\n".join(source), operations, size
+
+
+_CONTACT_KERNELS = {"impact": ("rl_impact", ("pose", "s", "twist", "r", "e")),  # kind -> (its C function, its inputs)
+                    "constrained": ("rl_constrained", ("pose", "s", "twist", "r", "tau"))}
+
+
+def _contacts_c_source(traced: SimpleNamespace, kind: str, model_name: str = "") -> tuple[str, int, int]:
+    """The C of a :func:`trace_impact` (``kind`` "impact") or :func:`trace_constrained` ("constrained"):
+    ``int rl_impact(pose, s, twist, r, e, <the regions>, w)`` / ``rl_constrained(pose, s, twist, r, tau, …, w)``
+    (row-major doubles; w: scratch) returning, for a valid state, the kernel's status: 0; 1 when J M⁻¹ Jᵀ
+    is singular; 2 + j when M is singular because of joint j; −1 (constrained) when the result is not
+    finite.  Returns (source, operations, scratch doubles)."""
+    symbol, inputs = _CONTACT_KERNELS[kind]
+    regions = dict(traced.regions)
+    scratch, size = _scratch_regions(regions, {"inertias": traced.pivots[0], "pivots": traced.pivots[1],
+                                               "status": traced.status})
+    parts, constants, size, operations = _straight_line(traced.graph, regions, size)
+    arguments = ", ".join([f"const double *restrict {name}" for name in inputs]
+                          + [f"double *restrict {name}" for name in traced.regions] + ["double *restrict w"])
+    functions, calls = _parts_source(parts, arguments, ", ".join([*inputs, *traced.regions, "w"]))
+    finite = " + ".join(f"rl_finite_sum({name}, {array.size})" for name, array in traced.regions.items())
+    overflow = f"if (!isfinite({finite})) return -1;" if kind == "constrained" else ""
+    source = [f"/* robot_linearization: the {kind} kernel of model '{model_name}' on a contact set, generated "
+              "(generated.py) */", f"#define DEGENERACY_TOLERANCE {_literal(DEGENERACY_TOLERANCE)}", _RUNTIME,
+              _RUNTIME_CONTACTS, *functions]
+    source.append(f"""int {symbol}({arguments}) {{
+    {"(void)0;" if not constants else " ".join(constants)}
+{chr(10).join(calls)}
+    {_singular_pivot_c(scratch, traced.pivots[1].shape[0])}
+    if (singular >= 0) return 2 + singular;
+    if (w[{scratch["status"]}] != 1.0) return 1;
+    {overflow}
+    return 0;
+}}
+""")
+    return "\n".join(source), operations, size

@@ -1,0 +1,205 @@
+"""The generated kernels loaded in a process: a model's linearization, free or on a contact set, and
+its impact map, each its cached shared library (build.py) with a small numba entry around it that
+checks the state and takes the Euler step as the generic kernels do (compiled in the process that
+loads it, well under a second: the function's address is that process's)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from numba import njit
+
+from ..discretization import euler_step_into, euler_step_jacobians_into
+from ..model import Model, first_invalid_state, invalid_state
+from .build import GenerationError, Library, build
+from .c_writer import _CONTACT_KERNELS, c_source, _contacts_c_source
+from .tracer import trace, trace_constrained, trace_impact
+
+GENERATED_OPERATIONS = 70_000
+"""The largest trace (operations) compiled: 15–45 s of ``cc -O2`` on a 2-core machine; beyond it the
+generated code stops paying (module docstring).  On talos (2026-11-27, one core, back to back): the
+free kernel, 63 000 operations, 21.2 against the generic 29.9 µs; the impact map of its soles,
+50 000, 31.7 against 33.3 µs; the constrained linearization on them, 111 000, 59 against 44 µs."""
+
+KINDS = {"linearize": "the linearization", "impact": "the impact map", "constrained": "the constrained linearization"}
+"""The kernels generated: kind -> what it computes (the name a compile's log line gives)."""
+
+
+def _traced_or_refused(model: Model, tracing):
+    try:
+        return tracing()
+    except TypeError as error:  # (Traced's: a pass that branches on the state's values)
+        raise GenerationError(f"model '{model.name}' cannot be traced: {error}") from None
+
+
+def _within_bounds(model: Model, operations: int) -> None:
+    if operations > GENERATED_OPERATIONS:
+        raise GenerationError(f"model '{model.name}' traces to {operations} operations, above the "
+                              f"{GENERATED_OPERATIONS} for which a generated kernel pays (generated/kernels.py)")
+
+
+def _source(model: Model, contacts: tuple, kind: str) -> tuple:
+    """(C source, operations, scratch doubles, symbol, pointers) of ``model``'s kernel of ``kind`` on
+    ``contacts``: traced and written out (GenerationError where that cannot be, or does not pay)."""
+    if kind == "linearize":
+        traced = _traced_or_refused(model, lambda: trace(model))
+        source, operations, scratch_size = c_source(traced, model.name)
+        symbol, pointers = "rl_linearize", 10
+    else:
+        traced = _traced_or_refused(model, (lambda: trace_impact(model, contacts)) if kind == "impact"
+                                    else (lambda: trace_constrained(model, contacts)))
+        source, operations, scratch_size = _contacts_c_source(traced, kind, model.name)
+        if kind == "impact":
+            scratch_size += 1  # (e's slot, after what the kernel uses: _impact_entry)
+        symbol, inputs = _CONTACT_KERNELS[kind]
+        pointers = len(inputs) + len(traced.regions) + 1
+    _within_bounds(model, operations)
+    return source, operations, scratch_size, symbol, pointers
+
+
+def library(model: Model, contacts: tuple, kind: str) -> Library:
+    """``model``'s kernel of ``kind`` ("linearize", "impact", "constrained") on ``contacts`` (a tuple of
+    Contact; () for "linearize") in the cache, built first if it is not there (build.build).
+    GenerationError when it cannot be built here."""
+    what = KINDS[kind] + f" of model '{model.name}'" + (f" on {len(contacts)} contacts" if contacts else "")
+    return build(model, contacts, kind, what, lambda: _source(model, contacts, kind))
+
+
+class GeneratedKernel:
+    """One model's generated linearization (the package's docstring), loaded in this process.
+
+    ``call(scratch, arrays, out, dt)``: what linearization.run_linearize_into calls in place of
+    linearize_into(data, arrays, out, dt), with ``scratch`` (``scratch_size``,) float64 in place
+    of the workspace (one per thread); the same statuses.  ``call_states(scratch, states, out, dt)``:
+    linearize_states_into's K states likewise (a horizon).  ``operations``: the trace's size;
+    ``path``: the shared library."""
+
+    def __init__(self, model: Model, library: Library):
+        self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
+        function = library.function()
+        self.call = _entry(function, model.floating_base)  # (the entry holds the function's address only)
+        self.call_states = _states_entry(function, model.floating_base)
+
+
+class GeneratedContactKernel:
+    """One model's generated kernel on one contact set, loaded in this process: kind "impact", the
+    impact map (impact_map.impact_into traced, tracer.trace_impact), or "constrained", the constrained
+    linearization (contact_linearization.constrained_linearize_into, tracer.trace_constrained).
+
+    ``call(scratch, arrays, e, out)`` (impact, with the restitution e of each call) or ``call(scratch,
+    arrays, out, dt)`` (constrained, its Euler step taken as the kernel's): the kernel's call with
+    ``scratch`` (``scratch_size``,) float64 in place of the contact set's data (one per thread); the
+    kernel's statuses (a nonzero one: run the generic kernel for its message).  ``operations``,
+    ``path`` as :class:`GeneratedKernel`'s."""
+
+    def __init__(self, model: Model, kind: str, library: Library):
+        self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
+        function = library.function()
+        self.call = (_impact_entry(function) if kind == "impact"
+                     else _constrained_entry(function, model.floating_base))
+
+
+def _impact_entry(function):
+    """impact_into with the generated function in its place (compiled here, not cached); e is handed
+    over in the scratch's last entry."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_impact_into(scratch, state, e, out):
+        problem = invalid_state(*state)
+        if problem != 0:
+            return -10 - problem
+        M_inv, A, impulses, d_impulses, nu_plus = out
+        last = scratch.shape[0] - 1
+        scratch[last] = e
+        return function(state[0].ctypes, state[1].ctypes, state[2].ctypes, state[3].ctypes, scratch[last:].ctypes,
+                        M_inv.ctypes, A.ctypes, impulses.ctypes, d_impulses.ctypes, nu_plus.ctypes, scratch.ctypes)
+    return generated_impact_into
+
+
+def _constrained_entry(function, floating_base: bool):
+    """constrained_linearize_into with the generated function in its place (compiled here, not cached)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_constrained_linearize_into(scratch, state, out, dt):
+        problem = invalid_state(*state)
+        if problem != 0:
+            return -10 - problem
+        pose, s, twist, r, tau = state
+        A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, A_d, B_d = out
+        status = function(pose.ctypes, s.ctypes, twist.ctypes, r.ctypes, tau.ctypes, A.ctypes, B.ctypes,
+                          M_inv.ctypes, nu_dot.ctypes, forces.ctypes, d_forces.ctypes, d_forces_dtau.ctypes,
+                          scratch.ctypes)
+        if status == 0 and dt > 0.0:
+            euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
+        return status
+    return generated_constrained_linearize_into
+
+
+def _entry(function, floating_base: bool):
+    """linearize_into with the generated function in place of linearize_state_into (compiled
+    here, not cached: the function's address is this process's)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_linearize_into(scratch, state, out, dt):
+        problem = invalid_state(*state)
+        if problem != 0:
+            return -10 - problem
+        pose, s, twist, r, tau = state
+        A, B, M_inv, nu_dot, A_d, B_d = out
+        status = function(pose.ctypes, s.ctypes, twist.ctypes, r.ctypes, tau.ctypes, A.ctypes, B.ctypes,
+                          M_inv.ctypes, nu_dot.ctypes, scratch.ctypes)
+        if dt > 0.0:
+            euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
+        return status
+    return generated_linearize_into
+
+
+def _states_entry(function, floating_base: bool):
+    """linearize_states_into with the generated function in place of linearize_state_into (compiled
+    here, not cached)."""
+    @njit(nogil=True, error_model="numpy")
+    def generated_linearize_states_into(scratch, states, out, dt):
+        base_poses, joint_positions, base_twists, joint_velocities, torques = states
+        A, B, M_inv, accelerations, status, A_d, B_d = out
+        invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
+        if invalid[1] != 0:
+            return invalid
+        for k in range(joint_positions.shape[0]):
+            status[k] = function(base_poses[k].ctypes, joint_positions[k].ctypes, base_twists[k].ctypes,
+                                 joint_velocities[k].ctypes, torques[k].ctypes, A[k].ctypes, B[k].ctypes,
+                                 M_inv[k].ctypes, accelerations[k].ctypes, scratch.ctypes)
+        if dt > 0.0:
+            euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+        return invalid
+    return generated_linearize_states_into
+
+
+
+_loaded: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_loading = threading.Lock()
+
+
+def generated(model: Model, contacts: tuple, kind: str):
+    """``model``'s kernel of ``kind`` on ``contacts`` loaded in this process (a :class:`GeneratedKernel` for
+    "linearize", else a :class:`GeneratedContactKernel`; an impact map's serves every restitution):
+    from the cache, or built into it first, then kept for the process.  GenerationError when it
+    cannot be built here."""
+    kernels = _loaded.setdefault(model, {})
+    key = (contacts, kind)
+    kernel = kernels.get(key)
+    if kernel is None:
+        with _loading:  # (one load per process: a background thread and a caller may ask at once)
+            kernel = kernels.get(key)
+            if kernel is None:
+                found = library(model, contacts, kind)
+                kernel = kernels[key] = (GeneratedKernel(model, found) if kind == "linearize"
+                                         else GeneratedContactKernel(model, kind, found))
+    return kernel
+
+
+def generated_kernel(model: Model) -> GeneratedKernel:
+    """``model``'s generated linearization (:func:`generated`)."""
+    return generated(model, (), "linearize")
+
+
+def generated_contact_kernel(model: Model, contacts: tuple, kind: str) -> GeneratedContactKernel:
+    """``model``'s generated kernel of ``kind`` ("impact", "constrained") on ``contacts`` (:func:`generated`)."""
+    return generated(model, contacts, kind)

@@ -1,0 +1,190 @@
+"""Which kernel runs a linearization or an impact map: the ``kernel`` argument of rl.linearize,
+rl.impact, rl.linearize_trajectory, rl.Linearizer and rl.ImpactMap (and the node's parameter).
+
+- "generic": the compiled passes (free_linearization, contact_linearization, impact_map), from the
+  first call, for every model.
+- "generated": the kernel generated for the robot and contact set (robot_linearization.generated:
+  straight-line C, equal bit for bit), built now if it is not cached: the call waits for it.
+- "auto" (the default, unless $ROBOT_LINEARIZATION_KERNEL says otherwise): the generic kernel answers from the first call while the generated one is
+  built in another process at the lowest priority (generated/background.py; it holds neither this
+  process's GIL nor its locks), then loaded and warmed on a thread of its own; it takes over at the
+  next call, with the same bits.  One INFO line on the 'robot_linearization' logger says when it
+  takes over, or why it cannot (no C compiler, a robot it does not cover).
+
+Everything a caller needs is a :class:`Takeover` per model, contact set and kind, shared by the
+whole process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from .arguments import choice
+from .compiled import TypedCall
+from .discretization import NO_STEP
+from .generated import GenerationError, c_compiler, generated
+from .generated.background import build_elsewhere
+from .generated.build import cached
+from .model import Model
+
+KERNELS = ("auto", "generic", "generated")
+"""The values of every ``kernel`` argument."""
+
+DEFAULT_VARIABLE = "ROBOT_LINEARIZATION_KERNEL"
+"""The environment variable that sets what ``kernel=None`` (every default) means: one of KERNELS,
+"auto" when unset (e.g. "generic" on a machine that must never compile in the background)."""
+
+_log = logging.getLogger("robot_linearization")
+
+
+def kernel_argument(kernel) -> str:
+    """``kernel`` checked: one of KERNELS, or None for the default ($ROBOT_LINEARIZATION_KERNEL, else
+    "auto"); ValueError naming it (or the variable)."""
+    if kernel is None:
+        kernel = os.environ.get(DEFAULT_VARIABLE) or "auto"
+        if kernel not in KERNELS:
+            raise ValueError(f"${DEFAULT_VARIABLE}: expected one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+        return kernel
+    return choice(kernel, "kernel", KERNELS)
+
+
+def _what(model: Model, contacts: tuple, kind: str) -> str:
+    on = f" on {len(contacts)} contacts" if contacts else ""
+    return {"linearize": "linearization", "impact": "impact map", "constrained": "constrained linearization"}[kind] \
+        + f" of model '{model.name}'{on}"
+
+
+class Takeover:
+    """The generated kernel of one model, contact set and kind for ``kernel="auto"``: ``kernel`` is None
+    while the generic kernel answers, then the loaded, warmed kernel (kernels.GeneratedKernel or
+    GeneratedContactKernel); ``problem`` says why it stays None where it cannot be built."""
+
+    def __init__(self, model: Model, contacts: tuple, kind: str):
+        self.kernel = None
+        self.problem: str | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._take_over, args=(model, contacts, kind), daemon=True,
+                                        name=f"generated {kind} kernel of {model.name}")
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the kernel has taken over or cannot (True), at most ``timeout`` seconds."""
+        return self._done.wait(timeout)
+
+    def _take_over(self, model: Model, contacts: tuple, kind: str) -> None:
+        start = time.monotonic()
+        what = _what(model, contacts, kind)
+        try:
+            if c_compiler() is None:
+                raise GenerationError("no C compiler found (set CC, or install gcc)")
+            if cached(model, contacts, kind) is None:
+                problem = build_elsewhere(model, contacts, kind)
+                if problem is not None:
+                    raise GenerationError(problem)
+            kernel = generated(model, contacts, kind)
+            _warm(kernel, model, contacts, kind)
+        except GenerationError as error:
+            self.problem = str(error)
+            _log.info("the generic kernel stays for the %s: %s", what, error)
+        except Exception as error:  # noqa: BLE001 - never the caller's problem: the generic kernel goes on
+            self.problem = f"{type(error).__name__}: {error}"
+            _log.info("the generic kernel stays for the %s: %s", what, self.problem)
+        else:
+            self.kernel = kernel
+            _log.info("the generated kernel takes over the %s (ready in %.1f s)", what, time.monotonic() - start)
+        finally:
+            self._done.set()
+
+
+def _warm(kernel, model: Model, contacts: tuple, kind: str) -> None:
+    """Call ``kernel`` once on arrays of the types its callers pass (a state at rest), so that its numba
+    entry is compiled here, on this thread, not in a caller's cycle."""
+    from .algorithms.constrained_dynamics import contact_arrays  # (the contact set's sizes)
+
+    n, N = model.n_joints, model.n_velocities
+    state = (np.eye(4), np.zeros(n), np.zeros(6), np.zeros(n), np.zeros(n))
+    scratch = np.empty(kernel.scratch_size)
+    if kind == "linearize":
+        kernel.call(scratch, state, (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N))
+                    + NO_STEP, 0.0)
+        kernel.call_states(scratch, tuple(x[None] for x in state),
+                           (np.empty((1, 2 * N, 2 * N)), np.empty((1, 2 * N, n)), np.empty((1, N, N)),
+                            np.empty((1, N)), np.empty(1, dtype=np.int64), np.empty((0, 0, 0)), np.empty((0, 0, 0))),
+                           0.0)
+        return
+    m = contact_arrays(model, contacts).m
+    if kind == "impact":
+        kernel.call(scratch, state, 0.0, (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
+                                          np.empty((m, 2 * N)), np.empty(N)))
+    else:
+        kernel.call(scratch, state, (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N),
+                                     np.empty(m), np.empty((m, 2 * N)), np.empty((m, n))) + NO_STEP, 0.0)
+
+
+_takeovers: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def takeover(model: Model, contacts: tuple, kind: str) -> Takeover:
+    """The process's :class:`Takeover` of ``model``'s kernel of ``kind`` ("linearize", "impact",
+    "constrained") on ``contacts`` (a tuple of Contact; () for "linearize"), started on first request."""
+    with _lock:
+        table = _takeovers.setdefault(model, {})
+        found = table.get((contacts, kind))
+        if found is None:
+            found = table[(contacts, kind)] = Takeover(model, contacts, kind)
+        return found
+
+
+def current(model: Model, contacts: tuple, kind: str, kernel: str):
+    """The generated kernel ``kernel`` ("auto", "generic", "generated": checked by the caller) asks to run
+    now for ``model``'s ``kind`` on ``contacts``: None for the generic one ("generic"; "auto" until the
+    generated one has taken over; "generated" where it cannot be built, said once)."""
+    if kernel == "generic":
+        return None
+    table = getattr(model.thread_local, "kernels", None)
+    if table is None:
+        table = model.thread_local.kernels = {}
+    found = table.get((contacts, kind, kernel), _MISSING)
+    if found is _MISSING:
+        found = takeover(model, contacts, kind) if kernel == "auto" else generated_now(model, contacts, kind)
+        table[(contacts, kind, kernel)] = found
+    if type(found) is Takeover:
+        if not found._done.is_set():
+            return None
+        found = table[(contacts, kind, kernel)] = found.kernel
+    return found
+
+
+_MISSING = object()
+
+
+def runnable(model: Model, contacts: tuple, kind: str, kernel: str):
+    """:func:`current`'s kernel as this thread runs it, (its scratch, a compiled.TypedCall of its ``call``),
+    or None for the generic kernel."""
+    generated = current(model, contacts, kind, kernel)
+    if generated is None:
+        return None
+    calls = getattr(model.thread_local, "calls", None)
+    if calls is None:
+        calls = model.thread_local.calls = {}
+    found = calls.get(generated)
+    if found is None:
+        found = calls[generated] = (np.empty(generated.scratch_size), TypedCall(generated.call))
+    return found
+
+
+def generated_now(model: Model, contacts: tuple, kind: str):
+    """``kernel="generated"``: the generated kernel, built now if need be (the caller waits), or None with
+    a warning where it cannot be (the generic kernel then runs)."""
+    try:
+        return generated(model, contacts, kind)
+    except GenerationError as error:
+        _log.warning("the generic kernel runs: %s", error)
+        return None

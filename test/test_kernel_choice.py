@@ -1,0 +1,202 @@
+"""kernel="auto" (robot_linearization.kernel_choice): the generic kernel answers from the first call, the
+generated one is built in another process and takes over with the same bits; and the cache that build
+writes into (generated/build.py), shared by processes, checked before it is loaded."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import robot_linearization as rl
+from robot_linearization import generated, kernel_choice
+from robot_linearization.contacts import as_contacts
+
+from conftest import random_state, random_tree
+
+needs_compiler = pytest.mark.skipif(generated.c_compiler() is None,
+                                    reason="no C compiler here (CC, cc, gcc): the generated kernel cannot be built")
+FIELDS = ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "A_d", "B_d", "contact_forces",
+          "contact_forces_state_jacobian", "contact_forces_input_jacobian")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A cache of this test's own (and of the processes it starts)."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(directory))
+    return directory
+
+
+def _equal(fast, generic):
+    for name in FIELDS:
+        a, b = getattr(fast, name), getattr(generic, name)
+        assert (a is None) == (b is None), name
+        if isinstance(a, tuple):  # (a horizon whose contact sets vary: one array per knot)
+            assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b)), name
+        else:
+            assert a is None or np.array_equal(a, b), (name, np.abs(a - b).max())
+
+
+def _libraries(directory):
+    return sorted(name for name in os.listdir(directory) if name.endswith(".so"))
+
+
+@needs_compiler
+@pytest.mark.parametrize("contacts", [None, ["b2", "b4"]])
+def test_the_generated_kernel_takes_over_a_linearizer_without_a_call_missed_or_a_bit_changed(
+        contacts, rng, cache, caplog):
+    """A Linearizer (kernel="auto", with the Euler step) called again and again while its kernel is built
+    in the background: every call answers, each equal bit for bit to the generic kernel's, before the
+    takeover and after it; the takeover is said once, in one INFO line."""
+    model = random_tree(rng, 5)
+    states = [random_state(model, rng) for _ in range(3)]
+    generic = rl.Linearizer(model, contacts=contacts, dt=2e-3, kernel="generic")
+    with caplog.at_level(logging.INFO, logger="robot_linearization"):
+        auto = rl.Linearizer(model, contacts=contacts, dt=2e-3, kernel="auto")
+        kinds = []
+        for k in range(20000):  # (until it has taken over, then a few more)
+            state = states[k % 3]
+            _equal(auto.linearize(state), generic.linearize(state))
+            kinds.append(auto.kernel)
+            if kinds.count("generated") == 5:
+                break
+            if k % 100 == 0:
+                kernel_choice.takeover(model, as_contacts(contacts) if contacts else (),
+                                       "constrained" if contacts else "linearize").wait(0.05)
+    assert kinds[0] == "generic" and kinds[-1] == "generated", kinds[-3:]
+    assert kinds == sorted(kinds, key=lambda kind: kind == "generated")  # generic, then generated: no way back
+    said = [r for r in caplog.records if "takes over" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.INFO and "\n" not in said[0].getMessage()
+    assert len(_libraries(cache)) == 1
+
+
+@needs_compiler
+def test_the_one_line_api_impacts_and_horizons_get_the_generated_kernel_too(rng, cache):
+    """rl.linearize, rl.impact, rl.ImpactMap and rl.linearize_trajectory with kernel="auto": the same bits
+    as the generic kernel before and after the kernels of the model (free, on the contact set, its
+    impact map) have taken over; an impact map's kernel serves every restitution."""
+    model = random_tree(rng, 4)
+    feet = as_contacts(["b3"])
+    state = random_state(model, rng)
+    states = [random_state(model, rng) for _ in range(4)]
+
+    def compare():
+        _equal(rl.linearize(model, state, dt=1e-3, kernel="auto"), rl.linearize(model, state, dt=1e-3,
+                                                                                 kernel="generic"))
+        _equal(rl.linearize(model, state, contacts=feet, kernel="auto"),
+               rl.linearize(model, state, contacts=feet, kernel="generic"))
+        for e in (0.0, 0.7):
+            fast, slow = rl.impact(model, state, feet, e, kernel="auto"), rl.impact(model, state, feet, e,
+                                                                                     kernel="generic")
+            assert np.array_equal(fast.A, slow.A) and np.array_equal(fast.impulses, slow.impulses)
+            mapped = rl.ImpactMap(model, feet, e, kernel="auto").impact(state)
+            assert np.array_equal(mapped.A, slow.A)
+        _equal(rl.linearize_trajectory(model, states, dt=1e-3, kernel="auto"),
+               rl.linearize_trajectory(model, states, dt=1e-3, kernel="generic"))
+        _equal(rl.linearize_trajectory(model, states, contacts=[feet, (), feet, feet], dt=1e-3, kernel="auto"),
+               rl.linearize_trajectory(model, states, contacts=[feet, (), feet, feet], dt=1e-3, kernel="generic"))
+
+    compare()  # (the generic kernels, while the generated ones are built)
+    for contacts, kind in (((), "linearize"), (feet, "constrained"), (feet, "impact")):
+        takeover = kernel_choice.takeover(model, contacts, kind)
+        assert takeover.wait(600) and takeover.kernel is not None, takeover.problem
+    compare()
+    assert rl.ImpactMap(model, feet, 0.3, kernel="auto").kernel == "generic"  # (until its first call)
+    assert len(_libraries(cache)) == 3  # (one impact map for both restitutions)
+
+
+def test_auto_without_a_c_compiler_stays_generic_and_says_why_in_one_line(rng, cache, monkeypatch, caplog,
+                                                                          tmp_path):
+    monkeypatch.setenv("CC", "")
+    monkeypatch.setenv("PATH", str(tmp_path))  # (no cc, no gcc)
+    assert generated.c_compiler() is None
+    model = random_tree(rng, 3)
+    state = random_state(model, rng)
+    with caplog.at_level(logging.INFO, logger="robot_linearization"):
+        auto = rl.Linearizer(model, kernel="auto")
+        assert kernel_choice.takeover(model, (), "linearize").wait(60)
+        _equal(auto.linearize(state), rl.Linearizer(model, kernel="generic").linearize(state))
+    assert auto.kernel == "generic"
+    said = [r.getMessage() for r in caplog.records if "generic kernel stays" in r.getMessage()]
+    assert said == ["the generic kernel stays for the linearization of model 'random_tree': no C compiler found "
+                    "(set CC, or install gcc)"]
+    assert not cache.exists() or os.listdir(cache) == []
+
+
+def test_a_robot_the_generator_does_not_cover_stays_generic_and_says_why(rng, cache, monkeypatch, caplog):
+    """Too large for its code to pay (the limit lowered here, as talos's soles are over it): said once, in
+    the build's own words, from the background process."""
+    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
+    model = random_tree(rng, 3)
+    with caplog.at_level(logging.INFO, logger="robot_linearization"):
+        rl.Linearizer(model, kernel="auto")
+        takeover = kernel_choice.takeover(model, (), "linearize")
+        assert takeover.wait(300) and takeover.kernel is None
+    assert "above the 100 for which a generated kernel pays" in takeover.problem
+    said = [r.getMessage() for r in caplog.records if "generic kernel stays" in r.getMessage()]
+    assert len(said) == 1 and "\n" not in said[0]
+
+
+def test_the_default_kernel_comes_from_the_environment_and_a_wrong_one_is_named(rng, monkeypatch):
+    model = random_tree(rng, 3)
+    monkeypatch.setenv("ROBOT_LINEARIZATION_KERNEL", "fastest")
+    with pytest.raises(ValueError, match=r"^\$ROBOT_LINEARIZATION_KERNEL: expected one of 'auto', 'generic', "
+                                         r"'generated', got 'fastest'$"):
+        rl.linearize(model, random_state(model, rng))
+    monkeypatch.setenv("ROBOT_LINEARIZATION_KERNEL", "generic")
+    assert rl.Linearizer(model).kernel == "generic"
+
+
+_BUILD = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+from conftest import random_tree
+from robot_linearization.generated.kernels import library
+library(random_tree(np.random.default_rng(int(sys.argv[2])), 5), (), "linearize")
+"""
+
+
+@needs_compiler
+def test_two_processes_that_need_one_kernel_at_once_build_it_once(cache):
+    """Two processes start the same robot's build at the same moment: one compiles, the other waits on
+    the kernel's lock and loads that library; both end with it, and one library is in the cache."""
+    command = [sys.executable, "-c", _BUILD, os.path.dirname(__file__), "11"]
+    runs = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=cache.parent) for _ in range(2)]
+    outputs = [run.communicate(timeout=600)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert sum(output.count("compiling the generated kernel") for output in outputs) == 1, outputs
+    assert len(_libraries(cache)) == 1
+
+
+@needs_compiler
+@pytest.mark.parametrize("damage", ["truncated", "other bytes", "record unreadable"])
+def test_a_damaged_library_is_never_loaded_and_is_built_again(damage, rng, cache, caplog):
+    """A library cut short, overwritten in place (same size), or whose record cannot be read: found out
+    before it is loaded (its size and sha256 against its record), removed, built again, and the
+    results are the generic kernel's bits."""
+    seed = int(rng.integers(1 << 30))
+    # built by another process: a library this one has loaded must not be written over (its pages are mapped)
+    subprocess.run([sys.executable, "-c", _BUILD, os.path.dirname(__file__), str(seed)], check=True, timeout=600,
+                   cwd=cache.parent)
+    (library,) = _libraries(cache)
+    path = cache / library
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif damage == "other bytes":
+        path.write_bytes(data[:-64] + bytes(64))
+    else:
+        path.with_suffix(".json").write_text("{")
+    model = random_tree(np.random.default_rng(seed), 5)
+    with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+        fast = rl.Linearizer(model, kernel="generated")
+    assert fast.kernel == "generated"
+    assert any("is damaged" in r.getMessage() and "building it again" in r.getMessage() for r in caplog.records)
+    assert path.read_bytes() == data  # (the same compiler and source: the same library again)
+    assert json.loads(path.with_suffix(".json").read_text())["size"] == len(data)
+    state = random_state(model, rng)
+    _equal(fast.linearize(state), rl.Linearizer(model, kernel="generic").linearize(state))
