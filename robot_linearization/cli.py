@@ -1,4 +1,4 @@
-"""Command line: robot-linearization demo | replay (or python -m robot_linearization)."""
+"""Command line: robot-linearization demo | replay | cache (or python -m robot_linearization)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import numpy as np
 
 from . import load_urdf, linearize
 from .contacts import CONTACT_SYNTAX, ContactError, as_contacts, format_contacts, resolve
+from .generated.build import cache_directory, cache_entries, clear_cache
+from .kernel_choice import KERNELS
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
 from .validation import validate
@@ -229,7 +231,8 @@ def replay_command(args: argparse.Namespace) -> int:
                             mimic_joints=args.mimic_joints, contacts=contacts,
                             discretization_dt=args.discretization_dt, discretization=args.discretization,
                             restitution=args.restitution, friction_coefficient=args.friction,
-                            friction_facets=args.friction_facets, sole_size=tuple(args.sole_size or ()))
+                            friction_facets=args.friction_facets, sole_size=tuple(args.sole_size or ()),
+                            kernel=args.kernel)
     try:
         summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
                          odom_topic=args.odom_topic, config=config,
@@ -296,6 +299,28 @@ MAX_DEMO_STEP = 0.01
 """s: the demo's explicit integrator and gains are stable up to this step."""
 
 
+def cache_command(args) -> int:
+    """``robot-linearization cache list|clear``."""
+    directory = cache_directory()
+    if args.action == "clear":
+        count, size = clear_cache(directory)
+        print(f"removed {count} files ({_size(size)}) from {directory}")
+        return 0
+    entries = cache_entries(directory)
+    if not entries:
+        print(f"no generated kernels in {directory}")
+        return 0
+    for entry in entries:
+        print(f"{entry.robot}: {entry.what}, {entry.operations} operations, {_size(entry.bytes)}, built {entry.created}"
+              f"  ({entry.name})")
+    print(f"{len(entries)} kernels, {_size(sum(e.bytes for e in entries))}, in {directory}")
+    return 0
+
+
+def _size(count: int) -> str:
+    return f"{count / 1024:.0f} KiB" if count < 1024 * 1024 else f"{count / 1024 ** 2:.1f} MiB"
+
+
 def main(argv=None) -> int:
     # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
     logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
@@ -304,7 +329,7 @@ def main(argv=None) -> int:
         description="Geometric linearization (A, B, M^-1) of floating-base robot dynamics: a demo on the bundled "
                     "quadruped, and the ROS 2 node's pipeline run offline over recorded bags.")
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,replay}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,replay,cache}")
     p = sub.add_parser("demo", help="simulate the bundled robot, linearize every step, validate, write bags and a PNG",
                        description="Simulate a robot, record a ROS 2 bag, replay it through the node's pipeline, "
                                    "time and validate the linearization, and draw A and B.")
@@ -387,7 +412,18 @@ def main(argv=None) -> int:
                         "only)")
     r.add_argument("--storage", choices=["mcap", "sqlite3"], default="mcap",
                    help="storage of the output bag (default: mcap)")
+    r.add_argument("--kernel", choices=KERNELS, default=None,
+                   help="which kernel linearizes, as the node's 'kernel' parameter: 'auto' (the generic one until the "
+                        "robot's generated one is built in the background), 'generic' or 'generated' (built first) "
+                        "(default: $ROBOT_LINEARIZATION_KERNEL, else auto)")
     r.set_defaults(run=replay_command)
+    c = sub.add_parser("cache", help="list or clear the generated kernels compiled on this machine",
+                       description="The shared libraries of the kernels generated for robots (kernel='auto' or "
+                                   "'generated'), in $ROBOT_LINEARIZATION_CACHE_DIR, else $XDG_CACHE_HOME (default "
+                                   "~/.cache)/robot_linearization: list them, or remove them (only them).")
+    c.add_argument("action", choices=["list", "clear"], help="list: each kernel, its robot and size; clear: remove "
+                                                             "them (rebuilt at their next use)")
+    c.set_defaults(run=cache_command)
     args = parser.parse_args(argv)
     handlers = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
     try:

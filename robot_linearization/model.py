@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, ready, real_array
-from .compiled import kernel
+from .compiled import TypedCall, kernel
 from .joints import Joint
-from .spatial import quaternion_rotation
+from .spatial import position_quaternion_pose_into, quaternion_rotation
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -292,6 +292,9 @@ def state_arrays(model: Model, state: State, joint_torques) -> tuple:
     return tuple(x[0] for x in stack_states(model, [state], joint_torques[None], check_values=False))
 
 
+_POSE_OF_POSITION_QUATERNION = TypedCall(position_quaternion_pose_into)  # (always two (7,), (4, 4) float64 arrays)
+
+
 def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
                  pose_buffer: np.ndarray) -> tuple:
     """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
@@ -303,12 +306,16 @@ def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques,
     take them are passed on as they are.  Shapes and types are checked here (ValueError naming
     the argument), values by the kernel (:func:`invalid_state`)."""
     n = model.n_joints
-    if (ready(joint_positions, (n,)) and ready(joint_velocities, (n,)) and ready(joint_torques, (n,))
-            and (ready(base_pose, (4, 4)) and ready(base_twist, (6,)) if model.floating_base
-                 else base_pose is base_twist is None)):  # (the control cycle's case)
-        if model.floating_base:
-            return base_pose, joint_positions, base_twist, joint_velocities, joint_torques
-        return _FIXED_BASE_POSE, joint_positions, _FIXED_BASE_TWIST, joint_velocities, joint_torques
+    if ready(joint_positions, (n,)) and ready(joint_velocities, (n,)) and ready(joint_torques, (n,)):
+        # (the control cycle's case: arrays as the kernels take them, the pose as H or as odometry gives it)
+        if not model.floating_base:
+            if base_pose is base_twist is None:
+                return _FIXED_BASE_POSE, joint_positions, _FIXED_BASE_TWIST, joint_velocities, joint_torques
+        elif ready(base_twist, (6,)):
+            if ready(base_pose, (4, 4)):
+                return base_pose, joint_positions, base_twist, joint_velocities, joint_torques
+            if ready(base_pose, (7,)) and _POSE_OF_POSITION_QUATERNION(base_pose, pose_buffer):
+                return pose_buffer, joint_positions, base_twist, joint_velocities, joint_torques
     joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
     s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
     r = real_array(joint_velocities, "joint_velocities", (n,), what=joints, finite=False)

@@ -160,6 +160,24 @@ def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
     return np.array(_quaternion_rows(w, x, y, z))
 
 
+@kernel
+def position_quaternion_pose_into(pose, H) -> bool:
+    """H (4×4) of ``pose`` (7,) = position x, y, z then quaternion x, y, z, w (ROS's order), the
+    quaternion normalised first, as :func:`quaternion_rotation` of (w, x, y, z)/norm computes it
+    (the same bits); False, and H untouched, unless its norm is within 1e-3 of 1."""
+    x, y, z, w = pose[3], pose[4], pose[5], pose[6]
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if not abs(norm - 1.0) <= 1e-3:  # (NaN included)
+        return False
+    w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    H[0, 0], H[0, 1], H[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    H[1, 0], H[1, 1], H[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    H[2, 0], H[2, 1], H[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    H[0, 3], H[1, 3], H[2, 3] = pose[0], pose[1], pose[2]
+    H[3, 0], H[3, 1], H[3, 2], H[3, 3] = 0.0, 0.0, 0.0, 1.0
+    return True
+
+
 def quaternion_pose(w: float, x: float, y: float, z: float, position) -> np.ndarray:
     """H (4×4) of the frame at ``position`` (x, y, z) with the orientation of the unit quaternion
     w + xi + yj + zk (:func:`quaternion_rotation`), built in one call (a 1 kHz input's cost)."""

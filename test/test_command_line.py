@@ -120,3 +120,29 @@ def test_the_first_compile_message_gives_the_measured_time_and_says_when_it_comp
     (record,) = caplog.records
     assert "takes about 40 s before the first result (60 s with contacts)" in record.getMessage()
     assert (f"imported the package from the source checkout {tmp_path}" in record.getMessage()) == checkout
+
+
+def test_the_cache_command_lists_the_generated_kernels_and_clears_only_them(tmp_path, monkeypatch, capsys):
+    """`robot-linearization cache list` names each kernel's robot, what it computes and its size;
+    `cache clear` removes those files and leaves anything else in the directory."""
+    from robot_linearization import generated
+
+    if generated.c_compiler() is None:
+        pytest.skip("no C compiler here (CC, cc, gcc): no kernel can be generated to list")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(cache))
+    assert main(["cache", "list"]) == 0
+    assert capsys.readouterr().out == f"no generated kernels in {cache}\n"
+    model = rl.load_urdf(bundled_urdf_path())
+    assert rl.ImpactMap(model, rl.robots.BUNDLED_FEET[:2], kernel="generated").kernel == "generated"
+    (cache / "notes.txt").write_text("the user's")
+    assert main(["cache", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("rl_quadruped: the impact map of model 'rl_quadruped' on 2 contacts, ")
+    assert " operations, " in lines[0] and "KiB" in lines[0] and lines[-1].startswith("1 kernels, ")
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out.startswith("removed 3 files (")
+    assert sorted(p.name for p in cache.iterdir()) == ["notes.txt"]
+    with pytest.raises(SystemExit):
+        main(["cache", "remove"])
+    assert "invalid choice: 'remove'" in capsys.readouterr().err

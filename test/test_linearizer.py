@@ -155,6 +155,16 @@ def test_linearize_arrays_takes_the_base_pose_as_position_and_quaternion_xyzw(rn
     for name in ("A", "B", "A_d", "contact_forces"):
         np.testing.assert_allclose(getattr(linearizer, name), getattr(reference, name), rtol=1e-12,
                                    atol=1e-12 * np.abs(getattr(reference, name)).max(), err_msg=name)
+    # the control cycle's path (float64 arrays, the pose turned into H by a compiled kernel) and the checked
+    # one (a list, converted and normalised in Python): the same H, the same bits, also for a quaternion a
+    # little off unit norm, which both normalise
+    fast = {}
+    for pose in (np.r_[position, quaternion * 1.0003], list(np.r_[position, quaternion * 1.0003])):
+        linearizer.linearize_arrays(state.joint_positions, state.joint_velocities, torques, base_pose=pose,
+                                    base_twist=state.base_twist)
+        for name in ("A", "B", "A_d", "contact_forces"):
+            assert name not in fast or np.array_equal(fast[name], getattr(linearizer, name)), name
+            fast[name] = getattr(linearizer, name).copy()
 
 
 def test_linearize_arrays_refuses_bad_arrays_in_one_line(rng):
@@ -170,6 +180,8 @@ def test_linearize_arrays_refuses_bad_arrays_in_one_line(rng):
         (dict(base_pose=[0, 0, 0, 0, 0, 0, 0]), r"^base_pose: expected a unit quaternion .* \(norm 0\)"),
         (dict(base_pose=[0, 0, 0, 0, 0, 0, 2.0]), r"^base_pose: expected a unit quaternion"),
         (dict(base_pose=[0, 0, 0, 0, 0, np.nan, 1.0]), r"^base_pose: expected a unit quaternion"),
+        (dict(base_pose=np.zeros(7)), r"^base_pose: expected a unit quaternion .* \(norm 0\)"),  # (the fast path's)
+        (dict(base_pose=np.array([0, 0, 0, 0, 0, np.nan, 1.0])), r"^base_pose: expected a unit quaternion"),
         (dict(base_pose=np.zeros(5)), r"^base_pose: expected H \(4, 4\), or position .* got shape \(5,\)"),
         (dict(base_pose=2 * H), "base_pose"),  # not rigid: the kernel's check
         (dict(base_twist="fast"), "^base_twist: expected"),

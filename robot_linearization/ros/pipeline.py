@@ -63,6 +63,7 @@ class PipelineConfig:
     friction_coefficient: float = 0.7  # μ of the contact margins (docs/contact_margins.md)
     friction_facets: int = 0  # 0: the exact friction cone; an even k ≥ 4: the k-facet inner pyramid
     sole_size: tuple = ()  # (length along x, width along y) [m] of 6d contacts' soles; (): not given
+    kernel: str | None = None  # rl.linearize's: "auto", "generic", "generated"; None: $ROBOT_LINEARIZATION_KERNEL or auto
 
     def step(self) -> dict:
         """linearize's dt and discretization: none without a step."""
@@ -159,10 +160,10 @@ class LinearizationPipeline:
                      base_twist=np.zeros(6) if model.floating_base else None, joint_velocities=np.zeros(n))
         for contacts in ((), self.contacts) if self.contacts else ((),):  # the contact kernels too, if in use
             try:
-                lin = linearize(model, warm, contacts=contacts, **self.config.step())
+                lin = linearize(model, warm, contacts=contacts, kernel=self.config.kernel, **self.config.step())
                 if contacts:  # (and what a cycle with contacts adds: the margins, a touchdown's impact)
                     contact_margins(model, lin, friction=1.0, sole_size=(0.1, 0.1))
-                    impact(model, warm, contacts)
+                    impact(model, warm, contacts, kernel=self.config.kernel)
             except ValueError:
                 pass  # (singular at this state: compiled all the same; or contacts this model lacks)
         return model
@@ -430,10 +431,10 @@ class LinearizationPipeline:
             if self.held_contacts not in (None, self.contacts) and touchdown(self.held_contacts, self.contacts):
                 lin, jump, self.impact_problem = touchdown_linearization(
                     self.model, state, torques, self.contacts, self.held_contacts, self.config.restitution,
-                    self.config.step())
+                    self.config.step(), self.config.kernel)
             if lin is None:  # (at a touchdown without a step: A, B, λ at x⁺ all the same, the impact map beside)
                 lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=self.contacts,
-                                **self.config.step())
+                                kernel=self.config.kernel, **self.config.step())
         except ContactError as e:
             return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
         except ValueError as e:
@@ -592,9 +593,10 @@ class Snapshot:
             lin = jump = None
             if previous and touchdown(previous, contacts):
                 lin, jump, _ = touchdown_linearization(self.model, state, torques, contacts, previous,
-                                                       options["restitution"], step)
+                                                       options["restitution"], step, self.config.kernel)
             if lin is None:
-                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts, **step)
+                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts,
+                                kernel=self.config.kernel, **step)
         except InputError as e:
             return str(e)
         except ContactError as e:
@@ -607,7 +609,7 @@ class Snapshot:
 
 
 def touchdown_linearization(model: Model, state: State, torques, contacts, previous_contacts, restitution: float,
-                            step: dict) -> tuple[Linearization | None, Impact | None, str | None]:
+                            step: dict, kernel: str) -> tuple[Linearization | None, Impact | None, str | None]:
     """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
     rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
     and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
@@ -617,9 +619,9 @@ def touchdown_linearization(model: Model, state: State, torques, contacts, previ
                             f"'{model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
     if step.get("dt"):
         lin = linearize(model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
-                        restitution=restitution, **step)
+                        restitution=restitution, kernel=kernel, **step)
         return lin, lin.impact, None
-    return None, impact(model, state, contacts, restitution), None
+    return None, impact(model, state, contacts, restitution, kernel=kernel), None
 
 
 def margins_of(model: Model, config: PipelineConfig, lin: Linearization) -> tuple[ContactMargins | None, str | None]:
