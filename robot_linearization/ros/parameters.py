@@ -49,9 +49,10 @@ PARAMETERS = {  # name: (default, description)
     "input_path": ("auto", "how joint_states and odom are taken: 'wait_set' (the fast path: an input thread on "
                            "rclpy's wait set, a private API), 'executor' (rclpy's public executor), or 'auto' "
                            "(wait_set if a self-test at start-up shows it works, else executor)"),
-    "kernel": ("auto", "which kernel linearizes: 'auto' (the generic one from the first cycle, and the one generated "
-                       "for the robot and contact set once it is built in another process at low priority; the "
-                       "same values), 'generic', or 'generated' (built at start-up: the first output waits)"),
+    "kernel": ("", "which kernel linearizes: 'auto' (the generic one from the first cycle, and the one generated "
+                   "for the robot and contact set once it is built in another process at low priority; the same "
+                   "values), 'generic', or 'generated' (built at start-up: the first output waits); empty: "
+                   "$ROBOT_LINEARIZATION_KERNEL, else 'auto'"),
     "contacts": ("", "frames held by the ground at start-up, " + CONTACT_SYNTAX
                  + " (e.g. 'FL_FOOT, FR_FOOT' or 'left_sole_link:6d'); empty: free-floating. "
                  "Changed at run time by a std_msgs/String on the 'contacts' topic"),
@@ -212,7 +213,7 @@ def node_settings(values: dict) -> NodeSettings:
         friction_coefficient=_positive("friction_coefficient", v["friction_coefficient"]),
         friction_facets=_friction_facets(v["friction_facets"]),
         sole_size=_sole_size(v["sole_size"]),
-        kernel=_one_of("kernel", v["kernel"], KERNELS))
+        kernel=_one_of("kernel", v["kernel"], ("",) + KERNELS) or None)
     return NodeSettings(
         pipeline=config,
         description=_typed("robot_description", v["robot_description"], str)
