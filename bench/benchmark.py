@@ -57,7 +57,10 @@ from robot_linearization.algorithms.constrained_dynamics import tree_multiply_ad
 from robot_linearization.algorithms.forward_dynamics import forward_dynamics_into
 from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matrix_into
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
-from robot_linearization.generated import GenerationError, generated_contact_kernel, generated_kernel, target_flags
+from robot_linearization import kernel_choice
+from robot_linearization.contacts import as_contacts as _as_contacts
+from robot_linearization.generated import GenerationError, generated_contact_kernel, generated_kernel
+from robot_linearization.generated.build import target_flags
 from robot_linearization.contacts import as_contacts
 from robot_linearization.free_linearization import _assemble_into
 from robot_linearization.linearization import linearize_trajectory
@@ -706,6 +709,19 @@ def first_call_cost(path, floating, options, cold: bool = False) -> float:
     return float(seconds)
 
 
+def settle_default_kernels(model, contacts) -> str:
+    """The default kernel="auto" as it runs once its background builds have taken over: start them (the
+    free kernel, and on ``contacts`` the constrained one and the impact map) and wait; what happened."""
+    kinds = [((), "linearize")] + ([(_as_contacts(contacts), "constrained"), (_as_contacts(contacts), "impact")]
+                                   if contacts else [])
+    start, said = time.perf_counter(), []
+    for on, kind in kinds:
+        takeover = kernel_choice.takeover(model, on, kind)
+        takeover.wait()
+        said.append(f"{kind}: {'generated' if takeover.kernel is not None else 'generic (' + takeover.problem + ')'}")
+    return f"default kernels after {time.perf_counter() - start:.0f} s: " + "; ".join(said)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--states", type=int, default=20, help="random states per robot")
@@ -733,6 +749,7 @@ def main() -> None:
     for name in args.robots:
         path, floating, options = ROBOTS[name]
         model = rl.load_urdf(path, floating_base=floating, **options)
+        print(f"  ({name}: {settle_default_kernels(model, CONTACT_CASES.get(name))})")
         states = random_states(model, rng, args.states)
         torques = [rng.normal(size=model.n_joints) for _ in states]
         row = free_row(model, path, states, torques, args.repeat, newest)

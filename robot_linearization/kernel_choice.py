@@ -5,11 +5,12 @@ rl.impact, rl.linearize_trajectory, rl.Linearizer and rl.ImpactMap (and the node
   first call, for every model.
 - "generated": the kernel generated for the robot and contact set (robot_linearization.generated:
   straight-line C, equal bit for bit), built now if it is not cached: the call waits for it.
-- "auto" (the default, unless $ROBOT_LINEARIZATION_KERNEL says otherwise): the generic kernel answers from the first call while the generated one is
-  built in another process at the lowest priority (generated/background.py; it holds neither this
-  process's GIL nor its locks), then loaded and warmed on a thread of its own; it takes over at the
-  next call, with the same bits.  One INFO line on the 'robot_linearization' logger says when it
-  takes over, or why it cannot (no C compiler, a robot it does not cover).
+- "auto" (the default, unless $ROBOT_LINEARIZATION_KERNEL says otherwise): the generic kernel
+  answers from the first call while the generated one is built in another process at the lowest
+  priority (generated/background.py; it holds neither this process's GIL nor its locks), then loaded
+  and warmed on a thread of its own; it takes over at the next call, with the same bits.  One INFO
+  line on the 'robot_linearization' logger says when it takes over, or why it cannot (no C
+  compiler, a robot it does not cover).
 
 Everything a caller needs is a :class:`Takeover` per model, contact set and kind, shared by the
 whole process.

@@ -15,6 +15,7 @@ after `pip install`.  Running it again costs about a second.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -24,6 +25,8 @@ import numpy as np
 def precompile() -> float:
     """Compile (or load from the cache) every kernel; returns the seconds it took."""
     start = time.perf_counter()
+    # the numba kernels only: no robot's generated kernel is built in the background from here
+    os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
     import robot_linearization as rl
     from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
     from robot_linearization.ros.images import heatmap_rgb
@@ -43,6 +46,10 @@ def precompile() -> float:
             rl.contact_margins(model, rl.linearize(model, state, contacts=sole_and_local_foot), friction=0.7,
                                facets=4, sole_size=(0.1, 0.05))
         rl.step(model, state, np.zeros(n), 1e-3)
+        if floating_base:  # (the pose as odometry gives it: position and quaternion)
+            rl.Linearizer(model).linearize_arrays(state.joint_positions, state.joint_velocities,
+                                                  base_pose=np.array([0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0]),
+                                                  base_twist=np.zeros(6))
         heatmap_rgb(lin.A, cell=2)
         rl.validate(model, lin)  # the node's ~/validate service
     from robot_linearization.algorithms.constrained_dynamics import contact_frame_kinematics_many

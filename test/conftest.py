@@ -4,7 +4,9 @@ Pinocchio oracle (an independent implementation, used only in tests)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sysconfig
+import tempfile
 
 import numpy as np
 import pytest
@@ -145,17 +147,21 @@ def rng():
     return np.random.default_rng(20191122)
 
 
+GENERATED_KERNELS_CACHE = tempfile.mkdtemp(prefix="robot_linearization-test-kernels-")
+os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = GENERATED_KERNELS_CACHE
+os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
+"""Set before any test module is imported (some build models and Linearizers at import): the kernels the
+tests generate are compiled into the test run's own directory, not the user's cache (each robot once per
+run; the processes the tests start inherit it), and the default kernel is the generic one: a test of
+kernel="auto" (test_kernel_choice.py) asks for it, and the hundreds of random robots of the other tests
+do not each start a background build."""
+
+
 @pytest.fixture(autouse=True, scope="session")
-def generated_kernels_cache(tmp_path_factory):
-    """The kernels the tests generate are compiled into the test run's temporary directory, not the
-    user's cache (each robot once per test run; the processes the tests start inherit it).  The
-    default kernel is the generic one: a test of kernel="auto" (test_kernel_choice.py) asks for it,
-    and the hundreds of random robots of the other tests do not each start a background build."""
-    with pytest.MonkeyPatch.context() as patch:
-        directory = str(tmp_path_factory.mktemp("generated-kernels"))
-        patch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", directory)
-        patch.setenv("ROBOT_LINEARIZATION_KERNEL", "generic")
-        yield directory
+def generated_kernels_cache():
+    """The test run's cache of generated kernels, removed at its end."""
+    yield GENERATED_KERNELS_CACHE
+    shutil.rmtree(GENERATED_KERNELS_CACHE, ignore_errors=True)
 
 
 def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State, torques, contacts):

@@ -712,6 +712,51 @@ def test_a_slow_validate_call_costs_no_input_of_a_1khz_humanoid(ros, monkeypatch
     graph.close()
 
 
+def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bit_changed(ros, tmp_path,
+                                                                                         monkeypatch):
+    """kernel 'auto' on a machine whose cache is empty: the node linearizes with the generic kernel from the
+    first cycle while the quadruped's kernel is built in another process, then with the generated one.
+    A stream at 200 Hz through it all: every joint state has its output, and each A equals the generic
+    kernel's at that state bit for bit, before the takeover and after it."""
+    from robot_linearization import kernel_choice
+
+    monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path / "cache"))
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("kernel", value="auto"),
+                                                         Parameter("publish_heatmaps", value=False)]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
+    rng = np.random.default_rng(5)
+    s, r, H, v = rng.normal(size=12), rng.normal(size=12), se3_exp(rng.normal(size=6)), rng.normal(size=6)
+    expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r),
+                            kernel="generic").A
+    sent, kinds = [], []
+    takeover = kernel_choice.takeover(graph.node.pipeline.model, (), "linearize")
+
+    def publish():
+        now = graph.node.get_clock().now().nanoseconds
+        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, v))
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, r))
+        sent.append(now)
+        kinds.append(takeover.kernel is not None)
+        time.sleep(0.005)
+
+    assert graph.spin_until(lambda: f"{NS}/linearization" in graph.received, each=publish)
+    first = len(sent)
+    graph.spin_until(lambda: kinds[-1] and kinds.count(True) > 200, timeout=240, each=publish)
+    assert takeover.kernel is not None, takeover.problem
+    graph.spin_until(lambda: False, timeout=0.5)
+    outputs = {m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec: m
+               for m in graph.received[f"{NS}/linearization"]}
+    served = sent[first:]  # (after discovery: from the first output on)
+    missing = [stamp for stamp in served if stamp not in outputs]
+    assert not missing, f"{len(missing)} of {len(served)} joint states without an output"
+    assert kinds[first] is False and kinds[-1] is True  # (both kernels served this stream)
+    for stamp in served:
+        assert np.array_equal(linearization_matrices(outputs[stamp])["state_matrix"], expected), stamp
+    graph.close()
+
+
 def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_taken_first(ros):
     """The input thread's taker (node.WaitSetTaker, odometry first): of 3 queued joint states it
     hands over one; 2 odometry messages arrive meanwhile; they come next, before the other joint

@@ -474,3 +474,45 @@ def test_each_name_is_drawn_beside_its_own_row_and_column(qt, view, quadruped):
         x, _, w, _ = g.cell_rect(0, index)
         assert ink_rows.size and y - 1 <= ink_rows.min() and ink_rows.max() <= y + h + 1, (index, ink_rows, y, h)
         assert ink_cols.size and x - 1 <= ink_cols.min() and ink_cols.max() <= x + w + 1, (index, ink_cols, x, w)
+
+
+def test_rqt_is_closed_once_whichever_paths_ask_and_not_while_it_closes_itself(qt, monkeypatch):
+    """closing.close_rqt, asked by the signal's path and by the context's path in one turn of the event
+    loop, closes the main window once (a second close let qt_gui unload the plugin twice); a window whose
+    first close event has run (qt_gui's MainWindow marks it: it is closing itself) is left to it."""
+    from robot_linearization.rqt import closing
+
+    QtWidgets = qt[2]
+
+    class Window(QtWidgets.QMainWindow):
+        """Closes as qt_gui's MainWindow does: its first close event only marks it and starts the
+        plugins' shutdown (the window stays), the next one closes it."""
+
+        def __init__(self):
+            super().__init__()
+            self.close_events = 0
+            self._save_on_close_signaled = False
+
+        def closeEvent(self, event):  # noqa: N802 (Qt's name)
+            self.close_events += 1
+            if self._save_on_close_signaled:
+                event.accept()
+            else:
+                self._save_on_close_signaled = True
+                event.ignore()
+
+    monkeypatch.setattr(closing, "_closed_by_us", False)
+    window = Window()
+    window.show()
+    closing.close_rqt()  # the signal's path
+    closing.close_rqt()  # the context's path, in the same turn
+    assert window.close_events == 1 and window.isVisible()  # (the rest is qt_gui's: the plugins, then close)
+    monkeypatch.setattr(closing, "_closed_by_us", False)
+    closing_itself = Window()
+    closing_itself.show()
+    closing_itself.close()  # rqt's own close (its button): its first close event has run
+    closing.close_rqt()  # then a signal
+    assert closing_itself.close_events == 1
+    for each in (window, closing_itself):
+        each.deleteLater()
+    qt[0].QCoreApplication.sendPostedEvents(None, qt[0].QEvent.DeferredDelete)

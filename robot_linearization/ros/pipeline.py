@@ -63,7 +63,7 @@ class PipelineConfig:
     friction_coefficient: float = 0.7  # μ of the contact margins (docs/contact_margins.md)
     friction_facets: int = 0  # 0: the exact friction cone; an even k ≥ 4: the k-facet inner pyramid
     sole_size: tuple = ()  # (length along x, width along y) [m] of 6d contacts' soles; (): not given
-    kernel: str | None = None  # rl.linearize's: "auto", "generic", "generated"; None: $ROBOT_LINEARIZATION_KERNEL or auto
+    kernel: str | None = None  # rl.linearize's "auto", "generic", "generated"; None: $ROBOT_LINEARIZATION_KERNEL
 
     def step(self) -> dict:
         """linearize's dt and discretization: none without a step."""
@@ -342,7 +342,7 @@ class LinearizationPipeline:
         if before is None or before - now <= int(self.config.pairing_tolerance * 1e9):
             return False
         if not clock and (self._last_now is None or self._last_now - now > int(self.config.max_input_age * 1e9)):
-            return False  # a late message by the node's clock (which has not gone back): out of order, not a new timeline
+            return False  # a late message by the node's clock (which has not gone back): not a new timeline
         self._joint_states.clear()
         self._odometry.clear()
         self._last_joint_stamp = self._last_odometry_stamp = self._last_now = None
