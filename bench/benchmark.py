@@ -59,8 +59,8 @@ from robot_linearization.algorithms.inverse_mass_matrix import inverse_mass_matr
 from robot_linearization.algorithms.kinematics import base_frame_poses_into, body_transforms_into
 from robot_linearization import kernel_choice
 from robot_linearization.contacts import as_contacts as _as_contacts
-from robot_linearization.generated import GenerationError, generated_contact_kernel, generated_kernel
-from robot_linearization.generated.build import target_flags
+from robot_linearization.codegen import GenerationError, generated_contact_kernel, generated_kernel
+from robot_linearization.codegen.build import target_flags
 from robot_linearization.contacts import as_contacts
 from robot_linearization.free_linearization import _assemble_into
 from robot_linearization.linearization import linearize_trajectory

@@ -7,7 +7,7 @@ and ``M_inv`` (N, N) are written in CasADi SX from the model's arrays alone, in 
 ν̇ and M⁻¹ by the Articulated Body Algorithm, dnu_dz = −M⁻¹ ∂ID/∂z with the RNEA's derivatives in
 closed form (``--method ad``: M⁻¹ and ∂ID/∂z by CasADi's AD).  CasADi writes C, which gcc -O3
 -march=x86-64, with the instruction set the engine's generated kernels get here
-(generated/build.target_flags: -mavx2 on most x86-64 CPUs), compiles beside a C driver calling it
+(codegen/build.target_flags: -mavx2 on most x86-64 CPUs), compiles beside a C driver calling it
 K times between two CLOCK_MONOTONIC readings: the time is the generated code's alone, the
 median per call over several rounds.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import robot_linearization as rl
-from robot_linearization.generated.build import target_flags
+from robot_linearization.codegen.build import target_flags
 from robot_linearization.joints import JointType
 
 COMPILE_TIMEOUT = 300.0  # seconds for gcc; a larger function is reported as too large

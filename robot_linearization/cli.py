@@ -15,7 +15,7 @@ import numpy as np
 
 from . import load_urdf, linearize
 from .contacts import CONTACT_SYNTAX, ContactError, as_contacts, format_contacts, resolve
-from .generated.build import cache_directory, cache_entries, clear_cache
+from .codegen.build import cache_directory, cache_entries, clear_cache
 from .kernel_choice import KERNELS
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path

@@ -86,7 +86,7 @@ def kernel(function=None, *, inline: bool = False):
 
 
 KERNELS: set = set()
-"""The Python function of every kernel (what the generator, generated/tracer.py, traces)."""
+"""The Python function of every kernel (what the generator, codegen/tracer.py, traces)."""
 
 
 VECTOR, MATRIX, MATRICES = (types.Array(types.float64, ndim, "C") for ndim in (1, 2, 3))

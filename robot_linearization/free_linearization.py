@@ -1,6 +1,6 @@
 """The compiled kernels of the free linearization ż = A z + B w (thesis Proposition 3.3), of one
 state, of K states (a horizon), and of a tree whose mimic joints follow their sources: what
-linearization.py runs and the generator (generated/) traces.  Shapes, frames and the state
+linearization.py runs and the generator (codegen/) traces.  Shapes, frames and the state
 order as in linearization.py (docs/conventions.md)."""
 
 from __future__ import annotations

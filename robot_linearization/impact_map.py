@@ -1,7 +1,7 @@
 """The compiled kernel of the impact map (impacts.py, docs/impacts.md): the post-impact velocity,
 the impulses and the exact Jacobian of a rigid impact on a contact set, by the constrained
 linearization's passes (contact_linearization.py) at a fictitious motion.  What impacts.py runs
-and the generator (generated/) traces."""
+and the generator (codegen/) traces."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ class ImpactMap:
     ``kernel`` (robot_linearization.kernel_choice): "auto" (the default; None: $ROBOT_LINEARIZATION_KERNEL
     or "auto") runs the generic kernel until the
     kernel generated for this robot and contact set is built in the background, then that one (the
-    restitution one of its arguments: robot_linearization.generated, impact_into traced into
+    restitution one of its arguments: robot_linearization.codegen, impact_into traced into
     straight-line C, compiled once per machine and cached, one for every restitution; the same
     values bit for bit); "generated" builds it now; "generic" never.  The attribute ``kernel`` says
     which runs now ("generic" with "generated", and a warning, where it cannot be built here: no C

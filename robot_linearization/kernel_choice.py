@@ -3,11 +3,11 @@ rl.impact, rl.linearize_trajectory, rl.Linearizer and rl.ImpactMap (and the node
 
 - "generic": the compiled passes (free_linearization, contact_linearization, impact_map), from the
   first call, for every model.
-- "generated": the kernel generated for the robot and contact set (robot_linearization.generated:
+- "generated": the kernel generated for the robot and contact set (robot_linearization.codegen:
   straight-line C, equal bit for bit), built now if it is not cached: the call waits for it.
 - "auto" (the default, unless $ROBOT_LINEARIZATION_KERNEL says otherwise): the generic kernel
   answers from the first call while the generated one is built in another process at the lowest
-  priority (generated/background.py; it holds neither this process's GIL nor its locks), then loaded
+  priority (codegen/background.py; it holds neither this process's GIL nor its locks), then loaded
   and warmed on a thread of its own; it takes over at the next call, with the same bits.  One INFO
   line on the 'robot_linearization' logger says when it takes over, or why it cannot (no C
   compiler, a robot it does not cover).
@@ -29,9 +29,9 @@ import numpy as np
 from .arguments import choice
 from .compiled import TypedCall
 from .discretization import NO_STEP
-from .generated import GenerationError, c_compiler, generated
-from .generated.background import build_elsewhere
-from .generated.build import cached
+from .codegen import GenerationError, c_compiler, generated
+from .codegen.background import build_elsewhere
+from .codegen.build import cached
 from .model import Model
 
 KERNELS = ("auto", "generic", "generated")

@@ -41,7 +41,7 @@ class Linearizer:
     ``kernel`` (robot_linearization.kernel_choice): "auto" (the default; None: $ROBOT_LINEARIZATION_KERNEL
     or "auto") runs the generic kernel from the
     first call and, on a Model with no step or the Euler step, the kernel generated for it and its
-    contact set once that is built in the background (robot_linearization.generated: its passes
+    contact set once that is built in the background (robot_linearization.codegen: its passes
     traced into straight-line C, compiled once per machine, equal bit for bit; on a 12-joint
     quadruped a whole call is ≈ 1.6–1.9× faster, docs/performance.md); "generated" builds it now
     (the constructor waits); "generic" never.  The attribute ``kernel`` says which runs now:

@@ -125,9 +125,9 @@ def test_the_first_compile_message_gives_the_measured_time_and_says_when_it_comp
 def test_the_cache_command_lists_the_generated_kernels_and_clears_only_them(tmp_path, monkeypatch, capsys):
     """`robot-linearization cache list` names each kernel's robot, what it computes and its size;
     `cache clear` removes those files and leaves anything else in the directory."""
-    from robot_linearization import generated
+    from robot_linearization import codegen
 
-    if generated.c_compiler() is None:
+    if codegen.c_compiler() is None:
         pytest.skip("no C compiler here (CC, cc, gcc): no kernel can be generated to list")
     cache = tmp_path / "cache"
     monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(cache))

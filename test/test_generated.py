@@ -1,5 +1,5 @@
 """rl.Linearizer(kernel="generated") and rl.ImpactMap(kernel="generated"): the linearization, free or on a
-contact set, and the impact map traced on one robot into straight-line C (robot_linearization.generated).
+contact set, and the impact map traced on one robot into straight-line C (robot_linearization.codegen).
 Each must equal the generic kernel's result bit for bit on robots of every joint type, base and product
 (the generic kernels are checked against Pinocchio and finite differences in their own tests), and the free
 one Pinocchio's independently.  At a bad
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import robot_linearization as rl
-from robot_linearization import generated, workspace
+from robot_linearization import codegen, workspace
 from robot_linearization.joints import Joint, JointType
 
 from conftest import PinocchioOracle, random_physical_inertia, random_state, random_tree
 
 FIELDS = ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "A_d", "B_d")
-needs_compiler = pytest.mark.skipif(generated.c_compiler() is None,
+needs_compiler = pytest.mark.skipif(codegen.c_compiler() is None,
                                     reason="no C compiler here (CC, cc, gcc): the generated kernel cannot be built")
 
 
@@ -100,9 +100,9 @@ def test_equal_for_each_instruction_set_and_each_kept_beside_the_other(rng, tmp_
     x86-64 CPUs) and for the baseline give the generic kernel's bits, and a cache shared by machines
     of both keeps the two libraries side by side."""
     monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
-    native = generated.build.target_flags()
+    native = codegen.build.target_flags()
     for instructions in {native, ("baseline", ())}:
-        monkeypatch.setattr(generated.build, "target_flags", lambda: instructions)
+        monkeypatch.setattr(codegen.build, "target_flags", lambda: instructions)
         model = random_tree(np.random.default_rng(7), 7)  # (the same robot each time)
         fast, generic = _pair(model)
         for _ in range(3):
@@ -213,7 +213,7 @@ def test_a_horizon_says_what_the_generated_kernel_does_not_cover_and_where_it_ca
                    for kernel in ("generated", "generic")]  # (a horizon on contacts: knot by knot)
     for name in FIELDS + ("contact_forces", "contact_forces_state_jacobian"):
         assert np.array_equal(getattr(on_contacts[0], name), getattr(on_contacts[1], name)), name
-    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
+    monkeypatch.setattr(codegen.kernels, "GENERATED_OPERATIONS", 100)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         fast = rl.linearize_trajectory(model, states, kernel="generated")
     assert any("operations, above the 100 for which a generated kernel pays" in r.getMessage() for r in caplog.records)
@@ -242,9 +242,9 @@ def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch
     model = random_tree(rng, 3)
 
     def branching(model):
-        if generated.tracer.Traced(generated.tracer._Graph(), 0):
+        if codegen.tracer.Traced(codegen.tracer._Graph(), 0):
             pass
-    monkeypatch.setattr(generated.kernels, "trace", branching)
+    monkeypatch.setattr(codegen.kernels, "trace", branching)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         assert rl.Linearizer(model, kernel="generated").kernel == "generic"
     assert any(r.getMessage() == "the generic kernel runs: model 'random_tree' cannot be traced: a traced value "
@@ -252,7 +252,7 @@ def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch
 
 
 def test_a_robot_too_large_for_it_to_pay_runs_the_generic_kernel(rng, monkeypatch, caplog):
-    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
+    monkeypatch.setattr(codegen.kernels, "GENERATED_OPERATIONS", 100)
     model = random_tree(rng, 3)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         assert rl.Linearizer(model, kernel="generated").kernel == "generic"
@@ -283,7 +283,7 @@ def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_oth
     rl.Linearizer(random_tree(rng, 3), kernel="generated")
     rl.Linearizer(_gimbal(rng), kernel="generated")
     older = _libraries(tmp_path)
-    monkeypatch.setattr(generated.build, "COMPILE_FLAGS", generated.build.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
+    monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", codegen.build.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
     rl.Linearizer(random_tree(rng, 3), kernel="generated")
     newer = _libraries(tmp_path)
     assert len(newer) == 2 and (tmp_path / "notes.txt").read_text() == "the user's"
@@ -354,7 +354,7 @@ def _assert_same_impact(fast, generic):
 @pytest.mark.parametrize("case", IMPACT_CASES)
 def test_impact_map_equal_to_the_generic_kernel_bit_for_bit(case, rng):
     """impact_into traced with its Cholesky, its solves and its dense products left to runtime routines
-    (generated.tracer._runtime_products): the same operations in the same order, so the same bits."""
+    (codegen.tracer._runtime_products): the same operations in the same order, so the same bits."""
     make, contacts, restitution = IMPACT_CASES[case]
     model = make(rng)
     fast, generic = _impact_pair(model, contacts, restitution)
@@ -393,7 +393,7 @@ def test_impact_map_kernel_choice_and_what_cannot_be_built_are_said_in_one_line(
     model = random_tree(rng, 3)
     with pytest.raises(ValueError, match="^kernel: expected one of 'auto', 'generic', 'generated', got str 'fast'$"):
         rl.ImpactMap(model, ["b3"], kernel="fast")
-    monkeypatch.setattr(generated.kernels, "GENERATED_OPERATIONS", 100)
+    monkeypatch.setattr(codegen.kernels, "GENERATED_OPERATIONS", 100)
     with caplog.at_level(logging.WARNING, logger="robot_linearization"):
         fast = rl.ImpactMap(model, ["b3"], kernel="generated")
     assert fast.kernel == "generic"

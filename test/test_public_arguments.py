@@ -268,7 +268,7 @@ def _generated(kind: str):
     test: the generated kernels then go to the test run's cache, conftest.generated_kernels_cache)."""
     made = (rl.Linearizer(FLOATING, contacts=[FOOT], dt=0.002, kernel="generated") if kind == "Linearizer" else
             rl.ImpactMap(FLOATING, rl.robots.BUNDLED_FEET, restitution=0.5, kernel="generated"))
-    assert made.kernel == "generated" or rl.generated.c_compiler() is None, kind
+    assert made.kernel == "generated" or rl.codegen.c_compiler() is None, kind
     return made
 
 

@@ -194,7 +194,7 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
         calls.append(f"    rl_multiply_add(M_inv, w + {scratch['derivatives']}, {N}, {N}, {2 * N}, {2 * N}, "
                      f"{_literal(float(traced.product[1]))}, A + {N * 2 * N}, {2 * N});")
     source = [f"/* robot_linearization: the linearization of model '{model_name}', generated "
-              "(robot_linearization/generated) */",
+              "(robot_linearization/codegen) */",
               _RUNTIME, *functions]
     source.append(f"""int rl_linearize({_ARGUMENTS}) {{
     {"(void)0;" if not constants else " ".join(constants)}
@@ -230,7 +230,7 @@ def _contacts_c_source(traced: SimpleNamespace, kind: str, model_name: str = "")
     finite = " + ".join(f"rl_finite_sum({name}, {array.size})" for name, array in traced.regions.items())
     overflow = f"if (!isfinite({finite})) return -1;" if kind == "constrained" else ""
     source = [f"/* robot_linearization: the {kind} kernel of model '{model_name}' on a contact set, generated "
-              "(robot_linearization/generated) */", f"#define DEGENERACY_TOLERANCE {_literal(DEGENERACY_TOLERANCE)}",
+              "(robot_linearization/codegen) */", f"#define DEGENERACY_TOLERANCE {_literal(DEGENERACY_TOLERANCE)}",
               _RUNTIME,
               _RUNTIME_CONTACTS, *functions]
     source.append(f"""int {symbol}({arguments}) {{

@@ -28,7 +28,7 @@ def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     try:
-        done = subprocess.run([sys.executable, "-m", "robot_linearization.generated.background"], cwd=package_parent,
+        done = subprocess.run([sys.executable, "-m", "robot_linearization.codegen.background"], cwd=package_parent,
                               input=pickle.dumps((model, contacts, kind, kernels.GENERATED_OPERATIONS), protocol=4),
                               capture_output=True,
                               env=environment, timeout=1800)

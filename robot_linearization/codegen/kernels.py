@@ -36,7 +36,7 @@ def _traced_or_refused(model: Model, tracing):
 def _within_bounds(model: Model, operations: int) -> None:
     if operations > GENERATED_OPERATIONS:
         raise GenerationError(f"model '{model.name}' traces to {operations} operations, above the "
-                              f"{GENERATED_OPERATIONS} for which a generated kernel pays (generated/kernels.py)")
+                              f"{GENERATED_OPERATIONS} for which a generated kernel pays (codegen/kernels.py)")
 
 
 def _source(model: Model, contacts: tuple, kind: str) -> tuple:
