@@ -147,21 +147,23 @@ def rng():
     return np.random.default_rng(20191122)
 
 
-GENERATED_KERNELS_CACHE = tempfile.mkdtemp(prefix="robot_linearization-test-kernels-")
-os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = GENERATED_KERNELS_CACHE
+_MADE_CACHE = "ROBOT_LINEARIZATION_CACHE_DIR" not in os.environ  # (a process a test starts inherits the run's)
+if _MADE_CACHE:
+    os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="robot_linearization-test-kernels-")
 os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
 """Set before any test module is imported (some build models and Linearizers at import): the kernels the
 tests generate are compiled into the test run's own directory, not the user's cache (each robot once per
-run; the processes the tests start inherit it), and the default kernel is the generic one: a test of
-kernel="auto" (test_kernel_choice.py) asks for it, and the hundreds of random robots of the other tests
-do not each start a background build."""
+run; the processes the tests start inherit it, also those that import this file), and the default kernel
+is the generic one: a test of kernel="auto" (test_kernel_choice.py) asks for it, and the hundreds of
+random robots of the other tests do not each start a background build."""
 
 
 @pytest.fixture(autouse=True, scope="session")
 def generated_kernels_cache():
-    """The test run's cache of generated kernels, removed at its end."""
-    yield GENERATED_KERNELS_CACHE
-    shutil.rmtree(GENERATED_KERNELS_CACHE, ignore_errors=True)
+    """The test run's cache of generated kernels, removed at its end if this run made it."""
+    yield os.environ["ROBOT_LINEARIZATION_CACHE_DIR"]
+    if _MADE_CACHE:
+        shutil.rmtree(os.environ["ROBOT_LINEARIZATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pinocchio_constrained_linearization(oracle: PinocchioOracle, state: rl.State, torques, contacts):
