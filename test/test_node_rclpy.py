@@ -593,7 +593,8 @@ def test_a_backlog_of_inputs_is_paired_stamp_by_stamp_and_kept(ros):
     """The input thread late by 20 cycles (held here on the node's lock) finds 20 odometry messages
     and 20 joint states queued: each joint state is linearized with the odometry of its own stamp
     (odometry k puts the base at x = k), none with an older one, and none is lost (the inputs keep
-    the last 50 messages, not sensor-data's 5)."""
+    the last 50 messages, not sensor-data's 5).  This pins the node's own input order end to end:
+    with joint states taken before odometry, none of the 20 is paired (tried by hand)."""
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
                                                          Parameter("publish_heatmaps", value=False)]))
     js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
@@ -696,20 +697,20 @@ def test_a_slow_validate_call_costs_no_input_of_a_1khz_humanoid(ros, monkeypatch
         assert graph.spin_until(lambda: arrived, timeout=60.0), driver.stderr.read() if driver.poll() else ""
         answers = [graph.call(f"{NS}/validate", Validate, Validate.Request()) for _ in range(3)]
         stdout, stderr = driver.communicate(timeout=60)
+        assert driver.returncode == 0, stderr
+        assert all(answer.success and answer.message.startswith("PASS") for answer in answers), answers
+        stamps = [int(line) for line in stdout.split()]
+        assert len(stamps) == count
+        graph.spin_until(lambda: all(stamp in arrived for stamp in stamps), timeout=10.0)
+        with graph.node.lock:
+            values = graph.node.pipeline.diagnostics(0)[0][3]
+        missing = [k for k, stamp in enumerate(stamps) if stamp not in arrived]
+        assert not missing, f"{len(missing)} of {count} not linearized (first {missing[:5]}): {values}"
+        assert [arrived[stamp] for stamp in stamps] == [float(k) for k in range(count)]
     finally:
         if driver.poll() is None:
             driver.kill()
-    assert driver.returncode == 0, stderr
-    assert all(answer.success and answer.message.startswith("PASS") for answer in answers), answers
-    stamps = [int(line) for line in stdout.split()]
-    assert len(stamps) == count
-    graph.spin_until(lambda: all(stamp in arrived for stamp in stamps), timeout=10.0)
-    with graph.node.lock:
-        values = graph.node.pipeline.diagnostics(0)[0][3]
-    missing = [k for k, stamp in enumerate(stamps) if stamp not in arrived]
-    assert not missing, f"{len(missing)} of {count} not linearized (first {missing[:5]}): {values}"
-    assert [arrived[stamp] for stamp in stamps] == [float(k) for k in range(count)]
-    graph.close()
+        graph.close()
 
 
 def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bit_changed(ros, tmp_path,
@@ -724,37 +725,43 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
                                                          Parameter("kernel", value="auto"),
                                                          Parameter("publish_heatmaps", value=False)]))
-    js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
-    odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
-    rng = np.random.default_rng(5)
-    s, r, H, v = rng.normal(size=12), rng.normal(size=12), se3_exp(rng.normal(size=6)), rng.normal(size=6)
-    expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r),
-                            kernel="generic").A
-    sent, kinds = [], []
-    takeover = kernel_choice.takeover(graph.node.pipeline.model, (), "linearize")
+    try:
+        js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
+        odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
+        outputs = {}  # stamp -> A (a history deep enough for the whole stream: none is replaced unread)
+        graph.client.create_subscription(Linearization, f"{NS}/linearization", lambda m: outputs.__setitem__(
+            m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec,
+            linearization_matrices(m)["state_matrix"]), 10000)
+        rng = np.random.default_rng(5)
+        s, r, H, v = rng.normal(size=12), rng.normal(size=12), se3_exp(rng.normal(size=6)), rng.normal(size=6)
+        expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r),
+                                kernel="generic").A
+        sent, kinds = [], []
+        takeover = kernel_choice.takeover(graph.node.pipeline.model, (), "linearize")
 
-    def publish():
-        now = graph.node.get_clock().now().nanoseconds
-        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, v))
-        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, r))
-        sent.append(now)
-        kinds.append(takeover.kernel is not None)
-        time.sleep(0.005)
+        def publish():
+            now = graph.node.get_clock().now().nanoseconds
+            odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", H, v))
+            js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, s, r))
+            sent.append(now)
+            kinds.append(takeover.kernel is not None)
+            time.sleep(0.005)
 
-    assert graph.spin_until(lambda: f"{NS}/linearization" in graph.received, each=publish)
-    first = len(sent)
-    graph.spin_until(lambda: kinds[-1] and kinds.count(True) > 200, timeout=240, each=publish)
-    assert takeover.kernel is not None, takeover.problem
-    graph.spin_until(lambda: False, timeout=0.5)
-    outputs = {m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec: m
-               for m in graph.received[f"{NS}/linearization"]}
-    served = sent[first:]  # (after discovery: from the first output on)
-    missing = [stamp for stamp in served if stamp not in outputs]
-    assert not missing, f"{len(missing)} of {len(served)} joint states without an output"
-    assert kinds[first] is False and kinds[-1] is True  # (both kernels served this stream)
-    for stamp in served:
-        assert np.array_equal(linearization_matrices(outputs[stamp])["state_matrix"], expected), stamp
-    graph.close()
+        assert graph.spin_until(lambda: outputs, each=publish)
+        first = len(sent)
+        graph.spin_until(lambda: kinds[-1] and kinds.count(True) > 200, timeout=240, each=publish)
+        assert takeover.kernel is not None, takeover.problem
+        graph.spin_until(lambda: False, timeout=1.0)
+        served = sent[first:]  # (after discovery: from the first output on)
+        missing = [stamp for stamp in served if stamp not in outputs]
+        with graph.node.lock:
+            values = graph.node.pipeline.diagnostics(0)[0][3]
+        assert not missing, f"{len(missing)} of {len(served)} joint states without an output: {values}"
+        assert kinds[first] is False and kinds[-1] is True  # (both kernels served this stream)
+        for stamp in served:
+            assert np.array_equal(outputs[stamp], expected), stamp
+    finally:
+        graph.close()
 
 
 def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_taken_first(ros):
