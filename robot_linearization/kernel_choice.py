@@ -44,14 +44,24 @@ DEFAULT_VARIABLE = "ROBOT_LINEARIZATION_KERNEL"
 _log = logging.getLogger("robot_linearization")
 
 
+_DEFAULT = os.environ.get(DEFAULT_VARIABLE) or "auto"  # (read once, as numba reads its NUMBA_* variables)
+
+
+def set_default_kernel(kernel: str) -> None:
+    """What ``kernel=None`` means in this process from now on (one of KERNELS), whatever
+    $ROBOT_LINEARIZATION_KERNEL said when the package was imported."""
+    global _DEFAULT
+    _DEFAULT = choice(kernel, "kernel", KERNELS)
+
+
 def kernel_argument(kernel) -> str:
-    """``kernel`` checked: one of KERNELS, or None for the default ($ROBOT_LINEARIZATION_KERNEL, else
-    "auto"); ValueError naming it (or the variable)."""
+    """``kernel`` checked: one of KERNELS, or None for the default ($ROBOT_LINEARIZATION_KERNEL as it was
+    when the package was imported, else "auto"); ValueError naming it (or the variable)."""
     if kernel is None:
-        kernel = os.environ.get(DEFAULT_VARIABLE) or "auto"
-        if kernel not in KERNELS:
-            raise ValueError(f"${DEFAULT_VARIABLE}: expected one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
-        return kernel
+        if _DEFAULT not in KERNELS:
+            raise ValueError(f"${DEFAULT_VARIABLE}: expected one of {', '.join(map(repr, KERNELS))}, "
+                             f"got {_DEFAULT!r}")
+        return _DEFAULT
     return choice(kernel, "kernel", KERNELS)
 
 
@@ -168,16 +178,18 @@ _MISSING = object()
 
 def runnable(model: Model, contacts: tuple, kind: str, kernel: str):
     """:func:`current`'s kernel as this thread runs it, (its scratch, a compiled.TypedCall of its ``call``),
-    or None for the generic kernel."""
+    or None for the generic kernel.  (A control cycle's call: once the kernel has taken over, one lookup.)"""
+    try:
+        return model.thread_local.runnables[(contacts, kind, kernel)]
+    except (AttributeError, KeyError):
+        pass
     generated = current(model, contacts, kind, kernel)
     if generated is None:
         return None
-    calls = getattr(model.thread_local, "calls", None)
-    if calls is None:
-        calls = model.thread_local.calls = {}
-    found = calls.get(generated)
-    if found is None:
-        found = calls[generated] = (np.empty(generated.scratch_size), TypedCall(generated.call))
+    found = (np.empty(generated.scratch_size), TypedCall(generated.call))
+    if not hasattr(model.thread_local, "runnables"):
+        model.thread_local.runnables = {}
+    model.thread_local.runnables[(contacts, kind, kernel)] = found
     return found
 
 

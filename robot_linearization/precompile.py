@@ -15,7 +15,6 @@ after `pip install`.  Running it again costs about a second.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -25,9 +24,10 @@ import numpy as np
 def precompile() -> float:
     """Compile (or load from the cache) every kernel; returns the seconds it took."""
     start = time.perf_counter()
-    # the numba kernels only: no robot's generated kernel is built in the background from here
-    os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
     import robot_linearization as rl
+    from robot_linearization.kernel_choice import set_default_kernel
+
+    set_default_kernel("generic")  # the numba kernels only: no robot's generated kernel is built from here
     from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
     from robot_linearization.ros.images import heatmap_rgb
 
