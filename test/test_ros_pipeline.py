@@ -572,7 +572,7 @@ def test_a_bag_looped_with_its_clock_is_served_in_every_loop_from_its_first_inpu
                              ("joint_states", joint_state(100 * SEC + k * period, s, r)))]) for k in range(300)]
     reader = CdrInputs()
     read = {"odometry": reader.odometry, "joint_states": reader.joint_state}
-    clock, served, jumps_at = 0, [set(), set(), set()], []  # (sim time is 0 until the first /clock)
+    clock, served = 0, [set(), set(), set()]  # (sim time is 0 until the first /clock)
     for loop in range(3):
         next_clock = first_clock
         for offset, messages in inputs:
