@@ -11,10 +11,21 @@ import tempfile
 import numpy as np
 import pytest
 
-import robot_linearization as rl
-from robot_linearization.joints import Joint, JointType
-from robot_linearization.pinocchio_reference import rigid_constraint_models
-from robot_linearization.spatial import se3_exp, so3_exp, spatial_inertia
+_MADE_CACHE = "ROBOT_LINEARIZATION_CACHE_DIR" not in os.environ  # (a process a test starts inherits the run's)
+if _MADE_CACHE:
+    os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="robot_linearization-test-kernels-")
+os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
+"""Set before the package is imported (it reads the default kernel then) and before any test module (some
+build models and Linearizers at import): the kernels the tests generate are compiled into the test run's
+own directory, not the user's cache (each robot once per run; the processes the tests start inherit it,
+also those that import this file), and the default kernel is the generic one: a test of kernel="auto"
+(test_kernel_choice.py) asks for it, and the hundreds of random robots of the other tests do not each
+start a background build."""
+
+import robot_linearization as rl  # noqa: E402
+from robot_linearization.joints import Joint, JointType  # noqa: E402
+from robot_linearization.pinocchio_reference import rigid_constraint_models  # noqa: E402
+from robot_linearization.spatial import se3_exp, so3_exp, spatial_inertia  # noqa: E402
 
 ROBOTS_DIR = os.path.join(sysconfig.get_paths()["purelib"], "cmeel.prefix", "share", "example-robot-data", "robots")
 
@@ -145,17 +156,6 @@ class PinocchioOracle:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20191122)
-
-
-_MADE_CACHE = "ROBOT_LINEARIZATION_CACHE_DIR" not in os.environ  # (a process a test starts inherits the run's)
-if _MADE_CACHE:
-    os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="robot_linearization-test-kernels-")
-os.environ["ROBOT_LINEARIZATION_KERNEL"] = "generic"
-"""Set before any test module is imported (some build models and Linearizers at import): the kernels the
-tests generate are compiled into the test run's own directory, not the user's cache (each robot once per
-run; the processes the tests start inherit it, also those that import this file), and the default kernel
-is the generic one: a test of kernel="auto" (test_kernel_choice.py) asks for it, and the hundreds of
-random robots of the other tests do not each start a background build."""
 
 
 @pytest.fixture(autouse=True, scope="session")
