@@ -1,4 +1,5 @@
 import os
+import re
 import subprocess
 import sys
 from glob import glob
@@ -7,6 +8,9 @@ from setuptools import find_packages, setup
 from setuptools.command.install import install
 
 package_name = "robot_linearization"
+# the version is written once, in the package (robot_linearization.__version__); package.xml repeats it
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), package_name, "__init__.py")) as init:
+    version = re.search(r'^__version__ = "([^"]+)"', init.read(), re.M).group(1)
 
 
 class InstallAndPrecompile(install):
@@ -30,7 +34,7 @@ class InstallAndPrecompile(install):
 
 setup(
     name=package_name,
-    version="0.2.0",
+    version=version,
     packages=find_packages(exclude=["test", "test.*"]),
     package_data={package_name: ["robots/*.urdf", "codegen/*.c"]},
     data_files=[
@@ -52,7 +56,10 @@ setup(
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1",
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)
-                             "PySide6-Essentials>=6.5"]},
+                             "PySide6-Essentials>=6.5",
+                             # the reference manual is built by the tests (test_manual.py)
+                             "sphinx>=7.2", "myst-parser>=2"],
+                    "docs": ["sphinx>=7.2", "myst-parser>=2"]},
     zip_safe=False,  # the compiled kernels are cached beside the installed sources
     cmdclass={"install": InstallAndPrecompile},
     maintainer="robot_linearization developers",

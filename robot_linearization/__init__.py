@@ -10,6 +10,9 @@ robot dynamics (M.P. Bos, TU/e 2019), with a ROS 2 adapter.
 Conventions: docs/conventions.md.
 """
 
+__version__ = "0.6.0"
+"""This release (CHANGELOG.md); setup.py and package.xml carry the same."""
+
 from .algorithms import (
     extended_inverse_dynamics,
     extended_inverse_dynamics_derivatives,

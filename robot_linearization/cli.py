@@ -277,7 +277,7 @@ def _facets(text):
 
 
 class _Version(argparse.Action):
-    """--version: 'robot-linearization 0.1.0 (<the package directory imported>)' on one line
+    """--version: 'robot-linearization 0.6.0 (<the package directory imported>)' on one line
     (argparse's own version action wraps it at the terminal's width): which copy runs, an
     installation or a checkout's sources, matters for the compiled kernels' cache."""
 
@@ -285,13 +285,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and the package directory, exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        import importlib.metadata
+        from . import __version__
 
-        try:
-            version = importlib.metadata.version("robot_linearization")
-        except importlib.metadata.PackageNotFoundError:
-            version = "(not installed)"
-        print(f"robot-linearization {version} ({os.path.dirname(os.path.abspath(__file__))})")
+        print(f"robot-linearization {__version__} ({os.path.dirname(os.path.abspath(__file__))})")
         parser.exit()
 
 
@@ -321,9 +317,9 @@ def _size(count: int) -> str:
     return f"{count / 1024:.0f} KiB" if count < 1024 * 1024 else f"{count / 1024 ** 2:.1f} MiB"
 
 
-def main(argv=None) -> int:
-    # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
-    logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
+def command_line_parser() -> argparse.ArgumentParser:
+    """The parser of ``robot-linearization`` and its subcommands (what ``--help`` prints, and the
+    manual's command-line page); each subcommand sets ``run``, its function."""
     parser = argparse.ArgumentParser(
         prog="robot-linearization",
         description="Geometric linearization (A, B, M^-1) of floating-base robot dynamics: a demo on the bundled "
@@ -424,7 +420,15 @@ def main(argv=None) -> int:
     c.add_argument("action", choices=["list", "clear"], help="list: each kernel, its robot and size; clear: remove "
                                                              "them (rebuilt at their next use)")
     c.set_defaults(run=cache_command)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``robot-linearization`` with ``argv`` (default: sys.argv[1:]); returns the exit status
+    (0 on success, 1 for a failed run, 2 for a wrong argument, 128 + the signal when interrupted)."""
+    # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
+    logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
+    args = command_line_parser().parse_args(argv)
     handlers = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
     try:
         status = args.run(args)

@@ -33,7 +33,8 @@ class Model:
     """A rigid-body tree with 1-DoF joints.  Build with :class:`ModelBuilder`
     or :func:`robot_linearization.load_urdf`; do not mutate the arrays.
 
-    Attributes (n = number of joints):
+    Attributes (n = number of joints)::
+
       floating_base   True: body 0 is free (state on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ).
       joint_names     (n,) order of s, r and τ.
       body_names      (n+1,) link name of each body; body 0 is the base.

@@ -1,5 +1,5 @@
 # Sourced by demo.sh and test.sh: make a venv ($VENV, default .venv, made with $VENV_PYTHON,
-# default python3) hold this package (with the extras in $1), reinstalling it only when its
+# default python3) hold this package (with the extras in $1, a comma list), reinstalling it only when its
 # sources or setup files changed: a reinstall invalidates the compiled kernels' cache, so the
 # demo and the tests share one compile.
 set -euo pipefail
@@ -20,15 +20,25 @@ if [ "${installed%% *}" != "$stamp" ]; then
   # the kernels compiled now, not at first use; from / so that the installed package is the one imported
   (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   echo "$stamp $extras" > "$venv/.robot_linearization-installed"
-elif [ -n "$extras" ] && [ "${installed#* }" != "$extras" ]; then
-  # same sources, extras missing: install only the extras' requirements, not the package again
-  echo "installing the [$extras] extras into $venv ..." >&2
-  "$venv/bin/python" - "$extras" > "$venv/extras.txt" <<'PY'
+else
+  # same sources: install only the requirements of extras not installed yet (a comma list), not the package
+  had=",${installed#* },"
+  missing=""
+  for extra in ${extras//,/ }; do
+    case "$had" in *",$extra,"*) ;; *) missing="$missing,$extra" ;; esac
+  done
+  if [ -n "$missing" ]; then
+    echo "installing the [${missing#,}] extras into $venv ..." >&2
+    "$venv/bin/python" - "${missing#,}" > "$venv/extras.txt" <<'PY'
 import importlib.metadata, re, sys
+wanted = sys.argv[1].split(",")
 for requirement in importlib.metadata.requires("robot_linearization") or []:
-    if re.search(r"extra\s*==\s*['\"]" + sys.argv[1] + "['\"]", requirement):
+    extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+    if extra and extra.group(1) in wanted:
         print(requirement.split(";")[0].strip())
 PY
-  "$venv/bin/python" -m pip install --quiet -r "$venv/extras.txt"
-  echo "$stamp $extras" > "$venv/.robot_linearization-installed"
+    "$venv/bin/python" -m pip install --quiet -r "$venv/extras.txt"
+    all=${installed#* }${missing}
+    echo "$stamp ${all#,}" > "$venv/.robot_linearization-installed"
+  fi
 fi

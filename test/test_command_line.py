@@ -63,7 +63,7 @@ def test_version_names_the_release_and_the_copy_that_runs(capsys):
         main(["--version"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("robot-linearization ") and f"({rl.__path__[0]})" in out
+    assert out == f"robot-linearization {rl.__version__} ({rl.__path__[0]})\n"
 
 
 BAD_URDF = '<robot name="r"><link name="a"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/>' \

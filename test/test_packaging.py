@@ -159,3 +159,21 @@ def test_precompile_runs_every_kernel_the_node_uses_and_says_where(tmp_path):
                           timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"kernels compiled and cached for {where} (" in done.stderr
+
+
+def test_one_version_in_the_package_its_metadata_package_xml_and_the_changelog():
+    """robot_linearization.__version__ is what pip installed, what package.xml says, and the newest
+    section of CHANGELOG.md; the changelog's sections go down by version."""
+    import importlib.metadata
+    import re
+
+    import robot_linearization
+
+    version = robot_linearization.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
+    assert importlib.metadata.version("robot_linearization") == version
+    assert ET.parse(_source_tree() / "package.xml").getroot().findtext("version") == version
+    sections = re.findall(r"^## (\d+\.\d+\.\d+)\b", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert sections and sections[0] == version, f"CHANGELOG.md's newest section is {sections[:1]}, not {version}"
+    numbers = [tuple(map(int, s.split("."))) for s in sections]
+    assert numbers == sorted(set(numbers), reverse=True), f"CHANGELOG.md's sections out of order: {sections}"
