@@ -21,6 +21,11 @@ class ModelBuilder:
 
     Bodies may be added in any order in which each parent already exists; the
     built model renumbers them depth-first, children in insertion order.
+
+    ``base_name``: the base body's name; ``base_inertia`` (6, 6): its spatial inertia at its frame,
+    [lin; ang] blocks; ``floating_base``: True: the base is free (state on SE(3)×ℝⁿ×ℝ⁶×ℝⁿ), False:
+    welded to the world; ``gravity`` (3,): in the world frame [m/s²]; ``name``: the model's name.
+    ModelError for a bad inertia or gravity.
     """
 
     def __init__(self, base_name: str, base_inertia: np.ndarray, *, floating_base: bool = True,
@@ -61,7 +66,11 @@ class ModelBuilder:
         self._frames[name] = (name, np.eye(4))
 
     def add_frame(self, name: str, *, body: str, placement: np.ndarray) -> None:
-        """Record a frame rigidly attached to ``body`` (body_H_frame)."""
+        """Record a frame rigidly attached to ``body`` (body_H_frame).
+
+        ``name``: the frame's name (unique among bodies and frames); ``placement`` (4, 4):
+        body_H_frame, a rigid transform.  ModelError for a duplicate name, an unknown body or a
+        placement that is not a rigid transform."""
         _check_name(name, "frame name")
         if name in self._frames:
             raise ModelError(f"duplicate frame name '{name}'")
@@ -70,6 +79,7 @@ class ModelBuilder:
         self._frames[name] = (body, _check_transform(placement, f"frame '{name}' placement"))
 
     def build(self) -> Model:
+        """The :class:`Model` of the bodies and frames added so far, bodies renumbered depth-first."""
         children: list[list[int]] = [[] for _ in self._names]
         for i, p in enumerate(self._parents[1:], start=1):
             children[p].append(i)

@@ -71,6 +71,10 @@ class CoupledModel:
     through to ``tree`` (the full tree, every joint, for the recursive algorithms).
     coupling G (n_tree, n), offset o (n_tree,): s_tree = G s + o.
     mimics: (mimic joint, source joint, multiplier, offset) by name.
+
+    ``independent`` (n,): the tree index of each independent joint; ``coupling_rows`` (k, 2): the
+    tree indices (mimic, source) of each mimic joint; ``coupling_multipliers`` (k,): its multiplier.
+    Made by :func:`~robot_linearization.load_urdf` (``mimic_joints="coupled"``), not by hand.
     """
 
     tree: Model
@@ -103,6 +107,8 @@ class CoupledModel:
         return state_labels(self.joint_names, self.floating_base)
 
     def joint_index(self, name: str) -> int:
+        """The index of joint ``name`` in ``joint_names`` (s, r, τ); KeyError naming it if it is not an
+        independent joint of the model (a mimic joint says which joint it follows)."""
         try:
             return self.joint_names.index(name)
         except ValueError:
@@ -169,7 +175,9 @@ class CoupledModel:
                      base_twist=state.base_twist, joint_velocities=self.coupling @ state.joint_velocities)
 
     def tree_torques(self, joint_torques) -> np.ndarray:
-        """E τ: the independent joints' torques in the tree, zero on the mimic joints."""
+        """E τ: the independent joints' torques in the tree, zero on the mimic joints.
+
+        ``joint_torques`` τ (n,) of the independent joints; returns (n_tree,)."""
         torques = np.zeros(self.coupling.shape[0])
         torques[self.independent] = np.zeros(self.n_joints) if joint_torques is None else joint_torques
         return torques

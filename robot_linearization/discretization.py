@@ -195,6 +195,8 @@ def discretize(model: Model, linearization, dt: float, method: str = "euler"):
     Lie group); "zoh": the zero-order hold of the continuous (A, B), i.e.
     expm([[A, B], [0, 0]]·dt) = [[A_d, B_d], [0, I]].  At a touchdown knot (linearization.impact)
     A_d is composed with the impact map's Jacobian, as :func:`linearize` does (docs/impacts.md).
+
+    ``model``: the model ``linearization`` was computed on.
     """
     check_linearization(model, linearization)
     dt, method = positive_number(dt, "dt", "seconds"), choice(method, "method", METHODS)

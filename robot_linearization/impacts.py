@@ -207,7 +207,10 @@ class ImpactMap:
         """The same at a pre-impact state given as arrays: s, r (n,), and for a floating base its
         pose (H (4, 4), or position and quaternion x, y, z, w (7,)) and twist (6,) in the base
         frame, as :meth:`Linearizer.linearize_arrays <robot_linearization.Linearizer.linearize_arrays>`
-        takes them.  Returns self."""
+        takes them.  Returns self.
+
+        ``joint_positions``, ``joint_velocities``: s, r (n,); ``base_pose``: H (4, 4) or (7,);
+        ``base_twist``: (6,) [v; ω] in the base frame.  ValueError naming the argument."""
         self._run(given_arrays(self.model, joint_positions, joint_velocities, self._zeros, base_pose, base_twist,
                                self._pose))
         return self

@@ -33,6 +33,9 @@ def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, p
     starts with the rigid impact of ``state`` on ``contacts`` (:func:`~robot_linearization.impact`,
     restitution e ∈ [0, 1]) and integrates from the post-impact state; docs/impacts.md.
     None (the default): no impact.
+
+    ``model``: a Model; ``state``: its State; ``joint_torques`` τ (n,); ``contacts``: the set held
+    over the step (names or Contact objects).
     """
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")

@@ -34,6 +34,9 @@ class Joint:
     """A 1-DoF joint about/along a unit ``axis`` given in the joint frame.
 
     ``pitch`` (helical only) is the translation per radian [m/rad] along the axis.
+
+    ``name``: the joint's name (the URDF's), unique in a model; ``type``: a :class:`JointType`;
+    ``axis`` (3,): normalised when built.
     """
 
     name: str

@@ -241,6 +241,8 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
     kernel: as :func:`linearize`'s: on a Model (with
     contacts, with no step or the Euler step, or without contacts, any step) the kernel generated for
     the robot and each contact set, the same values bit for bit.
+
+    discretization: "euler" (the default) or "zoh", as in :func:`linearize`.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "

@@ -132,7 +132,10 @@ class Linearizer:
 
     def linearize(self, state: State, joint_torques=None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
-        Every argument is checked as rl.linearize checks it (ValueError naming it)."""
+        Every argument is checked as rl.linearize checks it (ValueError naming it).
+
+        ``state``: a :class:`~robot_linearization.State` of the model; ``joint_torques``: τ (n,) in
+        ``model.joint_names`` order [N·m or N]."""
         self._state = self._arrays = None
         if self._direct:
             arrays = state_arrays(self.model, state, joint_torques)  # (the kernel checks the values)
@@ -155,7 +158,10 @@ class Linearizer:
         order, τ (n,) (default zeros), and for a floating base its pose in the world, as H (4, 4) or
         as (7,) = position [m] then unit quaternion (x, y, z, w) (ROS's and Pinocchio's order), and
         its twist [v; ω] (6,) in the base frame (docs/conventions.md).  Returns self; ``state`` is
-        then a State of these arrays (built when read).  ValueError naming the argument."""
+        then a State of these arrays (built when read).  ValueError naming the argument.
+
+        Arguments: ``joint_positions``, ``joint_velocities``, ``joint_torques`` as said;
+        ``base_pose``, ``base_twist`` keyword-only (None for a fixed base)."""
         self._state = self._arrays = None
         pose, s, twist, r, tau = given_arrays(self.model, joint_positions, joint_velocities, joint_torques, base_pose,
                                               base_twist, self._pose)

@@ -167,7 +167,12 @@ class State:
         every joint of the model in joint_positions, velocities default to zero), and
         for a floating base its position [m] in the world, its orientation as a
         quaternion in ROS order (x, y, z, w), and its body twist [v; ω] in the base
-        frame.  ValueError names a missing or unknown joint, or a bad quaternion."""
+        frame.  ValueError names a missing or unknown joint, or a bad quaternion.
+
+        Arguments: ``model``; ``joint_positions`` {name: s [rad or m]}; ``joint_velocities`` {name:
+        r} (missing: 0); ``base_position`` (3,) [m]; ``base_orientation`` (4,) (x, y, z, w),
+        normalised; ``base_twist`` (6,) [v; ω] in the base frame.  The base arguments are ignored
+        for a fixed base."""
         for what, values in (("joint_positions", joint_positions), ("joint_velocities", joint_velocities)):
             if values is not None and not isinstance(values, Mapping):
                 raise ValueError(f"{what}: expected a dict {{joint name: value}}, got {type(values).__name__} "
@@ -199,7 +204,9 @@ class State:
                    joint_velocities=r)
 
     def check(self, model: Model, name: str = "state") -> "State":
-        """Raise ValueError unless this state fits ``model`` and is finite."""
+        """Raise ValueError unless this state fits ``model`` and is finite.
+
+        ``name``: the argument's name the error message uses.  Returns the state itself."""
         return check_state(model, self, name)
 
 

@@ -56,6 +56,9 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
     Pinocchio's buildModelFromUrdf(..., mimic=True)); "independent" treats each
     as an ordinary actuated joint (Pinocchio's default); "error" refuses them.
     Without mimic joints the result is a plain Model whatever the mode.
+
+    ``path_or_xml``: a URDF file's path, or its XML text (a string starting with '<').  ModelError,
+    one line, for a malformed URDF.
     """
     if not isinstance(path_or_xml, (str, bytes, os.PathLike)):
         raise ModelError(f"path_or_xml: expected a URDF file path or URDF XML text, got {type(path_or_xml).__name__}")

@@ -38,7 +38,9 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
 
 
 def state_difference(model: Model, a: State, b: State) -> np.ndarray:
-    """z (2N,) with b = a·exp(z) (the inverse of :func:`perturb`): [log(H_a⁻¹ H_b), Δs, Δv, Δr]."""
+    """z (2N,) with b = a·exp(z) (the inverse of :func:`perturb`): [log(H_a⁻¹ H_b), Δs, Δv, Δr].
+
+    ``a`` and ``b`` must be states of ``model`` (ValueError naming the one that is not)."""
     check_state(model, a, "a")
     check_state(model, b, "b")
     parts = [b.joint_positions - a.joint_positions]
@@ -126,6 +128,10 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
 
     With contacts, the constrained forward dynamics are differenced, and
     (A, B, ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) is returned.
+
+    ``model``, ``state``: where; ``joint_torques`` τ (n,) (default zeros); ``step``: the largest
+    step h of the extrapolation (the state's perturbation size); ``contacts``: the contact set held
+    (names or Contact objects, as :func:`~robot_linearization.linearize` takes them).
     """
     n, N = model.n_joints, model.n_velocities
     check_state(model, state)
@@ -354,6 +360,9 @@ class ComparisonReport:
     max_rel = max|ours − ref| / scale, where scale is the size of what the block's
     entries are made of (:func:`compare`): a block that is zero by structure is
     measured against the terms that cancel in it, not against its own noise.
+
+    ``blocks``: one BlockError (name, max_abs, max_rel, scale) per compared block, in the order A,
+    B, M⁻¹, λ, ∂λ/∂z, ∂λ/∂τ, A_d, B_d (those the linearization has).
     """
 
     blocks: list[BlockError]
@@ -363,9 +372,11 @@ class ComparisonReport:
         return max(b.max_rel for b in self.blocks)
 
     def passed(self, tolerance: float) -> bool:
+        """True when every block's max_rel is finite and at most ``tolerance`` (relative, e.g. 1e-6)."""
         return all(np.isfinite(b.max_rel) and b.max_rel <= tolerance for b in self.blocks)
 
     def as_dict(self) -> dict:
+        """{block name: {"max_abs": …, "max_rel": …}}: the report as plain numbers (JSON)."""
         return {b.name: {"max_abs": b.max_abs, "max_rel": b.max_rel} for b in self.blocks}
 
     def summary(self, tolerance: float = 1e-6) -> str:
@@ -562,6 +573,11 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     ``validate(model, lin)`` checks it at the state and torques it remembers;
     ``validate(model, state, lin[, τ])`` (the older form) must name the same ones,
     else ValueError — never a comparison at another input.
+
+    ``joint_torques`` τ (n,): as the linearization's (default: those it remembers); ``step``: the
+    finite differences' largest step (:func:`finite_difference_linearization`). Returns a
+    :class:`ComparisonReport`; its ``passed(tolerance)`` says whether every block is within a
+    relative ``tolerance``.
     """
     if linearization is None:
         state, linearization = None, state

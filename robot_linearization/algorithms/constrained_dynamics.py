@@ -495,6 +495,10 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     ν̇ = [v̇; ṙ] (floating base) or ṙ; λ stacks each contact's force (point) or
     wrench [force; moment] (6d) on the robot, in the contact's reference axes.
     ContactError for a redundant or degenerate contact set.
+
+    ``model``: a Model or CoupledModel; ``state``: its State; ``joint_torques`` τ (n,) (None:
+    zeros); ``contacts``: names or :class:`~robot_linearization.Contact` objects ("FOOT" a point,
+    "FOOT:6d" a wrench).
     """
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")

@@ -193,6 +193,8 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, base_accel
     the base frame (the fast one, used by :func:`~robot_linearization.linearize`);
     frame="body": this module's sweep of Tables 4.2–4.5, per-body columns in body
     frames (the tables' literal form, a reference).  Equal to rounding.
+
+    ``model``: a Model; ``joint_accelerations`` ṙ (n,).
     """
     choice(frame, "frame", ("base", "body"))
     check_state(check_tree(model, "extended_inverse_dynamics_derivatives"), state)

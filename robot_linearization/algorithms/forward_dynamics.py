@@ -131,6 +131,8 @@ def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray | Non
 
     Returns (base_acceleration v̇ (6,) or None, joint_accelerations ṙ (n,)); v̇ is
     the time derivative of the base body twist, in the base frame.
+
+    ``model``: a Model; ``state``: its State.
     """
     check_state(check_tree(model, "forward_dynamics"), state)
     torques = joint_vector(model, joint_torques, "joint_torques")

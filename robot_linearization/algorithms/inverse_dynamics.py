@@ -80,6 +80,8 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
     Table 4.1 assembles τ̄_b = M^c_0 a_0 + ₀F ṙ + b^vp_0 from CRBAmb and GBWAmb
     parts; all three terms are linear in the accelerations, so carrying v̇ in the
     forward pass (a_0 = v̇ − g_0) gives the same τ̄_b from the single backward pass.
+
+    ``model``: a floating-base Model.
     """
     check_state(check_tree(model, "extended_inverse_dynamics"), state)
     if not model.floating_base:
@@ -97,6 +99,8 @@ def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray
     Returns (joint_torques τ (n,), base_acceleration v̇ (6,) or None).  For a
     floating base, v̇ is the base acceleration consistent with zero external
     wrench (Definition 3.1), computed as a_0 = −(M^c_0)⁻¹ b^c_0.
+
+    ``model``: a Model; ``state``: its State (H, s, v, r); ``joint_accelerations`` ṙ (n,).
     """
     check_state(check_tree(model, "inverse_dynamics"), state)
     joint_accelerations = joint_vector(model, joint_accelerations, "joint_accelerations", default_zero=False)

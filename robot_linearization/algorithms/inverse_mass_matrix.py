@@ -101,7 +101,9 @@ def inverse_mass_matrix_into(model, data, M_inv):
 
 
 def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
-    """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed)."""
+    """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed).
+
+    ``model``: a Model; ``joint_positions`` s (n,)."""
     positions = joint_vector(check_tree(model, "inverse_mass_matrix"), joint_positions, "joint_positions",
                              default_zero=False)
     ws = workspace(model)

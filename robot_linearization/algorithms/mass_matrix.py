@@ -29,7 +29,9 @@ def composite_inertias(model: Model, X_up: np.ndarray) -> np.ndarray:
 def mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
     """Mass matrix M(s), (N, N): CRBAmb for a floating base (blocks M11 = M^c_0,
     M12 = ₀F, M22, see (2.64)), CRBA for a fixed base.  A reference algorithm:
-    the linearization itself never forms M."""
+    the linearization itself never forms M.
+
+    ``model``: a Model; ``joint_positions`` s (n,)."""
     positions = joint_vector(check_tree(model, "mass_matrix"), joint_positions, "joint_positions", default_zero=False)
     X_up = body_transforms(model, positions)
     I_c = composite_inertias(model, X_up)

@@ -71,6 +71,8 @@ def thesis_test_system(gravity=(0.0, 0.0, -9.81)) -> Model:
     Revolute, prismatic and helical joints about x, y and z, a branch at the
     base and one further out.  Its inertias are Table D.3's raw matrices: not
     physical (body 0's has a negative eigenvalue) but the mathematics holds.
+
+    ``gravity`` (3,): in the world frame [m/s²].
     """
     builder = ModelBuilder("body0", np.array(_TEST_SYSTEM_INERTIAS[0], dtype=float), floating_base=True,
                            gravity=gravity, name="thesis_test_system")

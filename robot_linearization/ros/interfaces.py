@@ -85,7 +85,9 @@ def _flat(factory, matrix):
 def linearization_values(output, frame_id: str) -> dict:
     """The fields of one cycle's Linearization message as plain values, in the .msg's order: numbers,
     strings, lists of strings, float64 arrays (None: empty), and for header, base_pose and base_twist
-    pairs ((sec, nanosec), frame_id), ([x, y, z], (x, y, z, w)), ([vx, vy, vz], [ωx, ωy, ωz])."""
+    pairs ((sec, nanosec), frame_id), ([x, y, z], (x, y, z, w)), ([vx, vy, vz], [ωx, ωy, ωz]).
+
+    ``output``: one pipeline Output (ros/pipeline.py); ``frame_id``: the header's frame."""
     lin, model, state = output.linearization, output.model, output.state
     floating = model.floating_base
     H = state.base_pose if floating else _IDENTITY
@@ -128,7 +130,10 @@ def _input_labels(joint_names: tuple) -> tuple:
 def linearization_message(factory, output, frame_id: str):
     """The robot_linearization/msg/Linearization of one pipeline Output (ros/pipeline.py): the
     linearization point, A, B, M⁻¹, the step's A_d and B_d, λ and its Jacobians, the margins, a
-    touchdown's impact map and impulses, the compute time; stamped with the input's stamp."""
+    touchdown's impact map and impulses, the compute time; stamped with the input's stamp.
+
+    ``factory``: makes messages by type name (ros/messages.py: rosbags' or rclpy's types);
+    ``output``: the pipeline Output; ``frame_id``: the header's frame."""
     fields = {}
     for name, value in linearization_values(output, frame_id).items():
         if name == "header":
@@ -234,7 +239,9 @@ class LinearizationCdr:
 
 
 def linearization_cdr(output, frame_id: str) -> bytes:
-    """One message's CDR bytes by a writer of its own (:class:`LinearizationCdr`; the node keeps one)."""
+    """One message's CDR bytes by a writer of its own (:class:`LinearizationCdr`; the node keeps one).
+
+    ``output``: one pipeline Output; ``frame_id``: the header's frame (the base frame)."""
     return LinearizationCdr()(output, frame_id)
 
 
@@ -273,7 +280,9 @@ MATRICES = {  # field: (rows' labels, columns' labels)
 def linearization_matrices(msg) -> dict:
     """{field: matrix (R, C)} of a Linearization message (rosbags' or rclpy's), each reshaped by the
     sizes of its labels (:data:`MATRICES`); an absent one is None.  InputError when a field's length
-    does not match its labels."""
+    does not match its labels.
+
+    ``msg``: the message."""
     labels = {name: list(getattr(msg, name)) for name in ("state_labels", "input_labels", "contact_labels",
                                                            "margin_labels")}
     labels["velocity_labels"] = labels["state_labels"][len(labels["state_labels"]) // 2:]
@@ -295,7 +304,10 @@ def linearization_matrices(msg) -> dict:
 def request_point(model, joint_state, odometry, base_frame: str):
     """(State, torques τ (n,)) of a Linearize/Validate request: the JointState by name (efforts are
     τ, empty: zeros), for a floating base the Odometry's pose and body twist (its child_frame_id,
-    if given, must be the base frame).  InputError naming the request's field."""
+    if given, must be the base frame).  InputError naming the request's field.
+
+    ``model``: the node's model; ``joint_state``: sensor_msgs/JointState; ``odometry``:
+    nav_msgs/Odometry (ignored for a fixed base); ``base_frame``: the model's base link."""
     try:
         reading = joint_state_arrays(joint_state, model.joint_names, need_effort=True)
     except InputError as e:
@@ -314,7 +326,10 @@ def request_point(model, joint_state, odometry, base_frame: str):
 def request_options(model, request) -> dict:
     """{contacts, previous_contacts, restitution, step} of a request's text and numbers, checked
     (InputError naming the field): contact sets as the contacts parameter reads them (empty: none),
-    restitution in [0, 1], dt ≥ 0 (0: no step), discretization '' (euler), 'euler' or 'zoh'."""
+    restitution in [0, 1], dt ≥ 0 (0: no step), discretization '' (euler), 'euler' or 'zoh'.
+
+    ``model``: the node's model (contact frames are checked against it); ``request``: a Linearize or
+    Validate request."""
     options = {}
     for field in ("contacts", "previous_contacts"):
         text = getattr(request, field, "")
@@ -341,7 +356,10 @@ def request_options(model, request) -> dict:
 
 
 def validation_fields(report, tolerance: float) -> dict:
-    """The Validate response's typed report of a validation.ComparisonReport."""
+    """The Validate response's typed report of a validation.ComparisonReport.
+
+    ``report``: the ComparisonReport; ``tolerance``: the relative tolerance it passes or fails
+    against."""
     return {"passed": bool(report.passed(tolerance)), "tolerance": float(tolerance),
             "blocks": [b.name for b in report.blocks], "max_abs": [float(b.max_abs) for b in report.blocks],
             "scales": [float(b.scale) for b in report.blocks], "max_rel": [float(b.max_rel) for b in report.blocks]}
