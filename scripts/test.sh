@@ -14,6 +14,11 @@ echo "public-API tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
   .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py
 
+# ---- the wheel, alone ---------------------------------------------------------------
+# python -m build's sdist and wheel; the wheel installed in a clean venv without the source
+# tree runs the demo (linearization, replay, validation).
+bash scripts/wheel_check.sh
+
 # ---- Python 3.10 (Ubuntu 22.04's, under ROS 2 Humble) ------------------------------
 # The same suite in a venv of its own, wherever a python3.10 is found: on PATH, as
 # $PYTHON310, or in pyenv's versions.  Without one this says so.
