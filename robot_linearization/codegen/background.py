@@ -19,12 +19,11 @@ def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
     no GIL); None when the kernel is in the cache, else why not, in one line."""
     import subprocess
 
-    import robot_linearization
-
     from . import kernels
 
-    # this very package, whatever the working directory holds (-m puts it first on sys.path)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(robot_linearization.__file__)))
+    # this very package (robot_linearization/codegen/background.py), whatever the working directory
+    # holds (-m puts it first on sys.path)
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     try:
