@@ -52,7 +52,9 @@ setup(
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1",
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)
-                             "PySide6-Essentials>=6.5"]},
+                             "PySide6-Essentials>=6.5",
+                             # replay_bag's tasks on a LocalCluster (test_fleet.py)
+                             "dask[distributed]>=2023.1"]},
     zip_safe=False,  # the compiled kernels are cached beside the installed sources
     cmdclass={"install": InstallAndPrecompile},
     maintainer="robot_linearization developers",
