@@ -68,8 +68,8 @@ def test_the_task_on_a_dask_cluster_writes_the_serial_runs_matrices_bit_for_bit(
     serial = [replay_bag(bag, tmp_path / "serial" / bag.name, **options) for bag in bags]
     assert all(r.error is None and r.linearizations == 10 for r in serial), serial
     assert pickle.loads(pickle.dumps(serial[0])) == serial[0]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         # the workers import this copy of the package (the one these tests import), not another
         assert set(client.run(lambda: rl.__file__).values()) == {rl.__file__}
         futures = client.map(replay_bag, [str(b) for b in bags], [str(tmp_path / "dask" / b.name) for b in bags],

@@ -196,8 +196,9 @@ def _replay_on_a_pool(bags: Sequence[str], jobs: int, bar: _FleetProgress | None
 def _result(future: concurrent.futures.Future, bag: str) -> BagResult:
     try:
         return future.result()
-    except concurrent.futures.BrokenExecutor as e:
-        return BagResult(bag, None, error=f"the process replaying it died ({e})")
+    except concurrent.futures.BrokenExecutor:
+        return BagResult(bag, None, error="not replayed: a worker process died (killed, or out of memory) while "
+                                          "this or another bag was being replayed")
 
 
 def _leave_ctrl_c_to_the_parent() -> None:
