@@ -15,7 +15,7 @@ import shutil
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .bag import draw_progress, replay
 
@@ -67,7 +67,7 @@ def find_bags(patterns: Sequence[str]) -> list[str]:
 
 
 def replay_bag(bag: str | os.PathLike, output: str | os.PathLike | None = None, *,
-               progress: bool | Callable[[int, int], None] = False, **options) -> BagResult:
+               progress: bool | Callable[[int, int], None] = False, **options: Any) -> BagResult:
     """Replay one bag through the node's pipeline (bag.replay) and say how it went.
 
     ``bag`` (str or path): the ROS 2 bag directory to read.  ``output`` (str, path or None):
@@ -134,7 +134,8 @@ class _FleetProgress:
                       + f", {messages} messages", self.finished == self.bags)
 
 
-def replay_bags(bags: Sequence[str], *, jobs: int = 1, progress: bool = False, **options) -> list[BagResult]:
+def replay_bags(bags: Sequence[str], *, jobs: int = 1, progress: bool = False,
+                **options: Any) -> list[BagResult]:
     """Replay every bag of ``bags`` (sequence of str, bag directories) with replay_bag, each
     into default_output(bag), on ``jobs`` (int >= 1) processes: 1 runs them one after the
     other in this process; more runs a pool of that many (spawned: no fork of a process
