@@ -58,7 +58,9 @@ setup(
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)
                              "PySide6-Essentials>=6.5",
                              # the reference manual is built by the tests (test_manual.py)
-                             "sphinx>=7.2", "myst-parser>=2"],
+                             "sphinx>=7.2", "myst-parser>=2",
+                             # replay_bag's tasks on a LocalCluster (test_fleet.py)
+                             "dask[distributed]>=2023.1"],
                     "docs": ["sphinx>=7.2", "myst-parser>=2"]},
     zip_safe=False,  # the compiled kernels are cached beside the installed sources
     cmdclass={"install": InstallAndPrecompile},

@@ -214,12 +214,17 @@ def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir:
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from .ros.bag import replay
+    from .ros.fleet import OUTPUT_SUFFIX, find_bags, replay_bag, replay_bags
     from .ros.pipeline import PipelineConfig
 
-    out = args.output or args.in_bag.rstrip("/") + "_linearized"
-    if os.path.exists(out):
-        print(f"error: {out} exists; choose another -o", file=sys.stderr)
+    try:
+        bags = find_bags(args.in_bags)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.output and len(bags) > 1:
+        print(f"error: -o names the output of one bag, and {len(bags)} are given: without it each is written "
+              f"beside its bag as BAG{OUTPUT_SUFFIX}", file=sys.stderr)
         return 2
     try:
         contacts = as_contacts(args.contacts)
@@ -233,23 +238,29 @@ def replay_command(args: argparse.Namespace) -> int:
                             restitution=args.restitution, friction_coefficient=args.friction,
                             friction_facets=args.friction_facets, sole_size=tuple(args.sole_size or ()),
                             kernel=args.kernel)
-    try:
-        summary = replay(args.in_bag, out, urdf=args.urdf, joint_states_topic=args.joint_states_topic,
-                         odom_topic=args.odom_topic, config=config,
-                         heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
-                         health_rate_hz=0.0 if args.no_health else args.heatmap_rate,
-                         storage=args.storage, contacts_topic=args.contacts_topic,
-                         matrix_topics=args.matrix_topics,
-                         progress=sys.stderr.isatty())  # a progress bar on a terminal only
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # rosbags reader errors on a broken bag
-        print(f"error: cannot read {args.in_bag}: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    print(summary.text())
-    return 0 if summary.outputs else 1
+    options = dict(urdf=args.urdf, joint_states_topic=args.joint_states_topic, odom_topic=args.odom_topic,
+                   config=config, heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
+                   health_rate_hz=0.0 if args.no_health else args.heatmap_rate, storage=args.storage,
+                   contacts_topic=args.contacts_topic, matrix_topics=args.matrix_topics)
+    if len(bags) == 1:
+        result = replay_bag(bags[0], args.output, progress=sys.stderr.isatty(), **options)  # a bar on a terminal
+        if result.output is None:
+            print(f"error: {result.error}", file=sys.stderr)
+            return 2
+        print(f"wrote {result.output}")
+        print(result.summary)
+        return 0 if result.linearizations else 1
+    jobs = args.jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    start = time.perf_counter()
+    results = replay_bags(bags, jobs=jobs, progress=sys.stderr.isatty(), **options)
+    failed = [r for r in results if r.error]
+    print(f"{len(results) - len(failed)} of {len(results)} bags replayed in {time.perf_counter() - start:.1f} s "
+          f"on {min(jobs, len(bags))} process{'es' * (min(jobs, len(bags)) > 1)}, each into BAG{OUTPUT_SUFFIX} beside "
+          f"it: {sum(r.linearizations for r in results)} linearizations from {sum(r.messages_read for r in results)} "
+          "messages" + (f"; {len(failed)} failed:" if failed else ""))
+    for r in failed:
+        print(f"  {r.bag}: {r.error}" + (f" ({r.output} is written)" if r.output else ""))
+    return 1 if failed else 0
 
 
 def _number(kind, low=None, high=None, low_open=True, unit=""):
@@ -354,12 +365,16 @@ def command_line_parser() -> argparse.ArgumentParser:
                    help="heatmap images and ~/health vectors per simulated second in the output bag [Hz], 0 for "
                         "none (default: 2)")
     p.set_defaults(run=demo)
-    r = sub.add_parser("replay", help="run the node's pipeline over a ROS 2 bag and record its outputs",
-                       description="Read joint states and odometry from a ROS 2 bag (mcap or sqlite3), linearize as "
-                                   "the node does, and write the node's output topics to a new bag.")
-    r.add_argument("in_bag", help="ROS 2 bag directory (with metadata.yaml) to read")
+    r = sub.add_parser("replay", help="run the node's pipeline over ROS 2 bags and record its outputs",
+                       description="Read joint states and odometry from ROS 2 bags (mcap or sqlite3), linearize as "
+                                   "the node does, and write the node's output topics to a new bag for each.")
+    r.add_argument("in_bags", nargs="+", metavar="IN_BAG",
+                   help="ROS 2 bag directories (with metadata.yaml) to read, or glob patterns of them ('logs/*/')")
     r.add_argument("--urdf", help="URDF file (default: the bag's /robot_description)")
-    r.add_argument("-o", "--output", help="bag directory to write; must not exist (default: IN_BAG_linearized)")
+    r.add_argument("-o", "--output", help="bag directory to write, with one IN_BAG; must not exist "
+                   "(default: IN_BAG_linearized, beside each IN_BAG)")
+    r.add_argument("-j", "--jobs", type=_number(int, 0, None, low_open=False), default=1,
+                   help="bags replayed at once, each in its own process; 0 for one per core (default: 1)")
     r.add_argument("--joint-states-topic", default="/joint_states",
                    help="sensor_msgs/JointState topic (default: /joint_states)")
     r.add_argument("--odom-topic", default="/odom",

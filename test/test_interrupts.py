@@ -3,6 +3,7 @@
 stdout, in a real subprocess."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,12 +28,14 @@ def start(arguments, cwd, **options):
 
 
 def signal_when_written(process, path, signum):
-    """Send ``signum`` as soon as ``path`` exists (the run has started writing it)."""
+    """Send ``signum`` as soon as ``path`` exists (the run has started writing it); None: only wait."""
     deadline = time.monotonic() + 120
     while not os.path.exists(path):
         assert process.poll() is None, f"finished before writing {path}: {process.communicate()}"
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.002)
+    if signum is None:
+        return None
     process.send_signal(signum)
     return process.communicate(timeout=120)
 
@@ -55,6 +58,57 @@ def test_a_replay_stopped_by_a_signal_removes_its_bag_and_exits_128_plus_the_sig
     assert "Traceback" not in err and err.strip().count("\n") == 0, err
     assert f"interrupted by {signal.Signals(signum).name}" in err
     assert (long_bag / "metadata.yaml").is_file()  # the input is untouched
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_many_bags_on_two_processes_stopped_by_a_signal_leave_no_bag_half_written(long_bag, tmp_path, signum):
+    """The workers replaying two bags at once stop with the program; the bag being written is
+    removed (the first is too, unless it was finished before the signal: then it is whole)."""
+    bags = [tmp_path / "a", tmp_path / "b"]
+    for bag in bags:
+        shutil.copytree(long_bag, bag)
+    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
+    signal_when_written(process, f"{bags[0]}_linearized", None)
+    _, err = signal_when_written(process, f"{bags[1]}_linearized", signum)  # it has just begun
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err and err.strip().count("\n") == 0, err
+    assert f"interrupted by {signal.Signals(signum).name}" in err
+    assert_only_whole_outputs(tmp_path)
+
+
+def test_a_worker_killed_fails_the_bags_not_finished_and_leaves_none_half_written(long_bag, tmp_path):
+    """SIGKILL (as the out-of-memory killer sends) to a worker of `--jobs 2`: the program lists the
+    bags not replayed and removes the ones that were being written."""
+    import psutil  # (dask's distributed's dependency, in the test extra)
+
+    bags = [tmp_path / "a", tmp_path / "b"]
+    for bag in bags:
+        shutil.copytree(long_bag, bag)
+    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
+    signal_when_written(process, f"{bags[0]}_linearized", None)
+    signal_when_written(process, f"{bags[1]}_linearized", None)
+    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(workers) == 2
+    workers[0].kill()
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    lines = out.splitlines()
+    assert lines[0].endswith("; 2 failed:") or lines[0].endswith("; 1 failed:"), out
+    assert f"  {bags[1]}: not replayed: a worker process died (killed, or out of memory) while this or another " \
+           "bag was being replayed" in lines
+    assert_only_whole_outputs(tmp_path)
+
+
+def assert_only_whole_outputs(directory):
+    """Bags a and b in ``directory``, and a's output only if it was finished (a slow start of the
+    second worker can leave the first time to finish before the second begins)."""
+    from rosbags.highlevel import AnyReader
+
+    left = sorted(p.name for p in directory.iterdir())
+    assert left in (["a", "b"], ["a", "a_linearized", "b"])
+    if "a_linearized" in left:
+        with AnyReader([directory / "a_linearized"]) as reader:
+            assert reader.topics["/robot_linearization/linearization"].msgcount == 1500
 
 
 def test_a_demo_stopped_by_sigterm_removes_the_directory_it_created(tmp_path):

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -77,16 +78,25 @@ def _new_bag(path, storage: str):
         raise
 
 
-def _progress(done: int, total: int, last: list) -> None:
+def _progress(done: int, total: int, last: list, show) -> None:
+    """``show(done, total)`` at the last message and at most five times a second before it."""
     now = time.monotonic()
     if done == total or now - last[0] > 0.2:
         last[0] = now
-        width = 30
-        filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} messages")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        show(done, total)
+
+
+def draw_progress(fraction: float, text: str, final: bool = False) -> None:
+    """Draw a progress bar on stderr in place: ``fraction`` (float in [0, 1]) of it filled,
+    then ``text`` (str); ``final`` (bool) ends the line.  Returns None; raises nothing of its own."""
+    width = 30
+    filled = int(width * min(max(fraction, 0.0), 1.0))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}\033[K" + ("\n" if final else ""))
+    sys.stderr.flush()
+
+
+def _message_bar(done: int, total: int) -> None:
+    draw_progress(done / max(total, 1), f"{done}/{total} messages", done == total)
 
 
 def _size(n_bytes: int) -> str:
@@ -108,7 +118,7 @@ def _check_bag_path(path) -> None:
 def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str = "/joint_states",
            odom_topic: str = "/odom", description_topic: str = "/robot_description",
            config: PipelineConfig | None = None, heatmap_rate_hz: float = 2.0, storage: str = "mcap",
-           namespace: str = DEFAULT_NAMESPACE, progress: bool = True,
+           namespace: str = DEFAULT_NAMESPACE, progress: bool | Callable[[int, int], None] = True,
            contacts_topic: str | None = None, health_rate_hz: float = 2.0,
            matrix_topics: bool = False) -> ReplaySummary:
     """Run the node's pipeline over IN_BAG (sqlite3 or mcap) and write its outputs
@@ -131,6 +141,9 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
     The health vector (``health``, health.py, named by ``health_labels``, written
     before it whenever its entries change) likewise at most health_rate_hz times
     per second (0: none), as the node publishes it at its heatmap rate.
+    progress: True draws a bar of the messages read on stderr; a callable instead is
+    called as progress(messages read, messages to read), at most five times a second
+    and at the last message.
     """
     from rosbags.highlevel import AnyReader
 
@@ -228,7 +241,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
                     next_diagnostics = t + DIAGNOSTICS_PERIOD_NS
                     write(diagnostics_conn, t, diagnostic_array_message(factory, pipeline.diagnostics(t), t))
                 if progress:
-                    _progress(summary.messages_read, total, tick)
+                    _progress(summary.messages_read, total, tick, progress if callable(progress) else _message_bar)
             if summary.messages_read:  # the last joint state may still wait for odometry that never comes
                 emit(t, t + int(pipeline.config.pairing_tolerance * 1e9) + 1)
     summary.pipeline = pipeline
