@@ -25,15 +25,21 @@ OUTPUT_SUFFIX = "_linearized"
 
 @dataclass(frozen=True)
 class BagResult:
-    """What replay_bag did with one bag (picklable, small)."""
+    """What replay_bag did with one bag (picklable, small).
+
+    ``bag``: the input bag's path; ``output``: the bag written, or None when nothing was written;
+    ``messages_read``: the input messages read; ``linearizations``: the Linearization messages
+    written; ``error``: why the bag failed, in one line, or None when it succeeded; ``summary``: the
+    replay's summary text (ReplaySummary.text()) of a bag that was replayed; ``seconds``: the task's
+    wall time [s]."""
 
     bag: str
-    output: str | None  # the bag written, or None when nothing was written
+    output: str | None
     messages_read: int = 0
     linearizations: int = 0
-    error: str | None = None  # why the bag failed, in one line; None when it succeeded
-    summary: str = ""  # ReplaySummary.text() of a bag that was replayed
-    seconds: float = 0.0  # wall time of the task
+    error: str | None = None
+    summary: str = ""
+    seconds: float = 0.0
 
 
 def default_output(bag: str | os.PathLike) -> str:
