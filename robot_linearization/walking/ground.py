@@ -6,7 +6,9 @@ it at most ``tolerance``), at the start of a step, with the rigid impact of the 
 (rl.impact, docs/impacts.md); a late foot stays free until it arrives.  A foot the schedule lifts
 opens its contact.  Each step is rl.step's semi-implicit Euler on the group with the constrained
 dynamics of the held set, followed by the projection of ν onto zero contact velocity
-(integrator.contact_velocities_zeroed).
+(integrator.contact_velocities_zeroed) and of the configuration onto the held feet's positions
+(:func:`held_feet_projected`): velocity-level contacts alone drift off the ground, by up to 2 mm
+in 2 000 steps on a 50 kg quadruped.
 
 The ground pushes and does not pull, and its friction is Coulomb's (:func:`ground_dynamics`): a
 held foot sticks while the force that takes lies in the friction cone μ f_n ≥ ‖f_t‖, f_n ≥ 0;
@@ -152,6 +154,34 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
         released.add(pulling)
 
 
+def held_feet_projected(model: Model, state: State, feet, rows, targets, *, tolerance: float = 1e-10,
+                        iterations: int = 4) -> tuple[State, float, float]:
+    """``state`` with its configuration moved, in the metric of the mass matrix M, onto the held feet's
+    positions: p[rows] = targets, p (3f,) the positions of ``feet`` (point frames) in the world,
+    ``rows`` the indices 3 i + axis of p held (a sticking foot: its three, a sliding one: its height),
+    ``targets`` their values [m] (len(rows),).  Gauss–Newton on the group: each iteration takes
+    δz_q = −M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁻¹ e, e = p[rows] − targets and J the rows of the feet's Jacobian (the
+    configuration Jacobian of the left-trivialized perturbation), to H·exp(δz_H), s + δz_s, until
+    max|e| ≤ ``tolerance`` [m] or after ``iterations``.  The velocities are left as they are.  Returns
+    the state and the largest |e| [m] before and after the projection."""
+    feet, rows = tuple(feet), np.asarray(rows, dtype=int)
+    contacts = [Contact(f) for f in feet]
+    before = None
+    for iteration in range(iterations + 1):
+        error = frame_poses(model, state, list(feet))[:, :3, 3].ravel()[rows] - targets
+        largest = float(np.abs(error).max()) if len(rows) else 0.0
+        before = largest if before is None else before
+        if largest <= tolerance or iteration == iterations:
+            return state, before, largest
+        X_up = body_transforms(model, state.joint_positions)
+        J, _ = contact_kinematics(model, state, contacts, X_up, *bias_motion(model, state, X_up))
+        J = J[rows]
+        M_inv = inverse_mass_matrix(model, state.joint_positions)
+        step = -M_inv @ J.T @ np.linalg.solve(J @ M_inv @ J.T, error)
+        state = State._given(state.base_pose @ se3_exp(step[:6]), state.joint_positions + step[6:],
+                             state.base_twist, state.joint_velocities)
+
+
 @dataclass(frozen=True)
 class Violation:
     """time [s]; foot; what: "lets go" (a held foot whose rigid contact would have pulled, by
@@ -172,7 +202,10 @@ class GroundSimulation:
     step.  friction μ: of the cone the received forces are checked against.  restitution e of
     the touchdowns.  tolerance [m]: how close to the ground a foot closes its contact.
     ``state`` (rl.State), ``time`` [s] and ``held`` (the feet in contact over the last step)
-    describe where it is; ``touchdowns`` lists (time, feet) of every impact.
+    describe where it is; ``touchdowns`` lists (time, feet) of every impact.  A held foot is held
+    where it closed its contact, on the ground (a sliding one: on the ground): after each step the
+    configuration is projected there (:func:`held_feet_projected`); ``correction`` [m]: how far the
+    step had taken the held feet from there, ``drift`` [m]: how far they are after the projection.
     """
 
     def __init__(self, model: Model, gait: Gait, state: State, *, feet, height: float = 0.0, dt: float = 0.002,
@@ -186,6 +219,9 @@ class GroundSimulation:
         self.touchdowns: list[tuple[float, tuple]] = []
         self.violations: list[Violation] = []
         self.forces: dict = {}  # foot -> the force (3,) it received over the last step [N]
+        # foot -> where it is held (3,) [m], in the world: where it closed its contact, on the ground
+        self.anchors = {foot: self._on_ground(foot) for foot in self.held}
+        self.correction, self.drift = 0.0, 0.0
 
     def _scheduled(self, time: float | None = None) -> set:
         return {c.frame for c in self.gait.contacts_at(self.time if time is None else time)}
@@ -193,6 +229,12 @@ class GroundSimulation:
     def foot_heights(self, state: State | None = None) -> dict:
         """{foot: its height above the ground [m]}."""
         return foot_heights(self.model, self.state if state is None else state, self.feet, self.height)
+
+    def _on_ground(self, foot: str, state: State | None = None) -> np.ndarray:
+        """Where ``foot`` is, moved along z onto the ground."""
+        point = frame_poses(self.model, self.state if state is None else state, [foot])[0, :3, 3].copy()
+        point[2] = self.height
+        return point
 
     def contacts_now(self) -> tuple:
         """The feet that hold over the next step: scheduled, and held already or on the ground."""
@@ -218,9 +260,16 @@ class GroundSimulation:
         state = State._given(state.base_pose @ se3_exp(dt * v), state.joint_positions + dt * r, v, r)
         rows = [3 * i + axis for i, foot in enumerate(held)
                 for axis in {"sticks": (0, 1, 2), "slides": (2,), "lets go": ()}[modes[foot]]]
+        self.correction = self.drift = 0.0
         if rows:
             state = contact_velocities_zeroed(model, state, contacts, rows)
+            # each held foot where it is held: a new or sliding one where the step put it, on the ground
+            anchors = {foot: self.anchors[foot] if foot in self.anchors and modes[foot] == "sticks"
+                       else self._on_ground(foot, state) for foot in held}
+            targets = np.concatenate([anchors[foot] for foot in held])[rows]
+            state, self.correction, self.drift = held_feet_projected(model, state, held, rows, targets)
         self.state, self.held = state, tuple(f for f in held if modes[f] != "lets go")
+        self.anchors = {foot: anchors[foot] for foot in self.held} if rows else {}
         self.forces = forces
         for foot, amount in excess.items():
             self.violations.append(Violation(self.time, foot, modes[foot], amount))

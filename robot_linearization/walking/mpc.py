@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
-from ..arguments import real_array
+from ..arguments import positive_number, real_array
 from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
@@ -40,6 +40,7 @@ from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State
 from ..spatial import se3_exp_many, se3_log_many
+from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
@@ -51,32 +52,41 @@ class MPCError(RuntimeError):
 
 @dataclass
 class MPCSettings:
-    """knot_dt [s] and knots K (the horizon is K·knot_dt); ground: its height [m]; base_height:
-    of the base above it [m]; friction μ of the planned forces' pyramid (inner) and the least
-    normal force [N] a held foot is planned to carry (both below the ground's, so that the forces
-    the robot receives between knots stay inside the real cone); swing_height [m]
-    at mid-swing; raibert: the landing point's gain on the velocity error [s]; torque_hold: the
-    knots each planned torque is held over (the QP's size: K·n / torque_hold); weights: 1/σ² of
-    each residual (the σ is the error that costs as much as one unit); blas_threads: the threads
-    numpy's BLAS may use within a cycle (1: the cycle's products are too small to share, and
-    BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
-    leaves numpy's setting alone)."""
+    """How the MPC plans, the same for any legged robot: its forces, heights and weights are in the
+    robot's own units (walking/scale.py), which the MPC takes from the model unless ``scale`` gives
+    them.
+
+    ``knot_dt`` [s] and ``knots`` K (the horizon is K·knot_dt); ``ground``: its height [m];
+    ``base_height``: of the base above it [m] (None: as it stands in the gait's posture);
+    ``friction`` μ of the planned forces' pyramid (inner) and ``min_normal_load``, the least normal
+    force a held foot is planned to carry, in units of the robot's weight m g (both below the
+    ground's, so that the forces the robot receives between knots stay inside the real cone);
+    ``swing_lift``: a swinging foot's height at mid-swing, in units of the leg length ℓ;
+    ``raibert``: the landing point's gain on the velocity error, in units of √(ℓ / g);
+    ``torque_hold``: the knots each planned torque is held over (the QP's size: K·n / torque_hold);
+    ``weights``: 1/σ² of each residual without units (scale.WEIGHTS; RobotScale.weights gives them
+    units); ``scale``: the robot's size (scale.RobotScale; None: the model's, standing in the gait's
+    posture); ``blas_threads``: the threads numpy's BLAS may use within a cycle (1: the cycle's
+    products are too small to share, and BLAS threads that wait for a core another process holds
+    made a cycle 5–8× slower; None leaves numpy's setting alone).  WholeBodyMPC refuses, in one
+    line naming it, a setting that cannot work."""
 
     knot_dt: float = 0.015
     knots: int = 20
     ground: float = 0.0
-    base_height: float = 0.30
+    base_height: float | None = None
     friction: float = 0.6
-    min_normal_force: float = 5.0
-    swing_height: float = 0.06
-    raibert: float = 0.15
+    min_normal_load: float = 0.04
+    swing_lift: float = 0.2
+    raibert: float = 0.85
     solver: str = "proxsuite"  # or "osqp"
     torque_hold: int = 2
     blas_threads: int | None = 1
+    scale: RobotScale | None = None
     weights: dict = field(default_factory=lambda: {
-        "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
-        "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
-        "posture": 10.0, "joint_velocity": 0.1, "foot_height": 4e4, "foot_xy": 2500.0, "torque": 2.5e-3,
+        "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
+        "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
+        "posture": 10.0, "joint_velocity": 3.0, "foot_height": 4000.0, "foot_xy": 250.0, "torque": 30.0,
         "terminal": 3.0})
 
 
@@ -187,35 +197,45 @@ class _Held:
 
 
 class WholeBodyMPC:
-    """The MPC of the module docstring for ``model`` walking ``gait`` on ``feet`` (point contacts),
-    torques limited to ``effort_limits`` (n,).  command(): the base's velocity to follow;
-    solve(): one control cycle."""
+    """The MPC of the module docstring for ``model`` (a floating base) walking ``gait`` (gait.Gait) on
+    ``feet`` (frame names: point contacts, world-aligned), torques limited to ``effort_limits`` (n,)
+    [N m or N], planned with ``settings`` (MPCSettings; None: the defaults).  command(): the base's
+    velocity to follow; solve(): one control cycle.
+
+    What a robot must be given: its feet, its posture (in the gait; the URDF's zero otherwise) and
+    finite effort limits (rl.urdf.effort_limits reads the URDF's); its size comes from the model
+    (``scale``: the RobotScale used).  ValueError in one line, naming it, for a gait that does not
+    fit the model (gait.Gait.check), effort limits that are not one positive finite number per
+    joint, or a setting that cannot work."""
 
     def __init__(self, model: Model, gait: Gait, feet, effort_limits, settings: MPCSettings | None = None):
         self.model, self.gait, self.feet = model, gait, tuple(feet)
         self.settings = settings or MPCSettings()
-        for number, phase in enumerate(gait.phases, 1):
-            if not set(phase.stance) & set(self.feet):
-                raise ValueError(f"gait '{gait.name}': phase {number} ({phase.duration:g} s) lifts every foot: "
-                                 "nothing holds the robot there and the MPC has no contact force to plan")
+        gait.check(model, self.feet)
         self.effort_limits = np.asarray(effort_limits, dtype=float)
         if self.effort_limits.shape != (model.n_joints,) or not (self.effort_limits > 0).all():
             raise ValueError(f"effort_limits: expected {model.n_joints} positive limits, one per joint, got "
                              f"{self.effort_limits.tolist()}")
-        threads = self.settings.blas_threads
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
-                                    or threads < 1):
-            raise ValueError(f"blas_threads: expected a positive number of threads or None, got {threads!r}")
-        self._blas = contextlib.nullcontext if threads is None else functools.partial(
-            _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
-        if self.settings.solver not in ("proxsuite", "osqp"):
-            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {self.settings.solver!r}")
-        _solver_module(self.settings.solver)  # (imported now: a missing solver is said here, and the first cycle
-        # does not pay for the import)
+        if not np.isfinite(self.effort_limits).all():
+            joint = model.joint_names[int(np.argmin(np.isfinite(self.effort_limits)))]
+            raise ValueError(f"effort_limits: joint {joint!r} has no finite limit (its URDF gives none): give one "
+                             "per joint")
+        self._check_settings()
         self.posture = gait.joint_posture(model.joint_names)
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
+        settings = self.settings
+        self.scale = settings.scale or RobotScale.of(model, self.posture, self.feet)
+        # the settings in the robot's units
+        self.weights = self.scale.weights(settings.weights)
+        self.base_height = -float(self.foot_offsets[:, 2].mean()) if settings.base_height is None \
+            else settings.base_height
+        self.min_normal_force = settings.min_normal_load * self.scale.weight  # [N]
+        self.swing_height = settings.swing_lift * self.scale.leg_length  # [m]
+        self.raibert = settings.raibert * self.scale.time  # [s]
+        # how long each foot stands in a cycle [s]
+        self._stance_durations = np.array([gait.period - gait.swing_duration(f) for f in self.feet])
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
         # each foot's point in its body's axes
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
@@ -237,6 +257,34 @@ class WholeBodyMPC:
             self._linearize(x, np.zeros(n), feet, feet)
             self._held(feet).impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
         self._feet(_stacked([stand]))
+
+    def _check_settings(self) -> None:
+        """ValueError in one line, naming it, for a setting that cannot work; the solver imported."""
+        settings = self.settings
+        for name in ("knots", "torque_hold", "blas_threads"):
+            value = getattr(settings, name)
+            if value is None and name == "blas_threads":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                what = " of threads or None" if name == "blas_threads" else ""
+                raise ValueError(f"{name}: expected a positive number{what}, got {value!r}")
+        for name, unit in (("knot_dt", "s"), ("friction", ""), ("swing_lift", "leg lengths")):
+            positive_number(getattr(settings, name), name, unit)
+        for name in ("min_normal_load", "raibert", "ground"):
+            value = real_array(getattr(settings, name), name, (), what="a finite number")
+            if value < 0 and name != "ground":
+                raise ValueError(f"{name}: expected a non-negative number, got {getattr(settings, name)!r}")
+        if settings.base_height is not None:
+            positive_number(settings.base_height, "base_height", "m")
+        if settings.scale is not None and not isinstance(settings.scale, RobotScale):
+            raise ValueError(f"scale: expected a walking.scale.RobotScale or None, got {type(settings.scale).__name__}")
+        threads = settings.blas_threads
+        self._blas = contextlib.nullcontext if threads is None else functools.partial(
+            _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
+        if settings.solver not in ("proxsuite", "osqp"):
+            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {settings.solver!r}")
+        _solver_module(settings.solver)  # (imported now: a missing solver is said here, and the first cycle
+        # does not pay for the import)
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
@@ -319,7 +367,7 @@ class WholeBodyMPC:
             margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS)
                        if contacts else None)
             floor = None if margins is None else np.array(
-                [self.settings.min_normal_force if label.endswith(":unilateral") else 0.0
+                [self.min_normal_force if label.endswith(":unilateral") else 0.0
                  for label in margins.layout.labels])
             held = self._contact_sets[feet] = _Held(
                 contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
@@ -405,11 +453,11 @@ class WholeBodyMPC:
     def references(self, time: float, state: State) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
         settings, K = self.settings, self.sizes[2]
-        h, w = settings.knot_dt, settings.weights
+        h, w = settings.knot_dt, self.weights
         # the base's reference: the measured position and heading at the base height, moving with the command
         H0 = state.base_pose
         yaw = yaw_of(H0)
-        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + settings.base_height, yaw)
+        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + self.base_height, yaw)
         twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
         world_velocity = H0[:3, :3] @ state.base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
@@ -426,14 +474,14 @@ class WholeBodyMPC:
                 fraction, remaining = swing
                 if fraction >= 0.5:  # it aims at its landing point (below)
                     landings.append((k, len(swinging), i, k * h + remaining))
-                swinging.append((i, settings.ground + settings.swing_height * math.sin(math.pi * fraction), None))
+                swinging.append((i, settings.ground + self.swing_height * math.sin(math.pi * fraction), None))
             feet.append(swinging)
         if landings:  # under the hip at touchdown, with Raibert's correction
             k, entry, foot, seconds = (np.array(column) for column in zip(*landings))
             poses = reference0 @ se3_exp_many(seconds[:, None] * twist)
             points = (poses[:, :3, :3] @ self.foot_offsets[foot][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
-                + 0.5 * self._stance_duration() * command_world[:2] \
-                + settings.raibert * (world_velocity - command_world)[:2]
+                + 0.5 * self._stance_durations[foot][:, None] * command_world[:2] \
+                + self.raibert * (world_velocity - command_world)[:2]
             for knot, j, point in zip(k, entry, points):
                 feet[knot][j] = feet[knot][j][:2] + (point,)
         scales = np.ones(K + 1)
@@ -532,9 +580,6 @@ class WholeBodyMPC:
         """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero
         beyond them)."""
         return (self._groups[k - 1] + 1) * self.sizes[1] if k else 0
-
-    def _stance_duration(self) -> float:
-        return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
 
     def _solve_qp(self, H, g, C, lower, torques, labels):
         """min ½ yᵀHy + gᵀy s.t. C y ≥ lower and the torque limits of every knot of each y_m (τ̄ the
