@@ -1,0 +1,176 @@
+"""The whole-body MPC (walking/mpc.py) walks robots other than the bundled one with its default
+settings (walking/scale.py gives them the robot's units): solo12 (2.5 kg) and ANYmal C (52 kg),
+from example-robot-data, trot forward at 0.3 m/s, reject a lateral push of 0.3 m/s and turn in
+place at 0.5 rad/s; their held feet stay within 0.5 mm of where they are held (the ground's
+projection, walking/ground.py) and every force they receive lies in its cone.  A gait or a
+setting that does not fit is refused in one line."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from robot_linearization.gait import Gait, Phase
+from robot_linearization.walking.ground import GroundSimulation, standing_state
+from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC
+from robot_linearization.walking.robots import walker
+from robot_linearization.walking.scale import RobotScale
+from robot_linearization.walking.scenario import Push, Segment, walk
+
+SCENARIO = (Segment(0.0, (0.3, 0.0, 0.0)), Segment(2.5, (0.0, 0.0, 0.5)))
+"""Forward at 0.3 m/s (ramped over 1 s), then a turn in place at 0.5 rad/s from 2.5 s (ramped over 1 s)."""
+PUSH = (Push(1.5, (0.0, 0.3, 0.0)),)
+FRICTION = 0.7
+DRIFT = 0.5e-3  # m
+
+
+@pytest.fixture(scope="module", params=["solo12", "anymal"])
+def walked(request):
+    """4.5 s of the scenario, pushed sideways at 1.5 s: the robot and its log."""
+    logging.getLogger("robot_linearization").setLevel(logging.ERROR)  # (ANYmal's URDF: a few odd inertias)
+    robot = walker(request.param)
+    log = walk(robot.model, robot.feet, Gait.trot(robot.feet, robot.posture), robot.effort_limits, 4.5, SCENARIO,
+               PUSH, friction=FRICTION)
+    return robot, log
+
+
+def test_it_trots_forward_rejects_the_push_and_turns(walked):
+    robot, log = walked
+    assert log.error is None, log.error
+    time, velocity, yaw_rate = np.array(log.time), np.array(log.velocity), np.array(log.yaw_rate)
+    cruising = (time > 1.0) & (time < 1.5)
+    assert abs(velocity[cruising, 0].mean() - 0.3) < 0.05, velocity[cruising, 0].mean()
+    pushed = (time >= 1.5) & (time < 1.55)
+    assert velocity[pushed, 1].max() > 0.25  # the push arrived
+    back = (time > 2.3) & (time < 2.5)  # within 0.8 s
+    assert np.abs(velocity[back, 1]).max() < 0.1, np.abs(velocity[back, 1]).max()
+    turning = time > 3.7
+    assert abs(yaw_rate[turning].mean() - 0.5) < 0.05, yaw_rate[turning].mean()
+    assert any(len(held) == 2 for held in log.held) and any(len(held) == 4 for held in log.held)  # it trots
+
+
+def test_its_held_feet_stay_on_the_ground(walked):
+    """After every step, each held foot is within 0.5 mm of where it is held, on the ground; the
+    projection corrected the step's drift, which a touchdown within the ground's 1 mm tolerance
+    makes up to 1 mm."""
+    robot, log = walked
+    assert max(log.drift) < DRIFT, max(log.drift)
+    assert not [v for v in log.violations if v.what == "off the ground"]
+    heights = np.array(log.foot_heights)  # per cycle, the feet held over the previous one
+    for k in range(1, len(log.time)):
+        held = [robot.feet.index(foot) for foot in log.held[k - 1]]
+        assert np.abs(heights[k, held]).max() < DRIFT, (log.time[k], heights[k, held])
+
+
+def test_the_forces_it_receives_stay_in_their_cones(walked):
+    _, log = walked
+    assert log.forces
+    for time, foot, force in log.forces:
+        assert force[2] >= 0.0 and np.hypot(force[0], force[1]) <= FRICTION * force[2] * (1 + 1e-12) + 1e-12, \
+            (time, foot, force)
+
+
+@pytest.fixture(scope="module")
+def solo():
+    return walker("solo12")
+
+
+def test_a_foot_that_is_not_a_frame_is_refused_in_one_line(solo):
+    gait = Gait.trot(("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOT"), solo.posture)
+    with pytest.raises(ValueError, match=r"^gait 'trot': foot 'HR_FOT' is not a frame of model 'solo' "
+                                         r"\(did you mean 'HR_FOOT'") as error:
+        WholeBodyMPC(solo.model, gait, gait.feet, solo.effort_limits)
+    assert "\n" not in str(error.value)
+
+
+def test_a_phase_without_support_is_refused_in_one_line(solo):
+    gait = Gait(name="bound", phases=(Phase(0.1, solo.feet), Phase(0.2, ("FL_FOOT",))), posture=solo.posture)
+    with pytest.raises(ValueError, match=r"^gait 'bound': phase 2 \(0\.2 s\) lifts every foot") as error:
+        WholeBodyMPC(solo.model, gait, ("HL_FOOT", "HR_FOOT"), solo.effort_limits)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((("FL_FOOT", "FR_FOOT", "HL_FOOT"),), r"^feet: a trot needs 4 feet \(front left, front right, hind left, "
+                                           r"hind right\), got 3$"),
+    ((("FL_FOOT", "FL_FOOT", "HL_FOOT", "HR_FOOT"),), r"^feet: .* names a foot twice$"),
+    ((("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), {"FL_KFE": "bent"}), r"^posture: joint 'FL_KFE': expected a "
+                                                                         r"number"),
+])
+def test_a_gait_that_cannot_be_made_is_refused_in_one_line(arguments, message):
+    with pytest.raises(ValueError, match=message) as error:
+        Gait.trot(*arguments)
+    assert "\n" not in str(error.value)
+
+
+def test_a_support_that_leaves_no_swing_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^support: 0\.4 s on every foot leaves no time to swing") as error:
+        Gait.trot(("a", "b", "c", "d"), support=0.4, period=0.7)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("mass", 0.0, r"^mass: expected a positive number of kg, got float 0\.0$"),
+    ("mass", -2.5, r"^mass: expected a positive number of kg, got float -2\.5$"),
+    ("leg_length", float("nan"), r"^leg_length: expected a positive number of m"),
+    ("inertia", (0.03, -0.05, 0.07), r"^inertia: expected three positive moments of inertia"),
+])
+def test_a_scale_that_is_not_positive_is_refused_in_one_line(field, value, message):
+    arguments = dict(mass=2.5, leg_length=0.22, inertia=(0.03, 0.05, 0.07))
+    arguments[field] = value
+    with pytest.raises(ValueError, match=message) as error:
+        RobotScale(**arguments)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("settings, message", [
+    (MPCSettings(min_normal_load=-0.1), r"^min_normal_load: expected a non-negative number"),
+    (MPCSettings(swing_lift=0.0), r"^swing_lift: expected a positive number"),
+    (MPCSettings(knot_dt=-0.015), r"^knot_dt: expected a positive number of s"),
+    (MPCSettings(weights={**MPCSettings().weights, "torque": -1.0}), r"^weights\['torque'\]: expected a "
+                                                                     r"non-negative number"),
+    (MPCSettings(weights={"torque": 1.0}), r"^weights: no 'base_xy': expected base_xy, "),
+])
+def test_settings_that_cannot_work_are_refused_in_one_line(solo, settings, message):
+    gait = Gait.trot(solo.feet, solo.posture)
+    with pytest.raises(ValueError, match=message) as error:
+        WholeBodyMPC(solo.model, gait, solo.feet, solo.effort_limits, settings)
+    assert "\n" not in str(error.value)
+
+
+def test_effort_limits_a_urdf_does_not_give_are_asked_for_in_one_line(solo):
+    limits = solo.effort_limits.copy()
+    limits[4] = np.inf
+    with pytest.raises(ValueError, match=r"^effort_limits: joint 'FR_HFE' has no finite limit") as error:
+        WholeBodyMPC(solo.model, Gait.trot(solo.feet, solo.posture), solo.feet, limits)
+    assert "\n" not in str(error.value)
+
+
+def test_the_scale_is_the_robots():
+    """solo12's mass and the height of its base above its feet, standing, as Pinocchio gives them."""
+    pin = pytest.importorskip("pinocchio")
+    example_robot_data = pytest.importorskip("example_robot_data")
+    robot, reference = walker("solo12"), example_robot_data.load("solo12")
+    gait = Gait.trot(robot.feet, robot.posture)
+    scale = RobotScale.of(robot.model, gait.joint_posture(robot.model.joint_names), robot.feet)
+    assert scale.mass == pytest.approx(pin.computeTotalMass(reference.model), rel=1e-12)
+    state, height = standing_state(robot.model, gait, robot.feet)
+    assert scale.leg_length == pytest.approx(height, rel=1e-12)
+    data = reference.model.createData()
+    q = reference.q0.copy()
+    q[2] = 0.0
+    pin.framesForwardKinematics(reference.model, data, q)
+    feet_z = [data.oMf[reference.model.getFrameId(f)].translation[2] for f in robot.feet]
+    assert scale.leg_length == pytest.approx(-np.mean(feet_z), abs=1e-9)
+    pin.ccrba(reference.model, data, q, np.zeros(reference.model.nv))
+    # the rotational inertia about the centre of mass, in the world axes (the base is level)
+    inertia = data.Ig.inertia
+    np.testing.assert_allclose(scale.inertia, np.diag(inertia), rtol=1e-9)
+
+
+def test_a_stand_holds_every_foot_and_the_simulation_starts_on_them(solo):
+    gait = Gait.stand(solo.feet, solo.posture)
+    assert gait.phases == (Phase(1.0, solo.feet),)
+    state, _ = standing_state(solo.model, gait, solo.feet)
+    simulation = GroundSimulation(solo.model, gait, state, feet=solo.feet)
+    assert simulation.held == solo.feet and set(simulation.anchors) == set(solo.feet)
