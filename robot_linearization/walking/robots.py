@@ -21,11 +21,12 @@ from ..urdf import effort_limits, load_urdf
 
 @dataclass(frozen=True)
 class Walker:
-    """A legged robot ready to walk: ``model``, its ``feet`` (frame names; a quadruped's as front
-    left, front right, hind left, hind right), its standing ``posture`` ({joint: angle [rad]}) and
-    its joints' ``effort_limits`` (n,) [N m] (its URDF's)."""
+    """A legged robot ready to walk: ``model`` (loaded from the URDF at ``urdf``), its ``feet``
+    (frame names; a quadruped's as front left, front right, hind left, hind right), its standing
+    ``posture`` ({joint: angle [rad]}) and its joints' ``effort_limits`` (n,) [N m] (its URDF's)."""
 
     name: str
+    urdf: str
     model: Model
     feet: tuple
     posture: dict
@@ -50,8 +51,8 @@ def walker(name: str) -> Walker:
     name; ImportError in one line when example-robot-data is not installed."""
     if name == "bundled":
         model = load_urdf(bundled_urdf_path())
-        return Walker(name, model, BUNDLED_FEET, dict(TROT.posture), effort_limits(bundled_urdf_path(),
-                                                                                  model.joint_names))
+        return Walker(name, bundled_urdf_path(), model, BUNDLED_FEET, dict(TROT.posture),
+                      effort_limits(bundled_urdf_path(), model.joint_names))
     if name not in _EXAMPLE_ROBOTS:
         raise ValueError(f"robot {name!r}: expected one of {', '.join(WALKERS)}")
     try:
@@ -63,7 +64,7 @@ def walker(name: str) -> Walker:
     root = example_robot_data.getModelPath(urdf)
     urdf, srdf = os.path.join(root, urdf), os.path.join(root, srdf)
     model = load_urdf(urdf)
-    return Walker(name, model, feet, srdf_posture(srdf, state, model.joint_names),
+    return Walker(name, urdf, model, feet, srdf_posture(srdf, state, model.joint_names),
                   effort_limits(urdf, model.joint_names))
 
 
