@@ -6,9 +6,15 @@ projection, walking/ground.py) and every force they receive lies in its cone.  A
 setting that does not fit is refused in one line."""
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+import robot_linearization
 
 from robot_linearization.gait import Gait, Phase
 from robot_linearization.walking.ground import GroundSimulation, standing_state
@@ -174,3 +180,18 @@ def test_a_stand_holds_every_foot_and_the_simulation_starts_on_them(solo):
     state, _ = standing_state(solo.model, gait, solo.feet)
     simulation = GroundSimulation(solo.model, gait, state, feet=solo.feet)
     assert simulation.held == solo.feet and set(simulation.anchors) == set(solo.feet)
+
+
+def test_the_example_walks_the_robot_it_is_given_and_refuses_another_in_one_line(tmp_path):
+    example = Path(__file__).resolve().parent.parent / "examples" / "mpc_trot.py"
+    environment = {**os.environ, "PYTHONPATH": str(Path(robot_linearization.__file__).resolve().parent.parent)}
+    figure = tmp_path / "solo12.png"
+    done = subprocess.run([sys.executable, str(example), str(figure), "--robot", "solo12", "--seconds", "1.0"],
+                          capture_output=True, text=True, timeout=600, env=environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "walked 1.00 s" in done.stdout and "held feet: at most" in done.stdout
+    assert figure.stat().st_size > 10_000
+    wrong = subprocess.run([sys.executable, str(example), "--robot", "atlas"], capture_output=True, text=True,
+                           timeout=600, env=environment)
+    assert wrong.returncode == 2 and "argument --robot: invalid choice: 'atlas'" in wrong.stderr
+    assert wrong.stderr.strip().splitlines()[-1].count("error") == 1
