@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arguments import did_you_mean, positive_number
-from .contacts import as_contacts
+from .contacts import Contact, as_contacts
 from .robots import BUNDLED_FEET
 
 GAITS = ("none", "trot")
@@ -46,6 +46,7 @@ class Gait:
     kd [1/s]) of the swinging feet's tracking of that path and ``base_gains`` of the base's
     starting pose (accelerations the demo's whole-body torques aim at), chosen for its explicit
     step up to 10 ms.  (The MPC, walking/mpc.py, plans its own swing height from its settings.)
+    ``contact``: how a standing foot is held, "point" (a foot) or "6d" (a sole held flat).
     """
 
     name: str
@@ -54,6 +55,7 @@ class Gait:
     swing_height: float = 0.06
     gains: tuple = (2500.0, 100.0)
     base_gains: tuple = (100.0, 20.0)
+    contact: str = "point"
 
     # ---- the gaits of any legged robot --------------------------------------------------------
     @classmethod
@@ -64,7 +66,7 @@ class Gait:
         right while the other pair swings, all four again (the swung pair touches down), then the
         other diagonal; ``period`` [s] a cycle.  ``posture``: the joints' standing angles by name
         (None: the URDF's zero); ``options``: swing_height, gains, base_gains (the demo's; see
-        the class).  ValueError in one line for feet that are not four distinct names, a period or
+        the class, and contact).  ValueError in one line for feet that are not four distinct names, a period or
         support that is not a positive number, or a support that leaves no time to swing."""
         front_left, front_right, hind_left, hind_right = _named_feet(feet, "trot", 4)
         return cls._alternating("trot", (feet, (front_left, hind_right), feet, (front_right, hind_left)),
@@ -141,8 +143,8 @@ class Gait:
         return self.phases[0], 0.0
 
     def contacts_at(self, time: float) -> tuple:
-        """The Contacts (point contacts) of the feet that may stand at ``time`` [s]."""
-        return as_contacts(list(self.phase_at(time)[0].stance))
+        """The Contacts (of the gait's ``contact`` kind) of the feet that may stand at ``time`` [s]."""
+        return as_contacts([Contact(foot, self.contact) for foot in self.phase_at(time)[0].stance])
 
     def swing_duration(self, foot: str) -> float:
         """The longest time [s] ``foot`` swings at a stretch (0 if it never does)."""
@@ -158,10 +160,12 @@ class Gait:
 
     def check(self, model, feet: Sequence[str] | None = None) -> None:
         """ValueError in one line, naming the thing, if the gait does not fit ``model`` (a floating
-        base): a foot of ``feet`` (None: the gait's own) or of a phase that is not a frame of the
-        model, a joint of the posture the model does not have, or a phase that stands on none of
-        ``feet``."""
+        base): a contact kind that is neither "point" nor "6d", a foot of ``feet`` (None: the
+        gait's own) or of a phase that is not a frame of the model, a joint of the posture the
+        model does not have, or a phase that stands on none of ``feet``."""
         feet = self.feet if feet is None else tuple(feet)
+        if self.contact not in ("point", "6d"):
+            raise ValueError(f"gait '{self.name}': contact: expected 'point' or '6d', got {self.contact!r}")
         if not model.floating_base:
             raise ValueError(f"gait '{self.name}': model '{model.name}' has a fixed base: it cannot walk")
         for foot in dict.fromkeys(feet + self.feet):

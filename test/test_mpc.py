@@ -89,7 +89,8 @@ def test_a_schedule_that_lifts_every_foot_is_refused_in_one_line():
 
 
 def test_a_qp_without_solution_names_the_constraint_and_the_knot():
-    """8 times its weight (960 N) under each foot: more than 30 N m at the knees can push the 12 kg robot into the ground."""
+    """8 times its weight (960 N) under each foot: more than 30 N m at the knees can push the 12 kg robot
+    into the ground."""
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),

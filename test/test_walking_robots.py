@@ -195,3 +195,39 @@ def test_the_example_walks_the_robot_it_is_given_and_refuses_another_in_one_line
                            timeout=600, env=environment)
     assert wrong.returncode == 2 and "argument --robot: invalid choice: 'atlas'" in wrong.stderr
     assert wrong.stderr.strip().splitlines()[-1].count("error") == 1
+
+
+@pytest.fixture(scope="module")
+def talos_standing():
+    """Talos on its two soles (6d contacts, their centres of pressure kept in 0.2 m × 0.1 m), standing
+    2.5 s, pushed sideways by 0.2 m/s at 1 s."""
+    logging.getLogger("robot_linearization").setLevel(logging.ERROR)
+    robot = walker("talos")
+    gait = Gait.stand(robot.feet, robot.posture, contact="6d")
+    log = walk(robot.model, robot.feet, gait, robot.effort_limits, 2.5, (Segment(0.0, (0.0, 0.0, 0.0)),),
+               (Push(1.0, (0.0, 0.2, 0.0)),), settings=MPCSettings(sole_size=robot.sole_size), friction=FRICTION)
+    return robot, log
+
+
+def test_talos_stands_on_its_soles_and_rejects_a_push(talos_standing):
+    robot, log = talos_standing
+    assert log.error is None, log.error
+    time, velocity, heights = np.array(log.time), np.array(log.velocity), np.array(log.position)[:, 2]
+    assert np.abs(heights - heights[0]).max() < 0.01
+    assert velocity[(time >= 1.0) & (time < 1.05), 1].max() > 0.15  # the push arrived
+    assert np.abs(velocity[time > 2.0, :2]).max() < 0.05
+    assert max(log.drift) < DRIFT
+    # the ground held each sole with a wrench it can give: pushing, in the cone, its centre of pressure on
+    # the sole (to 0.1 mm: between knots the held torque moves it by that much)
+    assert not [v for v in log.violations if v.what in ("pulls", "slides", "off the ground")]
+    assert max([v.amount for v in log.violations if v.what == "tips"], default=0.0) < 1e-4
+    for time_, sole, wrench in log.forces:
+        assert wrench[2] > 0 and np.hypot(*wrench[:2]) <= FRICTION * wrench[2], (time_, sole, wrench)
+
+
+def test_soles_without_their_size_are_refused_in_one_line():
+    robot = walker("talos")
+    with pytest.raises(ValueError, match=r"^sole_size: required for the 6d contacts") as error:
+        WholeBodyMPC(robot.model, Gait.stand(robot.feet, robot.posture, contact="6d"), robot.feet,
+                     robot.effort_limits)
+    assert "\n" not in str(error.value)

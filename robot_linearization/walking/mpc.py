@@ -66,9 +66,11 @@ class MPCSettings:
     ``torque_hold``: the knots each planned torque is held over (the QP's size: K·n / torque_hold);
     ``weights``: 1/σ² of each residual without units (scale.WEIGHTS; RobotScale.weights gives them
     units); ``scale``: the robot's size (scale.RobotScale; None: the model's, standing in the gait's
-    posture); ``blas_threads``: the threads numpy's BLAS may use within a cycle (1: the cycle's
-    products are too small to share, and BLAS threads that wait for a core another process holds
-    made a cycle 5–8× slower; None leaves numpy's setting alone).  WholeBodyMPC refuses, in one
+    posture); ``sole_size``: (length, width) [m] of the rectangle the centre of pressure of a sole
+    held flat (a gait of "6d" contacts) is kept in, required for one; ``blas_threads``: the
+    threads numpy's BLAS may use within a cycle (1: the cycle's products are too small to share,
+    and BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
+    leaves numpy's setting alone).  WholeBodyMPC refuses, in one
     line naming it, a setting that cannot work."""
 
     knot_dt: float = 0.015
@@ -83,6 +85,7 @@ class MPCSettings:
     torque_hold: int = 2
     blas_threads: int | None = 1
     scale: RobotScale | None = None
+    sole_size: tuple | None = None
     weights: dict = field(default_factory=lambda: {
         "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
@@ -363,9 +366,9 @@ class WholeBodyMPC:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
         held = self._contact_sets.get(feet)
         if held is None:
-            contacts = tuple(Contact(f) for f in feet)
-            margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS)
-                       if contacts else None)
+            contacts = tuple(Contact(f, self.gait.contact) for f in feet)
+            margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS,
+                                       sole_size=self.settings.sole_size) if contacts else None)
             floor = None if margins is None else np.array(
                 [self.min_normal_force if label.endswith(":unilateral") else 0.0
                  for label in margins.layout.labels])

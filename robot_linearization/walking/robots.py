@@ -23,7 +23,9 @@ from ..urdf import effort_limits, load_urdf
 class Walker:
     """A legged robot ready to walk: ``model`` (loaded from the URDF at ``urdf``), its ``feet``
     (frame names; a quadruped's as front left, front right, hind left, hind right), its standing
-    ``posture`` ({joint: angle [rad]}) and its joints' ``effort_limits`` (n,) [N m] (its URDF's)."""
+    ``posture`` ({joint: angle [rad]}), its joints' ``effort_limits`` (n,) [N m] (its URDF's), and
+    ``sole_size`` (length, width) [m] of the rectangle a sole's centre of pressure is kept in (a
+    robot on soles, "6d" contacts; None for feet)."""
 
     name: str
     urdf: str
@@ -31,16 +33,19 @@ class Walker:
     feet: tuple
     posture: dict
     effort_limits: np.ndarray
+    sole_size: tuple | None = None
 
 
-# name -> (URDF and SRDF below example-robot-data's robots directory, the SRDF's standing state, feet)
+# name -> (URDF and SRDF below example-robot-data's robots directory, the SRDF's standing state, feet,
+# the soles' centre-of-pressure rectangle or None)
 _EXAMPLE_ROBOTS = {
     "solo12": ("solo_description/robots/solo12.urdf", "solo_description/srdf/solo.srdf", "standing",
-               ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")),
+               ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), None),
     "anymal": ("anymal_c_simple_description/urdf/anymal.urdf", "anymal_c_simple_description/srdf/anymal.srdf",
-               "standing", ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")),
+               "standing", ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), None),
+    # (Talos's soles: 0.2 m × 0.1 m about the sole frame kept for the centre of pressure)
     "talos": ("talos_data/robots/talos_reduced.urdf", "talos_data/srdf/talos.srdf", "half_sitting",
-              ("left_sole_link", "right_sole_link")),
+              ("left_sole_link", "right_sole_link"), (0.2, 0.1)),
 }
 WALKERS = ("bundled",) + tuple(_EXAMPLE_ROBOTS)
 """The robots :func:`walker` loads ("anymal": ANYmal C, example-robot-data's anymal_c)."""
@@ -60,12 +65,12 @@ def walker(name: str) -> Walker:
     except ImportError:
         raise ImportError(f"robot {name!r} comes from example-robot-data, which is not installed: "
                           "pip install example-robot-data") from None
-    urdf, srdf, state, feet = _EXAMPLE_ROBOTS[name]
+    urdf, srdf, state, feet, sole_size = _EXAMPLE_ROBOTS[name]
     root = example_robot_data.getModelPath(urdf)
     urdf, srdf = os.path.join(root, urdf), os.path.join(root, srdf)
     model = load_urdf(urdf)
     return Walker(name, urdf, model, feet, srdf_posture(srdf, state, model.joint_names),
-                  effort_limits(urdf, model.joint_names))
+                  effort_limits(urdf, model.joint_names), sole_size)
 
 
 def srdf_posture(path: str, state: str, joint_names) -> dict:

@@ -43,9 +43,10 @@ LATERAL_PUSH = (Push(2.5, (0.0, 0.5, 0.0)),)
 class Log:
     """Per control cycle: time [s], command (3,), base position (3,) and yaw, base velocity in the
     world (3,) and yaw rate, foot heights (f,) of ``feet``, the feet held, the torques, the MPC's
-    timings and iterations; per simulation step: the forces each held foot received, and
-    ``drift``: the largest distance [m] of a held foot from where it is held after the step
-    (ground.GroundSimulation.drift) and ``corrections`` the largest the step's projection removed.
+    timings and iterations; per simulation step: the forces (a sole's wrench) each held foot
+    received, and ``drift``: the largest distance [m] (or tilt [rad], a sole) of a held foot from
+    where it is held after the step (ground.GroundSimulation.drift) and ``corrections`` the largest
+    the step's projection removed.
     violations: the ground's (ground.Violation); error: why the MPC stopped, if it did;
     first_plan: the timings of the plan made at rest before the start."""
 
@@ -108,7 +109,8 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
     a gait, feet, limits or settings that do not fit the model."""
     mpc = mpc_class(model, gait, feet, effort_limits, settings)
     state, height = standing_state(model, gait, feet)
-    simulation = GroundSimulation(model, gait, state, feet=feet, dt=dt, friction=friction)
+    simulation = GroundSimulation(model, gait, state, feet=feet, dt=dt, friction=friction,
+                                  sole_size=mpc.settings.sole_size)
     log = Log(feet=tuple(feet))
     # the first plan, made before the robot is let go, as a controller is started before its robot: from
     # rest the QP's solver needs many iterations; every cycle after it starts from the previous plan
