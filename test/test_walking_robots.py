@@ -18,7 +18,8 @@ import robot_linearization
 
 from robot_linearization.gait import Gait, Phase
 from robot_linearization.walking.ground import GroundSimulation, standing_state
-from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC
+from robot_linearization.validation import perturb
+from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC, _stacked
 from robot_linearization.walking.robots import walker
 from robot_linearization.walking.scale import RobotScale
 from robot_linearization.walking.scenario import Push, Segment, walk
@@ -231,3 +232,33 @@ def test_soles_without_their_size_are_refused_in_one_line():
         WholeBodyMPC(robot.model, Gait.stand(robot.feet, robot.posture, contact="6d"), robot.feet,
                      robot.effort_limits)
     assert "\n" not in str(error.value)
+
+
+def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
+    """The MPC's rows of a swinging sole (its tilt, the horizontal components of R e_z, and its heading
+    less the base reference's) and their Jacobian in z_q: the geometric finite differences of the
+    residuals along z_q (validation.perturb), at a tilted state, while the left sole swings."""
+    robot = walker("talos")
+    gait = Gait.walk(robot.feet, robot.posture, contact="6d", period=1.6, support=0.3)
+    mpc = WholeBodyMPC(robot.model, gait, robot.feet, robot.effort_limits, MPCSettings(sole_size=robot.sole_size))
+    standing, _ = standing_state(robot.model, gait, robot.feet)
+    N = robot.model.n_velocities
+    rng = np.random.default_rng(3)
+    state = perturb(robot.model, standing, np.r_[0.1 * rng.normal(size=N), np.zeros(N)])
+    time = 0.5  # (the right sole stands from 0.3 s to 0.8 s: the left one swings)
+    ref = mpc.references(time, state)
+    k = 1
+    assert [i for i, _, _ in ref.feet[k]] == [0]
+
+    def rows(s):
+        return mpc._sole_rows(ref, mpc._soles(_stacked([s] * (k + 1))), k)
+
+    residuals, J = rows(state)
+    assert residuals.shape == (3,) and J.shape == (3, N) and np.abs(residuals).max() > 1e-3
+    epsilon = 1e-6
+    for column in range(0, N, 3):
+        z = np.zeros(2 * N)
+        z[column] = epsilon
+        ahead, behind = rows(perturb(robot.model, state, z))[0], rows(perturb(robot.model, state, -z))[0]
+        derivative = (ahead - behind) / (2 * epsilon)
+        np.testing.assert_allclose(J[:, column], derivative, atol=1e-7)

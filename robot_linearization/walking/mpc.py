@@ -90,7 +90,7 @@ class MPCSettings:
         "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
         "posture": 10.0, "joint_velocity": 3.0, "foot_height": 4000.0, "foot_xy": 250.0, "torque": 30.0,
-        "terminal": 3.0})
+        "sole": 400.0, "terminal": 3.0})
 
 
 @dataclass
@@ -115,6 +115,7 @@ class References:
     foot_height_weight: float
     foot_xy_weight: float
     torque_weight: float
+    sole_weight: float
 
 
 @dataclass
@@ -240,6 +241,7 @@ class WholeBodyMPC:
         # how long each foot stands in a cycle [s]
         self._stance_durations = np.array([gait.period - gait.swing_duration(f) for f in self.feet])
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
+        self._sole_contacts = tuple(Contact(f, "6d") for f in self.feet) if gait.contact == "6d" else None
         # each foot's point in its body's axes
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
@@ -382,6 +384,39 @@ class WholeBodyMPC:
         :func:`_stacked` arrays x (one compiled call)."""
         return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_points)
 
+    def _soles(self, x: tuple):
+        """For soles (a gait of "6d" contacts): their rotations (K, f, 3, 3) in the world and the
+        Jacobians J_ω (K, 3f, N) of their angular velocities in the world at the K states of the
+        :func:`_stacked` arrays x; None for point feet."""
+        if self._sole_contacts is None:
+            return None
+        _, J = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1], self._foot_points)
+        K, f = J.shape[0], len(self.feet)
+        zeros = np.zeros(6), np.zeros(self.model.n_joints)
+        rotations = np.array([frame_poses(self.model, State._given(H, q, *zeros), list(self.feet))[:, :3, :3]
+                              for H, q in zip(x[0], x[1])])
+        # (a sole's rows: [v; ω])
+        return rotations, J.reshape(K, f, 2, 3, -1)[:, :, 1].reshape(K, 3 * f, -1)
+
+    def _sole_rows(self, ref: References, soles, k: int):
+        """The residuals (3s,) of the s soles swinging at knot k, and their Jacobian (3s, N): each
+        sole's tilt, the horizontal components of its z axis a = R e_z (d a = −[a]× J_ω δz), and its
+        heading ψ = atan2(R₁₀, R₀₀) less the base reference's (dψ = ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) /
+        (R₀₀² + R₁₀²), ω = J_ω δz), [rad]; None for point feet or no sole swinging."""
+        if soles is None or not ref.feet[k]:
+            return None
+        rotations, J_w = soles[0][k], soles[1][k]
+        heading = yaw_of(ref.base_poses[k])
+        residuals, rows = [], []
+        for i, _, _ in ref.feet[k]:
+            R, J = rotations[i], J_w[3 * i:3 * i + 3]
+            a = R[:, 2]
+            turned = math.atan2(R[1, 0], R[0, 0]) - heading
+            residuals += [a[0], a[1], math.remainder(turned, 2 * math.pi)]
+            rows += [a[2] * J[1] - a[1] * J[2], a[0] * J[2] - a[2] * J[0],  # −[a]× J, rows x, y
+                     J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2)]
+        return np.array(residuals), np.array(rows)
+
     # ---- one cycle -----------------------------------------------------------------------------
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
         """One control cycle at ``time`` [s] from the measured ``state``; contacts_now: the feet
@@ -399,10 +434,10 @@ class WholeBodyMPC:
         steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state)
-        feet = self._feet(x)  # (the swing feet's cost and the ground's rows)
+        feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
-        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d)
+        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d, soles)
         assembled = _time.perf_counter()
         y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
         solved = _time.perf_counter()
@@ -465,6 +500,12 @@ class WholeBodyMPC:
         world_velocity = H0[:3, :3] @ state.base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
         base_poses = reference0 @ se3_exp_many(np.arange(K + 1)[:, None] * h * twist)
+        if self._sole_contacts is not None:  # on soles, the base's reference stands over the soles that stand
+            middle = self.foot_offsets.mean(axis=0)
+            for k in range(K + 1):
+                stance = self.gait.phase_at(time + k * h + 1e-9)[0].stance
+                over = np.mean([self.foot_offsets[i] for i, f in enumerate(self.feet) if f in stance], axis=0)
+                base_poses[k, :2, 3] += base_poses[k, :2, :2] @ (over - middle)[:2]
         swings, feet, landings = [], [], []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
         for k in range(K + 1):
             phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
@@ -496,7 +537,7 @@ class WholeBodyMPC:
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
                                     w["rate_xy"], w["yaw_rate"]]),
             posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
-            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"])
+            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"], sole_weight=w["sole"])
 
     def cost(self, time: float, state: State, states, torques) -> float:
         """The cost the cycle at ``time`` from ``state`` gives the plan ``states`` (K+1) and
@@ -506,7 +547,7 @@ class WholeBodyMPC:
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
         x = _stacked(states)
-        residuals, feet = _state_residuals(ref, x), self._feet(x)[0]
+        residuals, feet, soles = _state_residuals(ref, x), self._feet(x)[0], self._soles(x)
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
             for i, height, landing in ref.feet[k]:
@@ -514,11 +555,15 @@ class WholeBodyMPC:
                 if landing is not None:
                     total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(feet[k, i, :2]
                                                                                                 - landing)))
+            rows = self._sole_rows(ref, soles, k)
+            if rows is not None:
+                total += 0.5 * ref.scales[k] * ref.sole_weight * float(np.sum(np.square(rows[0])))
         return total
 
-    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d):
+    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x): H (M·n, M·n), g, the
+        (their :func:`_stacked` arrays x; ``feet``: :meth:`_feet`'s, ``soles``: :meth:`_soles`'s):
+        H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
         settings = self.settings
@@ -545,6 +590,10 @@ class WholeBodyMPC:
             positions, J = feet[0][k], feet[1][k]
             root = np.sqrt(np.array(weights) * scales[k])
             foot_rows.append((k, root[:, None] * J[rows], root * (positions.ravel()[rows] - np.array(targets))))
+            sole_rows = self._sole_rows(ref, soles, k)
+            if sole_rows is not None:
+                root = math.sqrt(ref.sole_weight * scales[k])
+                foot_rows.append((k, root * sole_rows[1], root * sole_rows[0]))
         H, g = self._condensed_cost(Gamma, d, scales[1:, None] * diagonal, _state_residuals(ref, x), foot_rows)
         # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
