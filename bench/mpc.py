@@ -8,11 +8,11 @@ ANYmal C).  Runs the robot's trot (forward at 0.3 m/s; walking/robots.py) for --
 (the process is pinned to it) and prints the median time of a cycle split into linearization, QP
 assembly and solve, its 90th and 99th percentiles, its largest, and how many cycles exceed the 10 ms
 of 100 Hz control (and the time of the first plan, made at rest before the start), and the time
-each QP solver the MPC offers (ProxSuite, OSQP) takes on the QPs of every tenth cycle.  Then, at the cycle at time --at, builds Crocoddyl's
-problem with the MPC's knots (the feet held at each, a touchdown as an impulse node), the same
-residuals and weights (References: base pose and twist, posture, joint velocities, swing feet,
-torques; Crocoddyl's Euler integration scales its running costs by dt, so its weights are the
-MPC's over dt) and the friction pyramid as a quadratic barrier (FDDP has no inequalities), and
+each QP solver the MPC offers (ProxSuite, OSQP) takes on the QPs of every tenth cycle.  Then, at the
+cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
+touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
+posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
+costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a quadratic barrier (FDDP has no inequalities), and
 solves it with FDDP warm-started from the plan the MPC started that cycle from.  Prints its
 iterations, time per iteration and the cost it reaches, beside the cost of the MPC's own plan of
 that cycle in the same problem.

@@ -124,7 +124,8 @@ def main() -> int:
           + (", ".join({"lets go": f"a foot let go {len(a)} times (instead of pulling by up to {max(a):.2f} N)",
                         "slides": f"a foot slid {len(a)} times (instead of needing up to {max(a):.2f} N more "
                                   "friction)",
-                        "pulls": f"a sole held although it pulled, {len(a)} times (by up to {max(a):.2f} N)"}.get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
+                        "pulls": f"a sole held although it pulled, {len(a)} times (by up to {max(a):.2f} N)"}
+                       .get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
                        for what, a in kinds.items()) or "none"))
     if args.figure is not None:
         figure(log, args.figure, robot.model.name if args.robot != "bundled" else "the bundled quadruped")
