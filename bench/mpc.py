@@ -12,10 +12,10 @@ each QP solver the MPC offers (ProxSuite, OSQP) takes on the QPs of every tenth 
 cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
 posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
-costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a quadratic barrier (FDDP has no inequalities), and
-solves it with FDDP warm-started from the plan the MPC started that cycle from.  Prints its
-iterations, time per iteration and the cost it reaches, beside the cost of the MPC's own plan of
-that cycle in the same problem.
+costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a quadratic barrier
+(FDDP has no inequalities), and solves it with FDDP warm-started from the plan the MPC started that
+cycle from.  Prints its iterations, time per iteration and the cost it reaches, beside the cost of
+the MPC's own plan of that cycle in the same problem.
 """
 
 from __future__ import annotations
