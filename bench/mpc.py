@@ -1,21 +1,21 @@
 """Benchmark: one cycle of the whole-body MPC (robot_linearization/walking/mpc.py), and Crocoddyl's
 FDDP on the same horizon and cost.
 
-    .venv/bin/python bench/mpc.py [--seconds 3] [--at 1.2]
+    .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal] [--seconds 3] [--at 1.2]
 
-Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp).  Runs the trot (forward at 0.3 m/s)
-for --seconds on one core (the process is pinned to it) and prints the median time of a cycle split
-into linearization, QP assembly and solve, its 90th and 99th percentiles, its largest, and how many
-cycles exceed the 10 ms of 100 Hz control (and the time of the first plan, made at rest before the
-start), and the time each QP solver the MPC offers (ProxSuite,
-OSQP) takes on the QPs of every tenth cycle.  Then, at the cycle at time --at, builds Crocoddyl's
-problem with the MPC's knots (the feet held at each, a touchdown as an impulse node), the same
-residuals and weights (References: base pose and twist, posture, joint velocities, swing feet,
-torques; Crocoddyl's Euler integration scales its running costs by dt, so its weights are the
-MPC's over dt) and the friction pyramid as a quadratic barrier (FDDP has no inequalities), and
-solves it with FDDP warm-started from the plan the MPC started that cycle from.  Prints its
-iterations, time per iteration and the cost it reaches, beside the cost of the MPC's own plan of
-that cycle in the same problem.
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp; example-robot-data for solo12 and
+ANYmal C).  Runs the robot's trot (forward at 0.3 m/s; walking/robots.py) for --seconds on one core
+(the process is pinned to it) and prints the median time of a cycle split into linearization, QP
+assembly and solve, its 90th and 99th percentiles, its largest, and how many cycles exceed the 10 ms
+of 100 Hz control (and the time of the first plan, made at rest before the start), and the time
+each QP solver the MPC offers (ProxSuite, OSQP) takes on the QPs of every tenth cycle.  Then, at the
+cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
+touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
+posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
+costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a quadratic barrier
+(FDDP has no inequalities), and solves it with FDDP warm-started from the plan the MPC started that
+cycle from.  Prints its iterations, time per iteration and the cost it reaches, beside the cost of
+the MPC's own plan of that cycle in the same problem.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
-from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path  # noqa: E402
+from robot_linearization.gait import Gait  # noqa: E402
 from robot_linearization.walking import mpc as mpc_module  # noqa: E402
-from robot_linearization.walking.scenario import Segment, trot  # noqa: E402
+from robot_linearization.walking.robots import WALKERS, walker  # noqa: E402
+from robot_linearization.walking.scenario import Segment, walk  # noqa: E402
 
 
 class Recorder(mpc_module.WholeBodyMPC):
@@ -87,21 +88,22 @@ def pinocchio_coordinates(pmodel, model):
     return x_of, u_of
 
 
-def crocoddyl_problem(kept, model):
-    """The MPC's cycle ``kept`` as a Crocoddyl ShootingProblem, and the node at each knot."""
+def crocoddyl_problem(kept, model, urdf):
+    """The MPC's cycle ``kept`` of ``model`` (from the URDF at ``urdf``) as a Crocoddyl ShootingProblem,
+    and the node at each knot."""
     import crocoddyl
     import pinocchio as pin
 
     mpc, ref = kept["mpc"], kept["references"]
     settings = mpc.settings
     h, K = settings.knot_dt, settings.knots
-    pmodel = pin.buildModelFromUrdf(bundled_urdf_path(), pin.JointModelFreeFlyer())
+    pmodel = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer())
     state = crocoddyl.StateMultibody(pmodel)
     actuation = crocoddyl.ActuationModelFloatingBase(state)
     nu = actuation.nu
     x_of, u_of = pinocchio_coordinates(pmodel, model)
     base_id = pmodel.getFrameId(model.body_names[0])
-    foot_ids = [pmodel.getFrameId(f) for f in BUNDLED_FEET]
+    foot_ids = [pmodel.getFrameId(f) for f in mpc.feet]
     posture = rl.State(base_pose=np.eye(4), joint_positions=ref.posture, base_twist=np.zeros(6),
                        joint_velocities=np.zeros(model.n_joints))
     x_posture = x_of(posture)
@@ -128,7 +130,7 @@ def crocoddyl_problem(kept, model):
     def contact_set(feet, impulse=False):
         group = crocoddyl.ImpulseModelMultiple(state) if impulse else crocoddyl.ContactModelMultiple(state, nu)
         for foot in feet:
-            i = BUNDLED_FEET.index(foot)
+            i = mpc.feet.index(foot)
             item = crocoddyl.ImpulseModel3D(state, foot_ids[i], pin.LOCAL_WORLD_ALIGNED) if impulse else \
                 crocoddyl.ContactModel3D(state, foot_ids[i], np.zeros(3), pin.LOCAL_WORLD_ALIGNED, nu,
                                          np.array([0.0, 0.0]))
@@ -154,9 +156,8 @@ def crocoddyl_problem(kept, model):
                       ref.torque_weight / h)
         for foot in contacts:  # the planned forces' pyramid, as a barrier
             cone = crocoddyl.FrictionCone(np.eye(3), settings.friction, mpc_module.FACETS, True,
-                                          settings.min_normal_force)
-            residual = crocoddyl.ResidualModelContactFrictionCone(state, foot_ids[BUNDLED_FEET.index(foot)], cone,
-                                                                  nu)
+                                          mpc.min_normal_force)
+            residual = crocoddyl.ResidualModelContactFrictionCone(state, foot_ids[mpc.feet.index(foot)], cone, nu)
             bounds = crocoddyl.ActivationBounds(cone.lb, cone.ub)
             costs.addCost(f"cone_{foot}", crocoddyl.CostModelResidual(
                 state, crocoddyl.ActivationModelQuadraticBarrier(bounds), residual), 1e2 / h)
@@ -196,6 +197,7 @@ def trajectories(problem, kept, model, states, torques, x_of, u_of, knot_node):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robot", choices=[name for name in WALKERS if name != "talos"], default="bundled")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
     args = parser.parse_args()
@@ -207,13 +209,15 @@ def main() -> None:
 
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     Recorder.at = args.at
-    log = trot(args.seconds, (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorder)
+    robot = walker(args.robot)
+    log = walk(robot.model, robot.feet, Gait.trot(robot.feet, robot.posture), robot.effort_limits, args.seconds,
+               (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorder)
     if log.error:
         raise SystemExit(f"the trot stopped: {log.error}")
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
     total = timings.sum(axis=1)
     settings = mpc_module.MPCSettings()
-    print(f"machine: {os.cpu_count()} cores; the MPC on the bundled quadruped trotting at 0.3 m/s, "
+    print(f"machine: {os.cpu_count()} cores; the MPC on {robot.name} trotting at 0.3 m/s, "
           f"{len(total)} cycles; {settings.knots} knots of {settings.knot_dt * 1e3:g} ms, torques held over "
           f"{settings.torque_hold}")
     print(f"one cycle (median ms): linearization {np.median(timings[:, 0]):.2f}, QP assembly "
@@ -237,7 +241,7 @@ def main() -> None:
               + (f"  ({unsolved} not solved within its iteration limit)" if unsolved else ""))
     kept = Recorder.kept
     model = kept["mpc"].model
-    problem, x_of, u_of, knot_node = crocoddyl_problem(kept, model)
+    problem, x_of, u_of, knot_node = crocoddyl_problem(kept, model, robot.urdf)
     shifted_states, shifted_torques = kept["shifted"]
     xs0, us0 = trajectories(problem, kept, model, shifted_states, shifted_torques, x_of, u_of, knot_node)
     result = kept["result"]

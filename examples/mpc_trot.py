@@ -1,16 +1,22 @@
-"""A whole-body MPC trots the bundled quadruped: forward at 0.3 m/s, a lateral push of 0.5 m/s at
-2.5 s, a turn in place at 0.5 rad/s from 4 s, trotting in place from 7 s; 10 s in all.
+"""A whole-body MPC trots a quadruped: forward at 0.3 m/s, a lateral push at 2.5 s (0.5 m/s for the
+bundled robot, 0.3 m/s for the others), a turn in place at 0.5 rad/s from 4 s, trotting in place
+from 7 s; 10 s in all.  --robot: the bundled quadruped (default), solo12 or anymal (ANYmal C), the
+last two from example-robot-data, with their SRDF's standing posture and the MPC's default
+settings (in each robot's units, walking/scale.py).  --robot talos: Talos (example-robot-data)
+stands on its two soles (6d contacts, their centres of pressure kept in 0.2 m × 0.1 m) for the
+10 s, pushed sideways by 0.2 m/s at 2.5 s: it does not walk yet (docs/mpc.md).
 
 Every 10 ms the MPC (robot_linearization/walking/mpc.py, docs/mpc.md) linearizes the robot along
 its previous plan at 20 knots of 15 ms with the exact step Jacobians (through the touchdowns'
 impacts), and solves one QP with the contact margins as constraints; the robot, on a flat ground
 (walking/ground.py), gets its first torque; the first plan is made at rest, before the start.
-Prints how well it followed and what a cycle costs (median, 99th percentile, largest, the cycles
-over the 10 ms of 100 Hz);
-draws the base velocity against the command, the foot heights, the contact forces against their
-cones and the time per cycle into FIGURE (a new file).
+Prints how well it followed, what a cycle costs (median, 99th percentile, largest, the cycles
+over the 10 ms of 100 Hz) and how far the held feet drifted; draws the base velocity against the
+command, the foot heights, the contact forces against their cones and the time per cycle into
+FIGURE (a new file).
 
-Run: python examples/mpc_trot.py [FIGURE.png] [--seconds S]   (exit status 1 if the robot falls)
+Run: python examples/mpc_trot.py [FIGURE.png] [--robot bundled|solo12|anymal|talos] [--seconds S]
+(exit status 1 if the robot falls)
 """
 
 import argparse
@@ -19,11 +25,14 @@ import sys
 
 import numpy as np
 
-from robot_linearization.robots import BUNDLED_FEET
-from robot_linearization.walking.scenario import trot
+from robot_linearization.gait import Gait
+from robot_linearization.walking.robots import walker
+from robot_linearization.walking.mpc import MPCSettings
+from robot_linearization.walking.robots import WALKERS
+from robot_linearization.walking.scenario import LATERAL_PUSH, TROT_TURN_PUSH, Push, Segment, walk
 
 
-def figure(log, path: str) -> None:
+def figure(log, path: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,13 +49,13 @@ def figure(log, path: str) -> None:
     axes[0].plot(time, log.yaw_rate, label="yaw rate [rad/s]")
     axes[0].plot(time, command[:, 2], "--", label="commanded yaw rate")
     axes[0].legend(loc="upper right", fontsize=8)
-    axes[0].set_title("base velocity (in its heading) against the command")
+    axes[0].set_title(f"{title}: base velocity (in its heading) against the command")
     heights = np.array(log.foot_heights) * 1e3
-    for i, foot in enumerate(BUNDLED_FEET):
+    for i, foot in enumerate(log.feet):
         axes[1].plot(time, heights[:, i], label=foot)
     axes[1].set_ylabel("foot height [mm]")
     axes[1].legend(loc="upper right", fontsize=8)
-    for foot in BUNDLED_FEET:
+    for foot in log.feet:
         samples = [(t, f) for t, name, f in log.forces if name == foot]
         if samples:
             t, f = np.array([s[0] for s in samples]), np.array([s[1] for s in samples])
@@ -62,19 +71,28 @@ def figure(log, path: str) -> None:
     axes[3].set_xlabel("time [s]")
     axes[3].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=60)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("figure", nargs="?", default=None, help="a new PNG file for the figure (none: no figure)")
+    parser.add_argument("--robot", choices=WALKERS, default="bundled", help="which robot trots (default: bundled)")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to walk (default 10)")
     args = parser.parse_args()
     if args.figure is not None and os.path.exists(args.figure):
         parser.error(f"{args.figure} exists: give a new file")
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds: expected a duration in (0, 60], got {args.seconds:g}")
-    log = trot(args.seconds)
+    robot = walker(args.robot)
+    if robot.sole_size is not None:  # a humanoid: it stands
+        gait, segments, push = (Gait.stand(robot.feet, robot.posture, contact="6d"),
+                                (Segment(0.0, (0.0, 0.0, 0.0)),), (Push(2.5, (0.0, 0.2, 0.0)),))
+    else:
+        gait, segments = Gait.trot(robot.feet, robot.posture), TROT_TURN_PUSH
+        push = LATERAL_PUSH if args.robot == "bundled" else (Push(2.5, (0.0, 0.3, 0.0)),)
+    log = walk(robot.model, robot.feet, gait, robot.effort_limits, args.seconds, segments, push,
+               settings=MPCSettings(sole_size=robot.sole_size))
     if not log.time:
         print(f"stopped: {log.error}", file=sys.stderr)
         return 1
@@ -84,13 +102,19 @@ def main() -> int:
     print(f"walked {time[-1] + 0.01:.2f} s: base at {np.round(log.position[-1], 3).tolist()} m, "
           f"heading {np.degrees(log.yaw[-1]):.0f}°")
     steady = (time > 1.5) & (time < 2.5)
-    if steady.any():
+    if steady.any() and robot.sole_size is None:
         print(f"forward speed 1.5–2.5 s: {velocity[steady, 0].mean():.3f} m/s (command 0.3)")
+    turning = (time > 5.5) & (time < 7.0)
+    if turning.any() and robot.sole_size is None:
+        print(f"yaw rate 5.5–7 s: {np.mean(np.array(log.yaw_rate)[turning]):.3f} rad/s (command 0.5)")
     print(f"MPC cycle: median {np.median(total):.1f} ms (linearization {np.median(timings[:, 0]):.1f}, "
           f"QP assembly {np.median(timings[:, 1]):.1f}, solve {np.median(timings[:, 2]):.1f}), "
           f"{1e3 / np.median(total):.0f} Hz; 99th percentile {np.percentile(total, 99):.1f} ms, largest "
           f"{total.max():.1f} ms, {np.count_nonzero(total > 10.0)} of {len(total)} cycles over 10 ms (the first "
           f"plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.1f} ms)")
+    unit = "mm or mrad (a sole's tilt)" if robot.sole_size is not None else "mm"
+    print(f"held feet: at most {max(log.drift) * 1e3:.2g} {unit} from where they are held after a step's "
+          f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}")
     print(f"largest dynamics residual {max(log.dynamics_residual):.1e}, "
           f"smallest planned margin {min(log.min_margin):.1e}")
     kinds = {}
@@ -99,10 +123,12 @@ def main() -> int:
     print("on the ground (μ = 0.7), where a rigid contact would have pulled or needed more friction: "
           + (", ".join({"lets go": f"a foot let go {len(a)} times (instead of pulling by up to {max(a):.2f} N)",
                         "slides": f"a foot slid {len(a)} times (instead of needing up to {max(a):.2f} N more "
-                                  "friction)"}.get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
+                                  "friction)",
+                        "pulls": f"a sole held although it pulled, {len(a)} times (by up to {max(a):.2f} N)"}
+                       .get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
                        for what, a in kinds.items()) or "none"))
     if args.figure is not None:
-        figure(log, args.figure)
+        figure(log, args.figure, robot.model.name if args.robot != "bundled" else "the bundled quadruped")
         print(f"figure: {args.figure}")
     if log.error is not None:
         print(f"stopped: {log.error}", file=sys.stderr)

@@ -13,7 +13,7 @@ import pytest
 
 import robot_linearization as rl
 from robot_linearization.cli import DEMO_OUTPUTS
-from robot_linearization.gait import TROT, gait_for
+from robot_linearization.gait import TROT, Gait, Phase, gait_for
 from robot_linearization.ros.parameters import simulation_settings
 from robot_linearization.ros.simulation import Simulation
 from robot_linearization.walking.ground import standing_feet
@@ -239,3 +239,23 @@ def test_a_gait_the_robot_cannot_walk_is_one_line_and_exit_2(arguments, message,
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_gaits_of_any_legged_robot_are_made_from_its_feet():
+    """Gait.trot, pace, walk, stand: each cycle's phases and who stands in them; TROT is the bundled robot's
+    trot (0.1 s on four feet, 0.25 s on a diagonal pair)."""
+    feet = ("fl", "fr", "hl", "hr")
+    assert [(p.duration, p.stance) for p in Gait.trot(feet, period=0.8, support=0.1).phases] == [
+        (0.1, feet), (0.3, ("fl", "hr")), (0.1, feet), (0.3, ("fr", "hl"))]
+    assert [p.stance for p in Gait.pace(feet).phases] == [feet, ("fl", "hl"), feet, ("fr", "hr")]
+    walk = Gait.walk(feet, period=1.2, support=0.1)
+    assert [p.duration for p in walk.phases] == [0.1, 0.2] * 4 and walk.period == pytest.approx(1.2)
+    lifted = [set(feet) - set(p.stance) for p in walk.phases[1::2]]
+    assert lifted == [{"hl"}, {"fl"}, {"hr"}, {"fr"}]  # one foot at a time, hind before front
+    biped = Gait.walk(("left", "right"), {"knee": 0.3}, period=1.0)
+    assert [p.stance for p in biped.phases] == [("left", "right"), ("right",), ("left", "right"), ("left",)]
+    assert biped.joint_posture(["knee", "hip"]).tolist() == [0.3, 0.0]
+    assert Gait.stand(feet).phases == (Phase(1.0, feet),) and Gait.stand(feet).posture == {}
+    assert [(p.duration, p.stance) for p in TROT.phases] == [
+        (0.1, tuple(FEET)), (0.25, tuple(PAIR_A.split(", "))), (0.1, tuple(FEET)), (0.25, tuple(PAIR_B.split(", ")))]
+    assert TROT.swing_duration("front_left_foot") == 0.25 and walk.swing_duration("fl") == 0.2

@@ -89,11 +89,12 @@ def test_a_schedule_that_lifts_every_foot_is_refused_in_one_line():
 
 
 def test_a_qp_without_solution_names_the_constraint_and_the_knot():
-    """1000 N under each foot: more than 30 N m at the knees can push the 12 kg robot into the ground."""
+    """8 times its weight (960 N) under each foot: more than 30 N m at the knees can push the 12 kg robot
+    into the ground."""
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
-                       MPCSettings(base_height=height, min_normal_force=1000.0))
+                       MPCSettings(base_height=height, min_normal_load=8.0))
     with pytest.raises(MPCError, match=r"^the MPC's QP has no solution: .* at knot \d+") as error:
         mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
     assert "\n" not in str(error.value)
@@ -102,7 +103,7 @@ def test_a_qp_without_solution_names_the_constraint_and_the_knot():
 def test_a_first_plan_without_solution_ends_the_scenario_before_the_start_in_one_line():
     """The scenario makes the first plan at rest before the robot starts: when it has no solution, the
     log says so (which constraint, which knot) and holds no cycle and no torque."""
-    log = trot(1.0, settings=MPCSettings(min_normal_force=1000.0))
+    log = trot(1.0, settings=MPCSettings(min_normal_load=8.0))
     assert log.error is not None and "\n" not in log.error
     assert log.error.startswith("the first plan, at rest: the MPC's QP has no solution: ") and "at knot" in log.error
     assert log.first_plan is None and not log.time and not log.torques

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
-from ..arguments import real_array
+from ..arguments import positive_number, real_array
 from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
@@ -40,6 +40,7 @@ from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State
 from ..spatial import se3_exp_many, se3_log_many
+from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
@@ -51,33 +52,45 @@ class MPCError(RuntimeError):
 
 @dataclass
 class MPCSettings:
-    """knot_dt [s] and knots K (the horizon is K·knot_dt); ground: its height [m]; base_height:
-    of the base above it [m]; friction μ of the planned forces' pyramid (inner) and the least
-    normal force [N] a held foot is planned to carry (both below the ground's, so that the forces
-    the robot receives between knots stay inside the real cone); swing_height [m]
-    at mid-swing; raibert: the landing point's gain on the velocity error [s]; torque_hold: the
-    knots each planned torque is held over (the QP's size: K·n / torque_hold); weights: 1/σ² of
-    each residual (the σ is the error that costs as much as one unit); blas_threads: the threads
-    numpy's BLAS may use within a cycle (1: the cycle's products are too small to share, and
-    BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
-    leaves numpy's setting alone)."""
+    """How the MPC plans, the same for any legged robot: its forces, heights and weights are in the
+    robot's own units (walking/scale.py), which the MPC takes from the model unless ``scale`` gives
+    them.
+
+    ``knot_dt`` [s] and ``knots`` K (the horizon is K·knot_dt); ``ground``: its height [m];
+    ``base_height``: of the base above it [m] (None: as it stands in the gait's posture);
+    ``friction`` μ of the planned forces' pyramid (inner) and ``min_normal_load``, the least normal
+    force a held foot is planned to carry, in units of the robot's weight m g (both below the
+    ground's, so that the forces the robot receives between knots stay inside the real cone);
+    ``swing_lift``: a swinging foot's height at mid-swing, in units of the leg length ℓ;
+    ``raibert``: the landing point's gain on the velocity error, in units of √(ℓ / g);
+    ``torque_hold``: the knots each planned torque is held over (the QP's size: K·n / torque_hold);
+    ``weights``: 1/σ² of each residual without units (scale.WEIGHTS; RobotScale.weights gives them
+    units); ``scale``: the robot's size (scale.RobotScale; None: the model's, standing in the gait's
+    posture); ``sole_size``: (length, width) [m] of the rectangle the centre of pressure of a sole
+    held flat (a gait of "6d" contacts) is kept in, required for one; ``blas_threads``: the
+    threads numpy's BLAS may use within a cycle (1: the cycle's products are too small to share,
+    and BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
+    leaves numpy's setting alone).  WholeBodyMPC refuses, in one
+    line naming it, a setting that cannot work."""
 
     knot_dt: float = 0.015
     knots: int = 20
     ground: float = 0.0
-    base_height: float = 0.30
+    base_height: float | None = None
     friction: float = 0.6
-    min_normal_force: float = 5.0
-    swing_height: float = 0.06
-    raibert: float = 0.15
+    min_normal_load: float = 0.04
+    swing_lift: float = 0.2
+    raibert: float = 0.85
     solver: str = "proxsuite"  # or "osqp"
     torque_hold: int = 2
     blas_threads: int | None = 1
+    scale: RobotScale | None = None
+    sole_size: tuple | None = None
     weights: dict = field(default_factory=lambda: {
-        "base_xy": 1.0, "base_z": 1e4, "roll_pitch": 400.0, "yaw": 25.0,
-        "velocity_xy": 100.0, "velocity_z": 25.0, "rate_xy": 4.0, "yaw_rate": 25.0,
-        "posture": 10.0, "joint_velocity": 0.1, "foot_height": 4e4, "foot_xy": 2500.0, "torque": 2.5e-3,
-        "terminal": 3.0})
+        "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
+        "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
+        "posture": 10.0, "joint_velocity": 3.0, "foot_height": 4000.0, "foot_xy": 250.0, "torque": 30.0,
+        "sole": 400.0, "terminal": 3.0})
 
 
 @dataclass
@@ -102,6 +115,7 @@ class References:
     foot_height_weight: float
     foot_xy_weight: float
     torque_weight: float
+    sole_weight: float
 
 
 @dataclass
@@ -187,36 +201,47 @@ class _Held:
 
 
 class WholeBodyMPC:
-    """The MPC of the module docstring for ``model`` walking ``gait`` on ``feet`` (point contacts),
-    torques limited to ``effort_limits`` (n,).  command(): the base's velocity to follow;
-    solve(): one control cycle."""
+    """The MPC of the module docstring for ``model`` (a floating base) walking ``gait`` (gait.Gait) on
+    ``feet`` (frame names: point contacts, world-aligned), torques limited to ``effort_limits`` (n,)
+    [N m or N], planned with ``settings`` (MPCSettings; None: the defaults).  command(): the base's
+    velocity to follow; solve(): one control cycle.
+
+    What a robot must be given: its feet, its posture (in the gait; the URDF's zero otherwise) and
+    finite effort limits (rl.urdf.effort_limits reads the URDF's); its size comes from the model
+    (``scale``: the RobotScale used).  ValueError in one line, naming it, for a gait that does not
+    fit the model (gait.Gait.check), effort limits that are not one positive finite number per
+    joint, or a setting that cannot work."""
 
     def __init__(self, model: Model, gait: Gait, feet, effort_limits, settings: MPCSettings | None = None):
         self.model, self.gait, self.feet = model, gait, tuple(feet)
         self.settings = settings or MPCSettings()
-        for number, phase in enumerate(gait.phases, 1):
-            if not set(phase.stance) & set(self.feet):
-                raise ValueError(f"gait '{gait.name}': phase {number} ({phase.duration:g} s) lifts every foot: "
-                                 "nothing holds the robot there and the MPC has no contact force to plan")
+        gait.check(model, self.feet)
         self.effort_limits = np.asarray(effort_limits, dtype=float)
         if self.effort_limits.shape != (model.n_joints,) or not (self.effort_limits > 0).all():
             raise ValueError(f"effort_limits: expected {model.n_joints} positive limits, one per joint, got "
                              f"{self.effort_limits.tolist()}")
-        threads = self.settings.blas_threads
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
-                                    or threads < 1):
-            raise ValueError(f"blas_threads: expected a positive number of threads or None, got {threads!r}")
-        self._blas = contextlib.nullcontext if threads is None else functools.partial(
-            _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
-        if self.settings.solver not in ("proxsuite", "osqp"):
-            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {self.settings.solver!r}")
-        _solver_module(self.settings.solver)  # (imported now: a missing solver is said here, and the first cycle
-        # does not pay for the import)
+        if not np.isfinite(self.effort_limits).all():
+            joint = model.joint_names[int(np.argmin(np.isfinite(self.effort_limits)))]
+            raise ValueError(f"effort_limits: joint {joint!r} has no finite limit (its URDF gives none): give one "
+                             "per joint")
+        self._check_settings()
         self.posture = gait.joint_posture(model.joint_names)
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
         self.foot_offsets = frame_poses(model, stand, list(self.feet))[:, :3, 3]  # in the base frame, standing
+        settings = self.settings
+        self.scale = settings.scale or RobotScale.of(model, self.posture, self.feet)
+        # the settings in the robot's units
+        self.weights = self.scale.weights(settings.weights)
+        self.base_height = -float(self.foot_offsets[:, 2].mean()) if settings.base_height is None \
+            else settings.base_height
+        self.min_normal_force = settings.min_normal_load * self.scale.weight  # [N]
+        self.swing_height = settings.swing_lift * self.scale.leg_length  # [m]
+        self.raibert = settings.raibert * self.scale.time  # [s]
+        # how long each foot stands in a cycle [s]
+        self._stance_durations = np.array([gait.period - gait.swing_duration(f) for f in self.feet])
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
+        self._sole_contacts = tuple(Contact(f, "6d") for f in self.feet) if gait.contact == "6d" else None
         # each foot's point in its body's axes
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
         self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
@@ -237,6 +262,34 @@ class WholeBodyMPC:
             self._linearize(x, np.zeros(n), feet, feet)
             self._held(feet).impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
         self._feet(_stacked([stand]))
+
+    def _check_settings(self) -> None:
+        """ValueError in one line, naming it, for a setting that cannot work; the solver imported."""
+        settings = self.settings
+        for name in ("knots", "torque_hold", "blas_threads"):
+            value = getattr(settings, name)
+            if value is None and name == "blas_threads":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                what = " of threads or None" if name == "blas_threads" else ""
+                raise ValueError(f"{name}: expected a positive number{what}, got {value!r}")
+        for name, unit in (("knot_dt", "s"), ("friction", ""), ("swing_lift", "leg lengths")):
+            positive_number(getattr(settings, name), name, unit)
+        for name in ("min_normal_load", "raibert", "ground"):
+            value = real_array(getattr(settings, name), name, (), what="a finite number")
+            if value < 0 and name != "ground":
+                raise ValueError(f"{name}: expected a non-negative number, got {getattr(settings, name)!r}")
+        if settings.base_height is not None:
+            positive_number(settings.base_height, "base_height", "m")
+        if settings.scale is not None and not isinstance(settings.scale, RobotScale):
+            raise ValueError(f"scale: expected a walking.scale.RobotScale or None, got {type(settings.scale).__name__}")
+        threads = settings.blas_threads
+        self._blas = contextlib.nullcontext if threads is None else functools.partial(
+            _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
+        if settings.solver not in ("proxsuite", "osqp"):
+            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {settings.solver!r}")
+        _solver_module(settings.solver)  # (imported now: a missing solver is said here, and the first cycle
+        # does not pay for the import)
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
@@ -315,11 +368,11 @@ class WholeBodyMPC:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
         held = self._contact_sets.get(feet)
         if held is None:
-            contacts = tuple(Contact(f) for f in feet)
-            margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS)
-                       if contacts else None)
+            contacts = tuple(Contact(f, self.gait.contact) for f in feet)
+            margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS,
+                                       sole_size=self.settings.sole_size) if contacts else None)
             floor = None if margins is None else np.array(
-                [self.settings.min_normal_force if label.endswith(":unilateral") else 0.0
+                [self.min_normal_force if label.endswith(":unilateral") else 0.0
                  for label in margins.layout.labels])
             held = self._contact_sets[feet] = _Held(
                 contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
@@ -330,6 +383,39 @@ class WholeBodyMPC:
         """(positions (K, f, 3), J (K, 3f, N)) of the feet in the world at the K states of the
         :func:`_stacked` arrays x (one compiled call)."""
         return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_points)
+
+    def _soles(self, x: tuple):
+        """For soles (a gait of "6d" contacts): their rotations (K, f, 3, 3) in the world and the
+        Jacobians J_ω (K, 3f, N) of their angular velocities in the world at the K states of the
+        :func:`_stacked` arrays x; None for point feet."""
+        if self._sole_contacts is None:
+            return None
+        _, J = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1], self._foot_points)
+        K, f = J.shape[0], len(self.feet)
+        zeros = np.zeros(6), np.zeros(self.model.n_joints)
+        rotations = np.array([frame_poses(self.model, State._given(H, q, *zeros), list(self.feet))[:, :3, :3]
+                              for H, q in zip(x[0], x[1])])
+        # (a sole's rows: [v; ω])
+        return rotations, J.reshape(K, f, 2, 3, -1)[:, :, 1].reshape(K, 3 * f, -1)
+
+    def _sole_rows(self, ref: References, soles, k: int):
+        """The residuals (3s,) of the s soles swinging at knot k, and their Jacobian (3s, N): each
+        sole's tilt, the horizontal components of its z axis a = R e_z (d a = −[a]× J_ω δz), and its
+        heading ψ = atan2(R₁₀, R₀₀) less the base reference's (dψ = ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) /
+        (R₀₀² + R₁₀²), ω = J_ω δz), [rad]; None for point feet or no sole swinging."""
+        if soles is None or not ref.feet[k]:
+            return None
+        rotations, J_w = soles[0][k], soles[1][k]
+        heading = yaw_of(ref.base_poses[k])
+        residuals, rows = [], []
+        for i, _, _ in ref.feet[k]:
+            R, J = rotations[i], J_w[3 * i:3 * i + 3]
+            a = R[:, 2]
+            turned = math.atan2(R[1, 0], R[0, 0]) - heading
+            residuals += [a[0], a[1], math.remainder(turned, 2 * math.pi)]
+            rows += [a[2] * J[1] - a[1] * J[2], a[0] * J[2] - a[2] * J[0],  # −[a]× J, rows x, y
+                     J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2)]
+        return np.array(residuals), np.array(rows)
 
     # ---- one cycle -----------------------------------------------------------------------------
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
@@ -348,10 +434,10 @@ class WholeBodyMPC:
         steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state)
-        feet = self._feet(x)  # (the swing feet's cost and the ground's rows)
+        feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
-        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d)
+        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d, soles)
         assembled = _time.perf_counter()
         y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
         solved = _time.perf_counter()
@@ -405,15 +491,21 @@ class WholeBodyMPC:
     def references(self, time: float, state: State) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
         settings, K = self.settings, self.sizes[2]
-        h, w = settings.knot_dt, settings.weights
+        h, w = settings.knot_dt, self.weights
         # the base's reference: the measured position and heading at the base height, moving with the command
         H0 = state.base_pose
         yaw = yaw_of(H0)
-        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + settings.base_height, yaw)
+        reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + self.base_height, yaw)
         twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
         world_velocity = H0[:3, :3] @ state.base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
         base_poses = reference0 @ se3_exp_many(np.arange(K + 1)[:, None] * h * twist)
+        if self._sole_contacts is not None:  # on soles, the base's reference stands over the soles that stand
+            middle = self.foot_offsets.mean(axis=0)
+            for k in range(K + 1):
+                stance = self.gait.phase_at(time + k * h + 1e-9)[0].stance
+                over = np.mean([self.foot_offsets[i] for i, f in enumerate(self.feet) if f in stance], axis=0)
+                base_poses[k, :2, 3] += base_poses[k, :2, :2] @ (over - middle)[:2]
         swings, feet, landings = [], [], []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
         for k in range(K + 1):
             phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
@@ -426,14 +518,14 @@ class WholeBodyMPC:
                 fraction, remaining = swing
                 if fraction >= 0.5:  # it aims at its landing point (below)
                     landings.append((k, len(swinging), i, k * h + remaining))
-                swinging.append((i, settings.ground + settings.swing_height * math.sin(math.pi * fraction), None))
+                swinging.append((i, settings.ground + self.swing_height * math.sin(math.pi * fraction), None))
             feet.append(swinging)
         if landings:  # under the hip at touchdown, with Raibert's correction
             k, entry, foot, seconds = (np.array(column) for column in zip(*landings))
             poses = reference0 @ se3_exp_many(seconds[:, None] * twist)
             points = (poses[:, :3, :3] @ self.foot_offsets[foot][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
-                + 0.5 * self._stance_duration() * command_world[:2] \
-                + settings.raibert * (world_velocity - command_world)[:2]
+                + 0.5 * self._stance_durations[foot][:, None] * command_world[:2] \
+                + self.raibert * (world_velocity - command_world)[:2]
             for knot, j, point in zip(k, entry, points):
                 feet[knot][j] = feet[knot][j][:2] + (point,)
         scales = np.ones(K + 1)
@@ -445,7 +537,7 @@ class WholeBodyMPC:
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
                                     w["rate_xy"], w["yaw_rate"]]),
             posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
-            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"])
+            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"], sole_weight=w["sole"])
 
     def cost(self, time: float, state: State, states, torques) -> float:
         """The cost the cycle at ``time`` from ``state`` gives the plan ``states`` (K+1) and
@@ -455,7 +547,7 @@ class WholeBodyMPC:
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
         x = _stacked(states)
-        residuals, feet = _state_residuals(ref, x), self._feet(x)[0]
+        residuals, feet, soles = _state_residuals(ref, x), self._feet(x)[0], self._soles(x)
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
             for i, height, landing in ref.feet[k]:
@@ -463,11 +555,15 @@ class WholeBodyMPC:
                 if landing is not None:
                     total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(feet[k, i, :2]
                                                                                                 - landing)))
+            rows = self._sole_rows(ref, soles, k)
+            if rows is not None:
+                total += 0.5 * ref.scales[k] * ref.sole_weight * float(np.sum(np.square(rows[0])))
         return total
 
-    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d):
+    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x): H (M·n, M·n), g, the
+        (their :func:`_stacked` arrays x; ``feet``: :meth:`_feet`'s, ``soles``: :meth:`_soles`'s):
+        H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
         settings = self.settings
@@ -494,6 +590,10 @@ class WholeBodyMPC:
             positions, J = feet[0][k], feet[1][k]
             root = np.sqrt(np.array(weights) * scales[k])
             foot_rows.append((k, root[:, None] * J[rows], root * (positions.ravel()[rows] - np.array(targets))))
+            sole_rows = self._sole_rows(ref, soles, k)
+            if sole_rows is not None:
+                root = math.sqrt(ref.sole_weight * scales[k])
+                foot_rows.append((k, root * sole_rows[1], root * sole_rows[0]))
         H, g = self._condensed_cost(Gamma, d, scales[1:, None] * diagonal, _state_residuals(ref, x), foot_rows)
         # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
@@ -532,9 +632,6 @@ class WholeBodyMPC:
         """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero
         beyond them)."""
         return (self._groups[k - 1] + 1) * self.sizes[1] if k else 0
-
-    def _stance_duration(self) -> float:
-        return sum(p.duration for p in self.gait.phases) - max(p.duration for p in self.gait.phases)
 
     def _solve_qp(self, H, g, C, lower, torques, labels):
         """min ½ yᵀHy + gᵀy s.t. C y ≥ lower and the torque limits of every knot of each y_m (τ̄ the

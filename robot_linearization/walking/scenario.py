@@ -1,5 +1,5 @@
-"""The bundled quadruped trotting under the MPC (mpc.py) on the ground (ground.py): a command
-schedule, pushes, and a log of what happened, for examples/mpc_trot.py and the tests."""
+"""A legged robot walking under the MPC (mpc.py) on the ground (ground.py): a command schedule,
+pushes, and a log of what happened, for examples/mpc_trot.py, bench/mpc.py and the tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..gait import TROT, Gait
-from ..model import State
+from ..model import Model, State
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import effort_limits, load_urdf
 from .ground import GroundSimulation, standing_state
@@ -42,10 +42,15 @@ LATERAL_PUSH = (Push(2.5, (0.0, 0.5, 0.0)),)
 @dataclass
 class Log:
     """Per control cycle: time [s], command (3,), base position (3,) and yaw, base velocity in the
-    world (3,) and yaw rate, foot heights (4,), the feet held, the torques, the MPC's timings and
-    iterations; per simulation step: the forces each held foot received.  violations: the
-    ground's (ground.Violation); error: why the MPC stopped, if it did; first_plan: the timings of
-    the plan made at rest before the start."""
+    world (3,) and yaw rate, foot heights (f,) of ``feet``, the feet held, the torques, the MPC's
+    timings and iterations; per simulation step: the forces (a sole's wrench) each held foot
+    received, and ``drift``: the largest distance [m] (or tilt [rad], a sole) of a held foot from
+    where it is held after the step (ground.GroundSimulation.drift) and ``corrections`` the largest
+    the step's projection removed.
+    violations: the ground's (ground.Violation); error: why the MPC stopped, if it did;
+    first_plan: the timings of the plan made at rest before the start."""
+
+    feet: tuple = ()
 
     time: list = field(default_factory=list)
     command: list = field(default_factory=list)
@@ -61,6 +66,8 @@ class Log:
     dynamics_residual: list = field(default_factory=list)
     min_margin: list = field(default_factory=list)
     forces: list = field(default_factory=list)  # (time, foot, force (3,))
+    drift: list = field(default_factory=list)
+    corrections: list = field(default_factory=list)
     violations: list = field(default_factory=list)
     error: str | None = None
     first_plan: dict | None = None  # the timings of the plan made before the start
@@ -81,17 +88,30 @@ def command_at(segments, time: float) -> np.ndarray:
 def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *, gait: Gait = TROT,
          settings: MPCSettings | None = None, control_period: float = 0.01, dt: float = 0.002,
          model=None, mpc_class=WholeBodyMPC) -> Log:
-    """Run the bundled quadruped (or ``model``, with the bundled feet) for ``seconds``: the MPC every
-    ``control_period`` [s] from the measured state, its torque held over the simulation's steps of
-    ``dt``, its first plan made at rest before the start.  Stops early, with ``error`` set, when the MPC
-    has no solution or the base falls below half its height."""
+    """:func:`walk` with the bundled quadruped (or ``model``, with its joints and the bundled feet), its
+    URDF's effort limits and ``gait`` (the bundled trot); the other parameters as :func:`walk`'s."""
     model = model if model is not None else load_urdf(bundled_urdf_path())
-    state, height = standing_state(model, gait, BUNDLED_FEET)
-    simulation = GroundSimulation(model, gait, state, feet=BUNDLED_FEET, dt=dt)
-    settings = settings or MPCSettings()
-    settings.base_height = height
-    mpc = mpc_class(model, gait, BUNDLED_FEET, effort_limits(bundled_urdf_path(), model.joint_names), settings)
-    log = Log()
+    return walk(model, BUNDLED_FEET, gait, effort_limits(bundled_urdf_path(), model.joint_names), seconds,
+                segments, pushes, settings=settings, control_period=control_period, dt=dt, mpc_class=mpc_class)
+
+
+def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, segments=TROT_TURN_PUSH,
+         pushes=LATERAL_PUSH, *, settings: MPCSettings | None = None, control_period: float = 0.01,
+         dt: float = 0.002, friction: float = 0.7, mpc_class=WholeBodyMPC) -> Log:
+    """Run ``model`` (a floating base) walking ``gait`` (gait.Gait) on ``feet`` (frame names: point
+    contacts) for ``seconds`` [s] on the ground z = 0 with Coulomb friction ``friction``, starting
+    at rest in the gait's posture: the MPC (``mpc_class``, WholeBodyMPC or a subclass, with
+    ``effort_limits`` (n,) [N m] and ``settings``) every ``control_period`` [s] from the measured
+    state, following the command schedule ``segments`` (Segment), its torque held over the
+    simulation's steps of ``dt`` [s], its first plan made at rest before the start; ``pushes``
+    (Push) change the base's velocity.  Stops early, with ``error`` set, when the MPC has no
+    solution or the base falls below half its height.  ValueError in one line, from the MPC, for
+    a gait, feet, limits or settings that do not fit the model."""
+    mpc = mpc_class(model, gait, feet, effort_limits, settings)
+    state, height = standing_state(model, gait, feet)
+    simulation = GroundSimulation(model, gait, state, feet=feet, dt=dt, friction=friction,
+                                  sole_size=mpc.settings.sole_size)
+    log = Log(feet=tuple(feet))
     # the first plan, made before the robot is let go, as a controller is started before its robot: from
     # rest the QP's solver needs many iterations; every cycle after it starts from the previous plan
     mpc.command(*command_at(segments, 0.0))
@@ -126,7 +146,8 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
         log.yaw.append(yaw_of(pose))
         log.velocity.append(pose[:3, :3] @ s.base_twist[:3])
         log.yaw_rate.append((pose[:3, :3] @ s.base_twist[3:])[2])
-        log.foot_heights.append([simulation.foot_heights()[f] for f in BUNDLED_FEET])
+        heights = simulation.foot_heights()
+        log.foot_heights.append([heights[f] for f in feet])
         log.torques.append(result.torques)
         log.timings.append(result.timings)
         log.iterations.append(result.iterations)
@@ -135,6 +156,8 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
         for _ in range(substeps):
             simulation.step(result.torques)
             log.forces.extend((simulation.time, foot, force.copy()) for foot, force in simulation.forces.items())
+            log.drift.append(simulation.drift)
+            log.corrections.append(simulation.correction)
         log.held.append(simulation.held)
         if simulation.state.base_pose[2, 3] < 0.5 * height:
             log.error = f"t = {simulation.time:.3f} s: the base fell to {simulation.state.base_pose[2, 3]:.3f} m"

@@ -1,0 +1,83 @@
+"""The legged robots the walking examples and tests use: the bundled quadruped, and solo12,
+ANYmal C and Talos from example-robot-data (their URDFs, feet and standing postures).
+
+A standing posture is the SRDF's named group state, read from its XML: the joints' values by
+name (the root joint's is the base's and is not taken).
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..gait import TROT
+from ..model import Model
+from ..robots import BUNDLED_FEET, bundled_urdf_path
+from ..urdf import effort_limits, load_urdf
+
+
+@dataclass(frozen=True)
+class Walker:
+    """A legged robot ready to walk: ``model`` (loaded from the URDF at ``urdf``), its ``feet``
+    (frame names; a quadruped's as front left, front right, hind left, hind right), its standing
+    ``posture`` ({joint: angle [rad]}), its joints' ``effort_limits`` (n,) [N m] (its URDF's), and
+    ``sole_size`` (length, width) [m] of the rectangle a sole's centre of pressure is kept in (a
+    robot on soles, "6d" contacts; None for feet)."""
+
+    name: str
+    urdf: str
+    model: Model
+    feet: tuple
+    posture: dict
+    effort_limits: np.ndarray
+    sole_size: tuple | None = None
+
+
+# name -> (URDF and SRDF below example-robot-data's robots directory, the SRDF's standing state, feet,
+# the soles' centre-of-pressure rectangle or None)
+_EXAMPLE_ROBOTS = {
+    "solo12": ("solo_description/robots/solo12.urdf", "solo_description/srdf/solo.srdf", "standing",
+               ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), None),
+    "anymal": ("anymal_c_simple_description/urdf/anymal.urdf", "anymal_c_simple_description/srdf/anymal.srdf",
+               "standing", ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), None),
+    # (Talos's soles: 0.2 m × 0.1 m about the sole frame kept for the centre of pressure)
+    "talos": ("talos_data/robots/talos_reduced.urdf", "talos_data/srdf/talos.srdf", "half_sitting",
+              ("left_sole_link", "right_sole_link"), (0.2, 0.1)),
+}
+WALKERS = ("bundled",) + tuple(_EXAMPLE_ROBOTS)
+"""The robots :func:`walker` loads ("anymal": ANYmal C, example-robot-data's anymal_c)."""
+
+
+def walker(name: str) -> Walker:
+    """The robot called ``name`` (one of :data:`WALKERS`), loaded.  ValueError in one line for another
+    name; ImportError in one line when example-robot-data is not installed."""
+    if name == "bundled":
+        model = load_urdf(bundled_urdf_path())
+        return Walker(name, bundled_urdf_path(), model, BUNDLED_FEET, dict(TROT.posture),
+                      effort_limits(bundled_urdf_path(), model.joint_names))
+    if name not in _EXAMPLE_ROBOTS:
+        raise ValueError(f"robot {name!r}: expected one of {', '.join(WALKERS)}")
+    try:
+        import example_robot_data
+    except ImportError:
+        raise ImportError(f"robot {name!r} comes from example-robot-data, which is not installed: "
+                          "pip install example-robot-data") from None
+    urdf, srdf, state, feet, sole_size = _EXAMPLE_ROBOTS[name]
+    root = example_robot_data.getModelPath(urdf)
+    urdf, srdf = os.path.join(root, urdf), os.path.join(root, srdf)
+    model = load_urdf(urdf)
+    return Walker(name, urdf, model, feet, srdf_posture(srdf, state, model.joint_names),
+                  effort_limits(urdf, model.joint_names), sole_size)
+
+
+def srdf_posture(path: str, state: str, joint_names) -> dict:
+    """{joint: value} of the group state called ``state`` in the SRDF at ``path``, for the joints of
+    ``joint_names`` it names.  ValueError in one line when it has no such state."""
+    for group_state in ET.parse(path).getroot().iter("group_state"):
+        if group_state.get("name") == state:
+            values = {joint.get("name"): joint.get("value") for joint in group_state.iter("joint")}
+            return {name: float(values[name]) for name in joint_names if name in values}
+    raise ValueError(f"{path}: no group_state named {state!r}")
