@@ -77,7 +77,11 @@ class Gait:
              support: float = 0.1, **options) -> Gait:
         """A pace: :meth:`trot`'s schedule with the lateral pairs (front left + hind left, then
         front right + hind right) instead of the diagonal ones.  Parameters and errors as
-        :meth:`trot`'s."""
+        :meth:`trot`'s.
+
+        ``feet`` (four frame names: front left, front right, hind left, hind right), ``posture``
+        ({joint: angle [rad]}), ``period`` [s], ``support`` [s] and ``options`` (Gait's other
+        fields) as :meth:`trot` takes them."""
         front_left, front_right, hind_left, hind_right = _named_feet(feet, "pace", 4)
         return cls._alternating("pace", (feet, (front_left, hind_left), feet, (front_right, hind_right)),
                                 posture, period, support, options)

@@ -16,7 +16,8 @@ import robot_linearization as rl
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_MODULES = ["robot_linearization.gait", "robot_linearization.walking.ground", "robot_linearization.walking.mpc",
-                  "robot_linearization.walking.scenario", "robot_linearization.ros.interfaces",
+                  "robot_linearization.walking.scenario", "robot_linearization.walking.scale",
+                  "robot_linearization.walking.robots", "robot_linearization.ros.interfaces",
                   "robot_linearization.ros.fleet"]
 """Modules whose public names (defined there, not starting with _) the manual renders, beside
 robot_linearization.__all__ and the command line's entry points."""

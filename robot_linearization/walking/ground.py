@@ -41,7 +41,10 @@ from ..spatial import se3_exp, so3_log
 
 def standing_state(model: Model, gait: Gait, feet, height: float = 0.0) -> tuple[State, float]:
     """The robot at rest in the gait's posture, level, with its ``feet`` on the ground z = height
-    (their mean height), and the base's height above the ground [m]."""
+    (their mean height), and the base's height above the ground [m].
+
+    ``model``: a floating-base Model; ``gait``: its posture is taken (gait.Gait).  Returns (State,
+    height)."""
     posture = gait.joint_posture(model.joint_names)
     at_origin = State(base_pose=np.eye(4), joint_positions=posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
@@ -53,7 +56,9 @@ def standing_state(model: Model, gait: Gait, feet, height: float = 0.0) -> tuple
 
 
 def foot_heights(model: Model, state: State, feet, height: float = 0.0) -> dict:
-    """{foot: its height [m] above the ground z = height} at ``state``."""
+    """{foot: its height [m] above the ground z = height} at ``state``.
+
+    ``model``: a Model; ``feet``: frame names; ``height``: the ground's z [m]."""
     poses = frame_poses(model, state, list(feet))
     return {foot: poses[i, 2, 3] - height for i, foot in enumerate(feet)}
 
@@ -78,7 +83,9 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
     force had.  Every force returned lies in its cone.  Where no set of feet let go satisfies
     this (not seen on a walking robot), the held feet that pull let go, the hardest first.
     ValueError (one line, naming the argument) for a foot that is not a frame of the model, μ
-    that is not a positive number, or torques (n,) that are not finite."""
+    that is not a positive number, or torques (n,) that are not finite.
+
+    ``model``: a floating-base Model; ``state``: its State; ``torques``: τ (n,) [N m]."""
     friction = positive_number(friction, "friction")
     torques = joint_vector(model, torques, "torques", default_zero=False)
     feet = tuple(feet)
@@ -162,7 +169,9 @@ def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, fricti
     (its centre of pressure beyond the sole's rectangle ``sole_size`` (length, width) [m], by [m])).
     The ground holds the soles whatever the wrench: a sole that would lift, slide or tip is
     reported, not simulated.  ValueError / ContactError in one line from rl's constrained dynamics
-    for torques (n,) or soles that do not fit the model."""
+    for torques (n,) or soles that do not fit the model.
+
+    ``model``: a floating-base Model; ``state``: its State; ``torques``: τ (n,) [N m]."""
     friction = positive_number(friction, "friction")
     soles = tuple(soles)
     nu_dot, wrenches = constrained_forward_dynamics(model, state, torques, [Contact(f, "6d") for f in soles])
@@ -194,8 +203,10 @@ def held_feet_projected(model: Model, state: State, contacts, rows, anchors, *, 
     its six).  The error of a contact is p − p* (point) or [p − p*; log(R R*ᵀ)] (6d), [m; rad].
     Gauss–Newton on the group: each iteration takes δz_q = −M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁻¹ e, J the rows of the
     contacts' Jacobian (the configuration Jacobian of the left-trivialized perturbation), to
-    H·exp(δz_H), s + δz_s, until max|e| ≤ ``tolerance`` or after ``iterations``.  The velocities
-    are left as they are.  Returns the state and the largest |e| before and after the projection."""
+    H·exp(δz_H), s + δz_s, until ``max|e|`` ≤ ``tolerance`` or after ``iterations``.  The velocities
+    are left as they are.  Returns the state and the largest ``|e|`` before and after the projection.
+
+    ``model``: a floating-base Model; ``iterations``: at most that many Gauss–Newton steps."""
     contacts, rows = tuple(contacts), np.asarray(rows, dtype=int)
     frames = [c.frame for c in contacts]
     before = None
@@ -266,7 +277,9 @@ class GroundSimulation:
         return {c.frame for c in self.gait.contacts_at(self.time if time is None else time)}
 
     def foot_heights(self, state: State | None = None) -> dict:
-        """{foot: its height above the ground [m]}."""
+        """{foot: its height above the ground [m]}.
+
+        ``state``: a State of the model (None: the simulation's current one)."""
         return foot_heights(self.model, self.state if state is None else state, self.feet, self.height)
 
     def _on_ground(self, foot: str, state: State | None = None) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Every control cycle it linearizes the robot along its previous plan, shifted to now, at K knots
 of ``knot_dt`` along the gait's schedule, and solves one QP for the perturbations δz_k (2N) of the
-states and δτ_k (n) of the torques:
+states and δτ_k (n) of the torques::
 
     min  Σ_k ½‖r_k + G_k [δz_k; δτ_k]‖²_W
     s.t. δz_0 = 0,  δz_{k+1} = A_d,k δz_k + B_d,k δτ_k + c_k              (the dynamics)
@@ -71,7 +71,9 @@ class MPCSettings:
     threads numpy's BLAS may use within a cycle (1: the cycle's products are too small to share,
     and BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
     leaves numpy's setting alone).  WholeBodyMPC refuses, in one
-    line naming it, a setting that cannot work."""
+    line naming it, a setting that cannot work.
+
+    ``solver``: the QP solver, "proxsuite" (the default) or "osqp"."""
 
     knot_dt: float = 0.015
     knots: int = 20
@@ -100,7 +102,13 @@ class References:
     command; twist (6,) the commanded body twist [v; ω]; posture (n,); swings[k]: per foot, (the
     fraction of its swing done, seconds until it lands) or None in stance; feet[k]: (foot index,
     height [m], landing (2,) in the world or None) of each swinging foot; scales (K+1,): each
-    knot's weight (the terminal's); the weights (1/σ²) of each residual."""
+    knot's weight (the terminal's); the weights (1/σ²) of each residual.
+
+    The weights: ``pose_weights`` (6,) and ``twist_weights`` (6,) of the base's pose and twist
+    residuals, ``posture_weight`` of the joints' positions, ``joint_velocity_weight`` of their
+    velocities, ``foot_height_weight`` and ``foot_xy_weight`` of a swinging foot's height and
+    landing point, ``torque_weight`` of the torques, ``sole_weight`` of a swinging sole's tilt and
+    heading."""
 
     base_poses: np.ndarray
     twist: np.ndarray
@@ -122,7 +130,7 @@ class References:
 class MPCResult:
     """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
     timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
-    max |δz_{k+1} − A δz_k − B δτ_k − c_k|; min_margin: the smallest planned margin beyond its bound
+    ``max |δz_{k+1} − A δz_k − B δτ_k − c_k|``; min_margin: the smallest planned margin beyond its bound
     (linearized; ≥ 0 up to the solver's tolerance)."""
 
     torques: np.ndarray
@@ -177,10 +185,14 @@ def _state_residuals(ref: References, x: tuple) -> np.ndarray:
 
 
 def yaw_of(H: np.ndarray) -> float:
+    """The yaw [rad] of the pose ``H`` (4, 4): the heading of its x axis in the world's xy plane, in
+    (−π, π]."""
     return math.atan2(H[1, 0], H[0, 0])
 
 
 def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
+    """The pose H (4, 4) at position (``x``, ``y``, ``z``) [m] in the world, level, heading ``yaw``
+    [rad] about the world's z."""
     H = np.eye(4)
     H[:3, :3] = [[math.cos(yaw), -math.sin(yaw), 0.0], [math.sin(yaw), math.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
     H[:3, 3] = x, y, z
@@ -293,7 +305,10 @@ class WholeBodyMPC:
 
     def command(self, forward: float = 0.0, lateral: float = 0.0, yaw_rate: float = 0.0) -> None:
         """The base velocity to follow: [m/s] along its heading and to its left, [rad/s] about z.
-        ValueError in one line for a value that is not a finite number."""
+        ValueError in one line for a value that is not a finite number.
+
+        ``forward`` [m/s], ``lateral`` [m/s] and ``yaw_rate`` [rad/s]: the body's commanded
+        velocity."""
         self.velocity = np.array([real_array(value, name, (), what="a finite number")
                                   for name, value in (("forward", forward), ("lateral", lateral),
                                                       ("yaw_rate", yaw_rate))], dtype=float)

@@ -25,7 +25,9 @@ class Walker:
     (frame names; a quadruped's as front left, front right, hind left, hind right), its standing
     ``posture`` ({joint: angle [rad]}), its joints' ``effort_limits`` (n,) [N m] (its URDF's), and
     ``sole_size`` (length, width) [m] of the rectangle a sole's centre of pressure is kept in (a
-    robot on soles, "6d" contacts; None for feet)."""
+    robot on soles, "6d" contacts; None for feet).
+
+    ``name``: the robot's name (that of :func:`walker`'s choice)."""
 
     name: str
     urdf: str

@@ -48,7 +48,11 @@ class Log:
     where it is held after the step (ground.GroundSimulation.drift) and ``corrections`` the largest
     the step's projection removed.
     violations: the ground's (ground.Violation); error: why the MPC stopped, if it did;
-    first_plan: the timings of the plan made at rest before the start."""
+    first_plan: the timings of the plan made at rest before the start.
+
+    Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
+    held, torques, timings, iterations, ``dynamics_residual`` (MPCResult.dynamics_residual) and
+    ``min_margin`` (MPCResult.min_margin) per cycle."""
 
     feet: tuple = ()
 
@@ -89,7 +93,10 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
          settings: MPCSettings | None = None, control_period: float = 0.01, dt: float = 0.002,
          model=None, mpc_class=WholeBodyMPC) -> Log:
     """:func:`walk` with the bundled quadruped (or ``model``, with its joints and the bundled feet), its
-    URDF's effort limits and ``gait`` (the bundled trot); the other parameters as :func:`walk`'s."""
+    URDF's effort limits and ``gait`` (the bundled trot); the other parameters as :func:`walk`'s.
+
+    ``seconds`` [s], ``segments`` (the command schedule), ``pushes``, ``settings``,
+    ``control_period`` [s], ``dt`` [s] and ``mpc_class``: as :func:`walk` takes them."""
     model = model if model is not None else load_urdf(bundled_urdf_path())
     return walk(model, BUNDLED_FEET, gait, effort_limits(bundled_urdf_path(), model.joint_names), seconds,
                 segments, pushes, settings=settings, control_period=control_period, dt=dt, mpc_class=mpc_class)
