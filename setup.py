@@ -32,7 +32,7 @@ setup(
     name=package_name,
     version="0.2.0",
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={package_name: ["robots/*.urdf", "codegen/*.c"]},
+    package_data={package_name: ["py.typed", "robots/*.urdf", "codegen/*.c"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml", "plugin.xml"]),
