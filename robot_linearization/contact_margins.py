@@ -285,10 +285,10 @@ def _layout(contacts, mu, normal, facets, inner, soles) -> _Layout:
         blocks.append(block)
         counts.append(G.shape[0])
         labels += [f"{contact.frame}:{name}" for name in names]
-    counts = np.array(counts, dtype=np.int64)
+    row_counts = np.array(counts, dtype=np.int64)
     turning = np.array([(c.kind == "point") == (c.reference == "local") for c in contacts], dtype=np.bool_)
     return _Layout(tuple(labels), _shortest_rotation(np.array(normal)), starts, dims, turning,
-                   np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), counts, np.vstack(blocks),
+                   np.concatenate([[0], np.cumsum(row_counts)[:-1]]).astype(np.int64), row_counts, np.vstack(blocks),
                    pyramid is None)
 
 

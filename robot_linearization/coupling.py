@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import threading
 
@@ -206,6 +207,9 @@ def couple(tree: Model, mimics) -> CoupledModel:
                         coupling_multipliers=np.array([a for _, a, _ in follows.values()]))
 
 
-def tree_of(model):
+AnyModel: TypeAlias = Model | CoupledModel  # what the public functions take: load_urdf gives either
+
+
+def tree_of(model: AnyModel) -> Model:
     """The Model whose recursive algorithms run: the model itself, or a CoupledModel's tree."""
     return model.tree if isinstance(model, CoupledModel) else model

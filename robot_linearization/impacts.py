@@ -113,7 +113,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: s
         # (where the generated kernel has no result, the generic one says why)
         run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
     _, A, impulses, d_impulses, nu_plus = out
-    post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
+    post = State._given(None if state.base_pose is None else state.base_pose.copy(), state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
     jump = object.__new__(Impact)  # (Impact(...) sets its 8 frozen fields one by one: ≈ 2 µs of a cycle)
     jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
@@ -185,7 +185,8 @@ class ImpactMap:
         self._pose, self._zeros = np.eye(4), np.zeros(n)
         self._pre_impact: tuple | None = None
         self._state: State | None = None
-        self.kernel, self._generated, self._takeover = "generic", None, None
+        self.kernel, self._takeover = "generic", None
+        self._generated: TypedCall | None = None
         if kernel == "generated" and self.contacts:
             generated = generated_now(model, self.contacts, "impact")
             if generated is not None:

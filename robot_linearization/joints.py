@@ -104,9 +104,9 @@ def joint_transform_into(motion_subspace, position, out):
 def joint_transform(motion_subspace: np.ndarray, position: float) -> np.ndarray:
     """jcalc as a new 6×6 array (see :func:`joint_transform_into`)."""
     out = np.empty((6, 6))
-    position = real_array(position, "position", (), what="the joint position, a number")
+    value = real_array(position, "position", (), what="the joint position, a number")
     joint_transform_into(real_array(motion_subspace, "motion_subspace", (6,), what="[linear; angular]"),
-                         float(position), out)
+                         float(value), out)
     return out
 
 

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .algorithms.constrained_dynamics import contact_arrays
 from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, as_contacts, resolve
-from .coupling import CoupledModel, tree_of
+from .contacts import Contact, Contacts, as_contacts, resolve
+from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import METHODS, NO_STEP, step_jacobians
 from .free_linearization import coupled_linearize_into, linearize_into, linearize_states_into
 from .impacts import impact, restitution_coefficient, touchdown
@@ -137,9 +138,9 @@ def _allocate(model: Model, K: int, step: bool):
 _NO_STEPS = (np.empty((0, 0, 0)),) * 2  # A_d, B_d of K states without a step (never written)
 
 
-def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
-              discretization: str | None = None, previous_contacts=None, restitution: float = 0.0,
-              kernel: str | None = None) -> Linearization:
+def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *, contacts: Contacts = None,
+              dt: float | None = None, discretization: str | None = None, previous_contacts: Contacts = None,
+              restitution: float = 0.0, kernel: str | None = None) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -178,10 +179,10 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
         return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step,
                                        kernel)
     restitution_coefficient(restitution)
-    if not contacts and isinstance(model, CoupledModel):
-        return _linearize_coupled(model, state, joint_torques, step)
     if contacts:
         return _linearize_with_contacts(model, state, joint_torques, contacts, step, kernel)
+    if isinstance(model, CoupledModel):
+        return _linearize_coupled(model, state, joint_torques, step)
     arrays = state_arrays(model, state, joint_torques)  # (the kernel checks the values)
     torques = arrays[4]
     N, n = model.n_velocities, model.n_joints
@@ -209,10 +210,11 @@ def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float,
         raise ValueError(_status_message(model, status, arrays))
 
 
-def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
-                         workers: int | None = None, contacts=None, dt: float | None = None,
-                         discretization: str | None = None, previous_contacts=None,
-                         restitution: float = 0.0, kernel: str | None = None) -> Linearization:
+def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
+                         workers: int | None = None, contacts: Contacts | Sequence[Contacts] = None,
+                         dt: float | None = None, discretization: str | None = None,
+                         previous_contacts: Contacts = None, restitution: float = 0.0,
+                         kernel: str | None = None) -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -270,7 +272,8 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out],
                                                             dt_fused, generated), chunks))
     _check_finite(model, out, arrays)
-    return _result(model, *out[:4], tuple(states), arrays[-1], step, out[5:] if fused else None)
+    A, B, M_inv, nu_dot = out[:4]
+    return _result(model, A, B, M_inv, nu_dot, tuple(states), arrays[-1], step, out[5:] if fused else None)
 
 
 def check_step(model, dt, discretization) -> dict:
@@ -321,7 +324,7 @@ def _status_message(model: Model, status: int, state, where: str = "") -> str:
             f"velocity or torque is {largest:.3g}")
 
 
-def _result(model: Model, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
+def _result(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
             fields: dict | None = None) -> Linearization:
     """The Linearization of (A, B, M_inv, ν̇) at ``state`` and ``joint_torques``; ``step``:
     check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
@@ -370,12 +373,13 @@ def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out
         raise ValueError(_status_message(model.tree, status, arrays))
 
 
-def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step, kernel) -> Linearization:
+def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, contacts, step, kernel) -> Linearization:
     arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     coupled = isinstance(model, CoupledModel)
     fused = step["dt"] is not None and step["discretization"] == "euler" and not coupled
-    generated = None if coupled or not arrays.contacts else runnable(model, arrays.contacts, "constrained", kernel)
+    generated = None if isinstance(model, CoupledModel) or not arrays.contacts else runnable(
+        model, arrays.contacts, "constrained", kernel)
     out = linearize_with_contacts(model, state, torques, arrays, workspace(tree_of(model)),
                                   step["dt"] if fused else 0.0, generated)  # (fused: with A_d, B_d)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out[:7]
@@ -387,7 +391,7 @@ def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts
         "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
 
 
-def _linearize_after_impact(model: Model, state: State, joint_torques, contacts, previous_contacts, restitution,
+def _linearize_after_impact(model: AnyModel, state: State, joint_torques, contacts, previous_contacts, restitution,
                             step, kernel) -> Linearization:
     """linearize with a previous contact set: at a touchdown, at the post-impact state with
     A_d composed with the impact's Jacobian (docs/impacts.md)."""
@@ -411,7 +415,7 @@ def _step_arguments(step: dict) -> dict:
     return step if step["dt"] is not None else {"dt": None}
 
 
-def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step,
+def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, contacts, workers, step,
                                         previous_contacts, restitution, kernel) -> Linearization:
     K = len(states)
     contacts = contacts or ()

@@ -11,15 +11,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, ready, real_array
 from .compiled import TypedCall, kernel
 from .joints import Joint
 from .spatial import position_quaternion_pose_into, quaternion_rotation
+
+if TYPE_CHECKING:
+    from .coupling import AnyModel
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -159,7 +164,7 @@ class State:
         return self
 
     @classmethod
-    def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,
+    def from_named(cls, model: AnyModel, *, joint_positions: dict, joint_velocities: dict | None = None,
                    base_position=(0.0, 0.0, 0.0), base_orientation=(0.0, 0.0, 0.0, 1.0),
                    base_twist=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
         """A state from what a robot gives: joints **by name** (dicts {joint: value};
@@ -197,12 +202,20 @@ class State:
                                                                          what="[linear; angular] in the base frame"),
                    joint_velocities=r)
 
-    def check(self, model: Model, name: str = "state") -> "State":
+    def check(self, model: AnyModel, name: str = "state") -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite."""
         return check_state(model, self, name)
 
 
-def check_state(model, state, name: str = "state") -> "State":
+def floating_base_of(state: State) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(base_pose, base_twist) of a floating-base ``state``; ValueError for a state without them."""
+    if state.base_pose is None or state.base_twist is None:
+        raise ValueError("state: a floating-base model's state needs base_pose and base_twist (this is a fixed-base "
+                         "state)")
+    return state.base_pose, state.base_twist
+
+
+def check_state(model: AnyModel, state: State, name: str = "state") -> "State":
     """``state`` if it is a finite :class:`State` of ``model`` (its base kind and joint
     count); ValueError naming ``name`` otherwise."""
     stack_states(check_model(model), [state], name=name)
@@ -273,7 +286,7 @@ def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, j
 _FIXED_BASE_POSE, _FIXED_BASE_TWIST = np.eye(4), np.zeros(6)  # (read by the kernels, never written)
 
 
-def state_arrays(model: Model, state: State, joint_torques) -> tuple:
+def state_arrays(model: AnyModel, state: State, joint_torques: ArrayLike | None) -> tuple:
     """One state and its torques τ (n,) as the single-state kernels take them: (base pose
     (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a fixed base:
     the identity and zeros), τ as float64 (None: zeros).  Shapes are checked here (ValueError
@@ -295,7 +308,7 @@ def state_arrays(model: Model, state: State, joint_torques) -> tuple:
 _POSE_OF_POSITION_QUATERNION = TypedCall(position_quaternion_pose_into)  # (always two (7,), (4, 4) float64 arrays)
 
 
-def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
+def given_arrays(model: AnyModel, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
                  pose_buffer: np.ndarray) -> tuple:
     """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
     r (n,), τ (n,)), from the arrays a robot's drivers and estimators hand over: s, r and τ (n,)
@@ -345,7 +358,8 @@ def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques,
     return pose, s, twist, r, tau
 
 
-def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True, name: str = "state"):
+def stack_states(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
+                 check_values: bool = True, name: str = "state"):
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
 

@@ -214,7 +214,7 @@ def _link_inertia(link) -> np.ndarray:
     return spatial_inertia(mass, H[:3, 3], R @ I_com @ R.T)
 
 
-def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) -> Model:
+def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) -> Model | CoupledModel:
     links = {link.name: link for link in robot.links}
     if not links:
         raise ModelError("URDF has no links")

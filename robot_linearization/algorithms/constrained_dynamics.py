@@ -25,7 +25,7 @@ from numba.experimental import structref
 from ..compiled import FLAGS, INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
 from ..contacts import ContactError, as_contacts, contact_labels, resolve
 from ..arguments import joint_vector
-from ..model import Model, State, check_state
+from ..model import Model, State, check_state, floating_base_of
 from ..spatial import mat_mat_into, skew_entry
 from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
@@ -415,7 +415,7 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
     base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
     data, scratch = arrays.data(ws)
-    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    base_rotation = np.ascontiguousarray(floating_base_of(state)[0][:3, :3]) if tree.floating_base else np.eye(3)
     contact_kinematics_into(ws.model, ws.data, data, base_rotation)
     return scratch.J.copy(), scratch.drift.copy()
 

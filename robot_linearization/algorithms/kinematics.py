@@ -7,7 +7,7 @@ import numpy as np
 from ..compiled import kernel
 from ..joints import joint_transform_into
 from ..arguments import check_tree, joint_vector
-from ..model import Model, State
+from ..model import Model, State, floating_base_of
 from ..spatial import transform_product_into
 
 
@@ -94,7 +94,7 @@ def base_gravity(model: Model, state: State) -> np.ndarray:
 
 def base_twist(model: Model, state: State) -> np.ndarray:
     """Twist of body 0 in its own frame: the state's body twist, or zero."""
-    return state.base_twist if model.floating_base else np.zeros(6)
+    return floating_base_of(state)[1] if model.floating_base else np.zeros(6)
 
 
 def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> np.ndarray:
@@ -113,4 +113,4 @@ def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> 
     body_poses = np.zeros((len(frames), 4, 4))  # 0_H_b of each frame's body
     body_poses[:, :3, :3], body_poses[:, :3, 3], body_poses[:, 3, 3] = R[bodies], t[bodies], 1.0
     frame_offsets = np.array([body_H_frame for _, body_H_frame in placed]).reshape(len(frames), 4, 4)
-    return (full.base_pose if tree.floating_base else np.eye(4)) @ body_poses @ frame_offsets
+    return (floating_base_of(full)[0] if tree.floating_base else np.eye(4)) @ body_poses @ frame_offsets

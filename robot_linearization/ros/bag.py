@@ -17,7 +17,7 @@ from .interfaces import LINEARIZATION, linearization_message, typestore_with_int
 from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
-from .pipeline import LinearizationPipeline, PipelineConfig
+from .pipeline import LinearizationPipeline, Output, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
 DIAGNOSTICS_PERIOD_NS = 1_000_000_000
@@ -33,8 +33,8 @@ class ReplaySummary:
     outputs: int = 0
     compute_times: list = field(default_factory=list)
     problems: dict = field(default_factory=dict)
-    last_output: object = None
-    pipeline: object = None
+    last_output: Output | None = None
+    pipeline: LinearizationPipeline | None = None
     bag_bytes: int = 0  # size of the bag written
     impacts: int = 0  # touchdowns, each with its impact_map and impulses
 
