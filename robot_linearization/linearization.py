@@ -27,7 +27,7 @@ from .contacts import Contact, Contacts, as_contacts, resolve
 from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import METHODS, NO_STEP, step_jacobians
 from .free_linearization import coupled_linearize_into, linearize_into, linearize_states_into
-from .impacts import impact, restitution_coefficient, touchdown
+from .impacts import Impact, impact, restitution_coefficient, touchdown
 from .kernel_choice import current, kernel_argument, runnable
 from .model import Model, State, check_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message, workspace
@@ -80,13 +80,13 @@ class Linearization:
     contact_forces_input_jacobian: np.ndarray | None = None
     contact_labels: tuple = ()
     contacts: tuple = ()
-    state: State | tuple | None = None
+    state: State | tuple[State, ...] | None = None
     joint_torques: np.ndarray | None = None
     A_d: np.ndarray | None = None
     B_d: np.ndarray | None = None
     dt: float | None = None
     discretization: str | None = None
-    impact: object = None
+    impact: Impact | tuple[Impact | None, ...] | None = None
     previous_contacts: tuple | None = None
 
     @classmethod

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 import numpy as np
 
@@ -24,7 +25,7 @@ DIAGNOSTICS_PERIOD_NS = 1_000_000_000
 # rosbag2 metadata version of written bags. Version 9 stores offered_qos_profiles
 # as a YAML list, which Humble's reader (it parses a string, format <= 8) rejects;
 # version 8 is read by Humble, Jazzy and newer.
-BAG_FORMAT_VERSION = 8
+BAG_FORMAT_VERSION: Final = 8
 
 
 @dataclass
@@ -89,11 +90,12 @@ def _progress(done: int, total: int, last: list) -> None:
         sys.stderr.flush()
 
 
-def _size(n_bytes: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n_bytes < 1024 or unit == "GiB":
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n_bytes < 1024:
             return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
         n_bytes /= 1024
+    return f"{n_bytes:.1f} GiB"
 
 
 def _check_bag_path(path) -> None:
@@ -213,7 +215,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
 
             for conn, t, raw in reader.messages(connections=connections):
                 summary.messages_read += 1
-                msg = reader.deserialize(raw, conn.msgtype)
+                msg: Any = reader.deserialize(raw, conn.msgtype)  # (a message class the typestore makes at run time)
                 if conn.topic == description_topic:
                     first = pipeline.model is None
                     pipeline.set_description(msg.data)

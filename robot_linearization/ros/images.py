@@ -112,10 +112,11 @@ def write_linearization_figure(path, A: np.ndarray, B: np.ndarray, model, title:
             ax.set_xticks(range(cols), [f"τ:{j}" for j in model.joint_names], fontsize=font, rotation=90)
             ax.set_xlabel("input w = δτ (joint torques)", fontsize=9)
         ax.set_ylabel("ż rows", fontsize=9)
-    bar = figure.colorbar(image, ax=list(axes), shrink=0.8)
-    bar.set_ticks([-1.0, -0.5, 0.0, 0.5, 1.0],
-                  labels=["−largest", "−1e-4·largest", "0 (or < 1e-8·largest)", "+1e-4·largest", "+largest"])
-    bar.set_label("sign · log10 |entry| over 8 decades below the largest (each matrix its own)", fontsize=9)
+    if image is not None:  # (a robot without velocities has neither matrix to show)
+        bar = figure.colorbar(image, ax=list(axes), shrink=0.8)
+        bar.set_ticks([-1.0, -0.5, 0.0, 0.5, 1.0],
+                      labels=["−largest", "−1e-4·largest", "0 (or < 1e-8·largest)", "+1e-4·largest", "+largest"])
+        bar.set_label("sign · log10 |entry| over 8 decades below the largest (each matrix its own)", fontsize=9)
     figure.suptitle(title or f"geometric linearization ż = A z + B w of '{model.name}'", fontsize=12)
     figure.savefig(path)
     return figure

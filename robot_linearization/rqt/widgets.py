@@ -510,7 +510,7 @@ class LinearizationView(QtWidgets.QWidget):
             return
         rows = self.row_block_box.currentData() or (0, matrix.shape[0])
         cols = self.col_block_box.currentData() or (0, matrix.shape[1])
-        self.heatmap.set_window(Window(*matrix.shape, rows[0], rows[1], cols[0], cols[1]))
+        self.heatmap.set_window(Window(matrix.shape[0], matrix.shape[1], rows[0], rows[1], cols[0], cols[1]))
 
     # ---- copy ------------------------------------------------------------------------
     def copy_text(self, form: str = "csv") -> str:
