@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .algorithms.forward_dynamics import articulated_inertias, singular_pivot
 from .algorithms.kinematics import body_transforms
@@ -23,8 +24,8 @@ class ModelBuilder:
     built model renumbers them depth-first, children in insertion order.
     """
 
-    def __init__(self, base_name: str, base_inertia: np.ndarray, *, floating_base: bool = True,
-                 gravity=STANDARD_GRAVITY, name: str = "robot") -> None:
+    def __init__(self, base_name: str, base_inertia: ArrayLike, *, floating_base: bool = True,
+                 gravity: ArrayLike = STANDARD_GRAVITY, name: str = "robot") -> None:
         self._name = name
         self._floating = floating_base
         self._gravity = real_array(gravity, "gravity", (3,), what="in the world frame [m/s²]", error=ModelError)

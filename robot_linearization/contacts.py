@@ -161,6 +161,6 @@ def contact_labels(contacts: Sequence[Contact]) -> tuple[str, ...]:
     return tuple(label for c in as_contacts(contacts) for label in c.labels)
 
 
-def format_contacts(contacts) -> str:
+def format_contacts(contacts: Contacts) -> str:
     """The text :func:`as_contacts` reads back."""
     return ", ".join(f"{c.frame}:{c.kind}:{c.reference}" for c in as_contacts(contacts))

@@ -10,7 +10,7 @@ at a touchdown, the rigid impact first (docs/impacts.md).
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix
@@ -20,7 +20,7 @@ from .arguments import joint_vector, positive_number
 from .contacts import Contacts, as_contacts, resolve
 from .coupling import AnyModel, CoupledModel, tree_of
 from .impacts import impact, restitution_coefficient, touchdown
-from .model import Model, State, check_state
+from .model import State, check_state, floating_base_of
 from .spatial import se3_exp
 
 
@@ -49,11 +49,13 @@ def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: flo
     s = state.joint_positions + dt * r
     if not model.floating_base:
         return State(joint_positions=s, joint_velocities=r)
-    v = state.base_twist + dt * nu_dot[:6]
-    return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
+    pose, twist = floating_base_of(state)
+    v = twist + dt * nu_dot[:6]
+    return State(base_pose=pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
 
 
-def impact_before_step(model: AnyModel, state: State, contacts, previous_contacts, restitution):
+def impact_before_step(model: AnyModel, state: State, contacts: Contacts, previous_contacts: Contacts,
+                       restitution: float) -> State:
     """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
     state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
     e = restitution_coefficient(restitution)
@@ -65,7 +67,7 @@ def impact_before_step(model: AnyModel, state: State, contacts, previous_contact
     return impact(model, state, contacts, e).state
 
 
-def contact_rows(rows, m: int) -> np.ndarray:
+def contact_rows(rows: ArrayLike, m: int) -> NDArray[np.int64]:
     """``rows`` as indices (k,) of m contact rows, each in [0, m) and once (ValueError naming it)."""
     index = np.asarray(rows) if not isinstance(rows, (str, bytes)) else np.array([rows])
     if index.ndim != 1 or (index.size and index.dtype.kind not in "iu") or index.dtype.kind == "b":
@@ -76,7 +78,8 @@ def contact_rows(rows, m: int) -> np.ndarray:
     return index.astype(np.int64)
 
 
-def contact_velocities_zeroed(model: AnyModel, state: State, contacts, rows=None) -> State:
+def contact_velocities_zeroed(model: AnyModel, state: State, contacts: Contacts, rows: ArrayLike | None = None
+                              ) -> State:
     """``state`` with its velocity ν projected, in the metric of M, onto zero contact velocity
     J ν = 0 (contacts as for :func:`step`; ``rows``: only those rows of J, e.g. a sliding foot's
     normal one): what a simulation does after each explicit step so

@@ -14,10 +14,11 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Callable
+from typing import Any, Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_arrays
 from .arguments import check_model, choice, joint_vector, positive_number
@@ -69,21 +70,21 @@ class Linearization:
     For a horizon: impact and previous_contacts are tuples of K (None where no impact).
     """
 
-    A: np.ndarray
-    B: np.ndarray
-    M_inv: np.ndarray
-    base_acceleration: np.ndarray | None
-    joint_accelerations: np.ndarray
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    M_inv: NDArray[np.float64]
+    base_acceleration: NDArray[np.float64] | None
+    joint_accelerations: NDArray[np.float64]
     state_labels: tuple[str, ...]
-    contact_forces: np.ndarray | None = None
-    contact_forces_state_jacobian: np.ndarray | None = None
-    contact_forces_input_jacobian: np.ndarray | None = None
+    contact_forces: NDArray[np.float64] | None = None
+    contact_forces_state_jacobian: NDArray[np.float64] | None = None
+    contact_forces_input_jacobian: NDArray[np.float64] | None = None
     contact_labels: tuple = ()
     contacts: tuple = ()
     state: State | tuple[State, ...] | None = None
-    joint_torques: np.ndarray | None = None
-    A_d: np.ndarray | None = None
-    B_d: np.ndarray | None = None
+    joint_torques: NDArray[np.float64] | None = None
+    A_d: NDArray[np.float64] | None = None
+    B_d: NDArray[np.float64] | None = None
     dt: float | None = None
     discretization: str | None = None
     impact: Impact | tuple[Impact | None, ...] | None = None
@@ -197,7 +198,8 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 
-def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float, call=linearize_into) -> None:
+def run_linearize_into(model: Model, data: Any, arrays: tuple, out: tuple, dt: float,
+                       call: Callable[..., int] = linearize_into) -> None:
     """:func:`linearize_into` on a workspace's ``data``, the :func:`~robot_linearization.model.state_arrays`
     ``arrays`` and ``out`` = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), A_d, B_d) (with dt > 0 an
     Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP), called as ``call``: the kernel, a
@@ -276,7 +278,7 @@ def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques
     return _result(model, A, B, M_inv, nu_dot, tuple(states), arrays[-1], step, out[5:] if fused else None)
 
 
-def check_step(model, dt, discretization) -> dict:
+def check_step(model: AnyModel, dt: float | None, discretization: str | None) -> dict:
     """{"dt", "discretization"} checked (and the model), ValueError before any work; a
     method without a step is an error, not ignored."""
     check_model(model)
@@ -360,8 +362,8 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     return _result(model, *out, state, torques, step)
 
 
-def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out: tuple,
-                               call=coupled_linearize_into) -> None:
+def run_coupled_linearize_into(model: CoupledModel, coupling: Any, arrays: tuple, out: tuple,
+                               call: Callable[..., int] = coupled_linearize_into) -> None:
     """:func:`coupled_linearize_into` on ``coupling`` (``model.coupling_data()`` or a
     ``new_coupling_data``), the independent coordinates' state_arrays ``arrays``, and ``out`` =
     (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,)) in them, called as ``call`` (as for
@@ -406,6 +408,7 @@ def _linearize_after_impact(model: AnyModel, state: State, joint_torques, contac
         raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
     jump = impact(model, state, contacts, e, kernel=kernel)
     lin = linearize(model, jump.state, joint_torques, contacts=contacts, kernel=kernel, **_step_arguments(step))
+    assert lin.A_d is not None  # (a step: dt is given)
     return Linearization._make({**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
                                   "previous_contacts": previous})
 

@@ -4,7 +4,7 @@ loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_arrays
 from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
@@ -135,7 +135,7 @@ class Linearizer:
             return self._run(arrays)
         return self._generic_run(arrays)
 
-    def linearize(self, state: State, joint_torques=None) -> "Linearizer":
+    def linearize(self, state: State, joint_torques: ArrayLike | None = None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
         Every argument is checked as rl.linearize checks it (ValueError naming it)."""
         self._state = self._arrays = None
@@ -153,8 +153,9 @@ class Linearizer:
         self._state, self.joint_torques = state, result.joint_torques
         return self
 
-    def linearize_arrays(self, joint_positions, joint_velocities, joint_torques=None, *, base_pose=None,
-                         base_twist=None) -> "Linearizer":
+    def linearize_arrays(self, joint_positions: ArrayLike, joint_velocities: ArrayLike,
+                         joint_torques: ArrayLike | None = None, *, base_pose: ArrayLike | None = None,
+                         base_twist: ArrayLike | None = None) -> "Linearizer":
         """The same at a state given as the arrays a robot's drivers and estimators hand over, with
         no State built per call: joint positions s and velocities r (n,) in ``model.joint_names``
         order, τ (n,) (default zeros), and for a floating base its pose in the world, as H (4, 4) or

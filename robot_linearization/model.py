@@ -113,7 +113,7 @@ class Model:
         return state_labels(self.joint_names, self.floating_base)
 
 
-def state_labels(joint_names, floating_base: bool) -> tuple[str, ...]:
+def state_labels(joint_names: Sequence[str], floating_base: bool) -> tuple[str, ...]:
     """Labels of the state perturbation [z_H, z_s, z_v, z_r]: H:x … H:rz, s:<joint>,
     v:x … v:rz, r:<joint> (fixed base: s:<joint>, r:<joint>)."""
     joint_pos = [f"s:{j}" for j in joint_names]
@@ -139,12 +139,13 @@ class State:
     its child frame; floating base only); joint_velocities r (n,).
     """
 
-    joint_positions: np.ndarray
-    joint_velocities: np.ndarray
-    base_pose: np.ndarray | None = None
-    base_twist: np.ndarray | None = None
+    joint_positions: NDArray[np.float64]
+    joint_velocities: NDArray[np.float64]
+    base_pose: NDArray[np.float64] | None = None
+    base_twist: NDArray[np.float64] | None = None
 
-    def __init__(self, base_pose=None, joint_positions=(), base_twist=None, joint_velocities=()):
+    def __init__(self, base_pose: ArrayLike | None = None, joint_positions: ArrayLike = (),
+                 base_twist: ArrayLike | None = None, joint_velocities: ArrayLike = ()) -> None:
         # copies (a State does not change when the caller's arrays do); shapes and dtypes
         # checked here, lengths, values and the pose's rigidity against a model where it is
         # used (check_state; every public function does, and the kernels check the values)
@@ -165,8 +166,8 @@ class State:
 
     @classmethod
     def from_named(cls, model: AnyModel, *, joint_positions: dict, joint_velocities: dict | None = None,
-                   base_position=(0.0, 0.0, 0.0), base_orientation=(0.0, 0.0, 0.0, 1.0),
-                   base_twist=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
+                   base_position: ArrayLike = (0.0, 0.0, 0.0), base_orientation: ArrayLike = (0.0, 0.0, 0.0, 1.0),
+                   base_twist: ArrayLike = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
         """A state from what a robot gives: joints **by name** (dicts {joint: value};
         every joint of the model in joint_positions, velocities default to zero), and
         for a floating base its position [m] in the world, its orientation as a
@@ -308,8 +309,9 @@ def state_arrays(model: AnyModel, state: State, joint_torques: ArrayLike | None)
 _POSE_OF_POSITION_QUATERNION = TypedCall(position_quaternion_pose_into)  # (always two (7,), (4, 4) float64 arrays)
 
 
-def given_arrays(model: AnyModel, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
-                 pose_buffer: np.ndarray) -> tuple:
+def given_arrays(model: AnyModel, joint_positions: ArrayLike, joint_velocities: ArrayLike,
+                 joint_torques: ArrayLike | None, base_pose: ArrayLike | None, base_twist: ArrayLike | None,
+                 pose_buffer: NDArray[np.float64]) -> tuple:
     """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
     r (n,), τ (n,)), from the arrays a robot's drivers and estimators hand over: s, r and τ (n,)
     in ``model.joint_names`` order (τ None: zeros), and for a floating base its pose in the world
@@ -359,7 +361,9 @@ def given_arrays(model: AnyModel, joint_positions, joint_velocities, joint_torqu
 
 
 def stack_states(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
-                 check_values: bool = True, name: str = "state"):
+                 check_values: bool = True, name: str = "state"
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                            NDArray[np.float64]]:
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
 

@@ -16,18 +16,21 @@ from __future__ import annotations
 import functools
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from numba import types
 from numba.experimental import structref
 
 from ..compiled import FLAGS, INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
-from ..contacts import ContactError, as_contacts, contact_labels, resolve
+from ..contacts import Contact, ContactError, Contacts, as_contacts, contact_labels, resolve
+from ..coupling import AnyModel, CoupledModel, tree_of
 from ..arguments import joint_vector
 from ..model import Model, State, check_state, floating_base_of
 from ..spatial import mat_mat_into, skew_entry
-from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, workspace
+from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, Workspace, workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
 from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into, inverse_mass_matrix_product_into
@@ -80,7 +83,7 @@ class ContactArrays:
     m rows in all.  labels (m_contacts,) names λ's entries.  Resolved once per (model,
     contacts) (:func:`contact_arrays`); :meth:`data` is each thread's own."""
 
-    def __init__(self, model, contacts):
+    def __init__(self, model: AnyModel, contacts: Contacts) -> None:
         self.contacts = as_contacts(contacts)
         self.labels = contact_labels(self.contacts)
         self._local = threading.local()
@@ -96,7 +99,7 @@ class ContactArrays:
                                                          dtype=float)
         self.m = self.m_contacts + len(self.coupling_multipliers)
 
-    def data(self, tree_workspace):
+    def data(self, tree_workspace: Workspace) -> tuple[Any, SimpleNamespace]:
         """(compiled, scratch): this thread's :meth:`new_data` on ``tree_workspace`` (the
         thread's :func:`~robot_linearization.workspace.workspace` of the model's tree), kept for
         the thread's next call."""
@@ -106,7 +109,7 @@ class ContactArrays:
             local.workspace = tree_workspace
         return local.data
 
-    def new_data(self, tree_workspace):
+    def new_data(self, tree_workspace: Workspace) -> tuple[Any, SimpleNamespace]:
         """(compiled, scratch): a new :data:`CONTACT_DATA` on ``tree_workspace`` (a
         :class:`~robot_linearization.workspace.Workspace` of the model's tree), and its scratch
         arrays by name (J, drift, …) for Python to read."""
@@ -121,7 +124,7 @@ class ContactArrays:
 
 
 @functools.lru_cache(maxsize=256)
-def contact_arrays(model, contacts: tuple) -> ContactArrays:
+def contact_arrays(model: AnyModel, contacts: tuple[Contact, ...]) -> ContactArrays:
     """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model`` (a Model or
     CoupledModel), built once."""
     return ContactArrays(model, contacts)
@@ -389,7 +392,7 @@ def contact_forces_into(J, M_inv, free_accelerations, drift, JM_inv, L, forces, 
     return True
 
 
-def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
+def degeneracy_reason(contacts: Contacts, J: NDArray[np.float64], M_inv: NDArray[np.float64]) -> str:
     """Why Λ⁻¹ = J M⁻¹ Jᵀ is singular, naming the contacts (for ContactError)."""
     contacts = as_contacts(contacts)
     inverse_inertia = J @ M_inv @ J.T
@@ -405,11 +408,13 @@ def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
             f"{rank} are independent (J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
 
 
-def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
+def contact_kinematics(model: AnyModel, state: State, contacts: Contacts, X_up: NDArray[np.float64],
+                       v: NDArray[np.float64], a_bias: NDArray[np.float64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(J (m, N), γ (m,)) of ``contacts`` (and of a CoupledModel's mimic couplings, in the
     last rows) given the tree's state, body transforms X_up, body twists v (n+1, 6)
     and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
-    tree = getattr(model, "tree", model)
+    tree = tree_of(model)
     arrays = contact_arrays(model, as_contacts(contacts))
     ws = workspace(tree)
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
@@ -420,7 +425,8 @@ def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.nd
     return scratch.J.copy(), scratch.drift.copy()
 
 
-def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
+def contact_frame_kinematics(tree: Model, tree_state: State, contacts: tuple[Contact, ...]
+                             ) -> tuple[SimpleNamespace, Workspace]:
     """:func:`contact_kinematics_into` at ``tree_state``'s positions, at rest (a tree, a Model):
     (scratch, ws) — this thread's scratch of ``contacts`` (a tuple of Contact) with J (m, N),
     J_local (k, 6, N) and rotation (k, 3, 3) = A_R_c filled, and the tree's workspace with the
@@ -464,8 +470,9 @@ def contact_frame_kinematics_many_into(model, data, contacts, poses, joint_posit
                     + poses[k, r, 2] * in_base[2] + poses[k, r, 3]
 
 
-def contact_frame_kinematics_many(tree: Model, contacts, poses: np.ndarray, joint_positions: np.ndarray,
-                                  points: np.ndarray):
+def contact_frame_kinematics_many(tree: Model, contacts: tuple[Contact, ...], poses: NDArray[np.float64],
+                                  joint_positions: NDArray[np.float64], points: NDArray[np.float64]
+                                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(positions (K, k, 3), J (K, m, N)) of :func:`contact_frame_kinematics_many_into` on ``tree`` (a
     Model) for ``contacts`` (a tuple of Contact), the base's world poses (K, 4, 4), joint_positions
     (K, n) and points (k, 3): K configurations in one compiled call (a horizon's knots).  The arrays
@@ -479,7 +486,8 @@ def contact_frame_kinematics_many(tree: Model, contacts, poses: np.ndarray, join
     return positions, J
 
 
-def bias_motion(model: Model, state: State, X_up: np.ndarray):
+def bias_motion(model: Model, state: State, X_up: NDArray[np.float64]
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(v, a) (n+1, 6): body twists and body accelerations at ν̇ = 0 without gravity."""
     ws = workspace(model)
     ws.X_up[:] = X_up
@@ -488,7 +496,8 @@ def bias_motion(model: Model, state: State, X_up: np.ndarray):
     return ws.v.copy(), ws.a.copy()
 
 
-def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()):
+def constrained_forward_dynamics(model: AnyModel, state: State, joint_torques: ArrayLike | None,
+                                 contacts: Contacts = ()) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Forward dynamics with rigid contacts (and a CoupledModel's mimic joints):
     (ν̇ (N,), λ (m,)).
 
@@ -499,9 +508,8 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
     contacts = as_contacts(contacts)
-    coupled = hasattr(model, "tree")
-    tree = model.tree if coupled else model
-    if coupled:
+    tree = tree_of(model)
+    if isinstance(model, CoupledModel):
         state, torques = model.tree_state(state), model.tree_torques(torques)
     base_acc, joint_acc = forward_dynamics(tree, state, torques)
     free = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
@@ -512,6 +520,6 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     forces, accelerations = np.empty(m), np.empty(N)
     if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
-    if coupled:
+    if isinstance(model, CoupledModel):
         return accelerations[model.velocity_rows], forces[:m - len(model.coupling_multipliers)]
     return accelerations, forces

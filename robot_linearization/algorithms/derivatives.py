@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..compiled import kernel
 from ..arguments import check_tree, choice, joint_vector, six_vector
@@ -184,7 +185,8 @@ def derivatives_into(model, data, r, columns, with_base_pose):
                 derivatives[row, c] = df[0, c, row]
 
 
-def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration, joint_accelerations, *,
+def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration: ArrayLike | None,
+                                          joint_accelerations: ArrayLike, *,
                                           frame: str = "base") -> ExtendedInverseDynamicsDerivatives:
     """Derivatives of the EIDAmb (floating base) or RNEA (fixed base) at
     (state, v̇, ṙ); ``base_acceleration`` is ignored (pass None) for a fixed base.

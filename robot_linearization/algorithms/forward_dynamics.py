@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
@@ -116,7 +117,8 @@ def singular_pivot(I_A, D):
     return -1
 
 
-def articulated_inertias(model: Model, X_up: np.ndarray):
+def articulated_inertias(model: Model, X_up: NDArray[np.float64]
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(I_A, U, D) of :func:`articulated_inertias_into` as new arrays."""
     I_A = np.empty_like(model.inertias)
     U = np.zeros((model.n_bodies, 6))
@@ -125,7 +127,8 @@ def articulated_inertias(model: Model, X_up: np.ndarray):
     return I_A, U, D
 
 
-def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray | None = None):
+def forward_dynamics(model: Model, state: State, joint_torques: ArrayLike | None = None
+                     ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
     """FD (3.17) by the ABAmb (floating base) or ABA (fixed base); joint_torques τ (n,),
     default zeros.
 

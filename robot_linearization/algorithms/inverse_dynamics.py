@@ -7,6 +7,7 @@ one backward pass (wrench accumulation towards the base).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector, six_vector
@@ -68,8 +69,8 @@ def _newton_euler(model: Model, state: State, base_acceleration, joint_accelerat
     return ws.X_up.copy(), ws.f.copy()
 
 
-def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.ndarray,
-                              joint_accelerations: np.ndarray):
+def extended_inverse_dynamics(model: Model, state: State, base_acceleration: ArrayLike,
+                              joint_accelerations: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """EIDAmb (Table 4.1): the extended inverse dynamics ID̄ (3.39).
 
     Inputs: state (H, s, v, r); base_acceleration v̇ (6,) = d/dt of the body twist;
@@ -91,7 +92,8 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
     return f[0].copy(), np.einsum("bi,bi->b", model.motion_subspaces[1:], f[1:])
 
 
-def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray):
+def inverse_dynamics(model: Model, state: State, joint_accelerations: ArrayLike
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """RNEA (fixed base, Table E.1) or RNEAmb (floating base, Table E.2).
 
     Returns (joint_torques τ (n,), base_acceleration v̇ (6,) or None).  For a

@@ -25,6 +25,7 @@ column (:func:`inverse_mass_matrix_product_into`: −M⁻¹D on long chains).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
@@ -100,7 +101,7 @@ def inverse_mass_matrix_into(model, data, M_inv):
             M_inv[c, r] = M_inv[r, c]
 
 
-def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+def inverse_mass_matrix(model: Model, joint_positions: ArrayLike) -> NDArray[np.float64]:
     """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed)."""
     positions = joint_vector(check_tree(model, "inverse_mass_matrix"), joint_positions, "joint_positions",
                              default_zero=False)

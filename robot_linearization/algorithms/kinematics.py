@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..joints import joint_transform_into
 from ..arguments import check_tree, joint_vector
+from ..coupling import AnyModel, CoupledModel, tree_of
 from ..model import Model, State, floating_base_of
 from ..spatial import transform_product_into
 
@@ -60,7 +64,7 @@ def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
         J[2] += t[i, 0] * J[4] - t[i, 1] * J[3]
 
 
-def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+def body_transforms(model: Model, joint_positions: ArrayLike) -> NDArray[np.float64]:
     """i_X_λ(i) for every body, shape (n+1, 6, 6)."""
     positions = joint_vector(check_tree(model, "body_transforms"), joint_positions, "joint_positions",
                              default_zero=False)
@@ -78,7 +82,7 @@ def base_gravity_into(base_pose, gravity, g0):
         g0[3 + j] = 0.0
 
 
-def base_gravity(model: Model, state: State) -> np.ndarray:
+def base_gravity(model: Model, state: State) -> NDArray[np.float64]:
     """Gravitational acceleration as a 6D acceleration of the base frame, (6,).
 
     [R^T g; 0] for a floating base with A_R_0 = R; [g; 0] for a fixed base,
@@ -92,17 +96,18 @@ def base_gravity(model: Model, state: State) -> np.ndarray:
     return g0
 
 
-def base_twist(model: Model, state: State) -> np.ndarray:
+def base_twist(model: Model, state: State) -> NDArray[np.float64]:
     """Twist of body 0 in its own frame: the state's body twist, or zero."""
     return floating_base_of(state)[1] if model.floating_base else np.zeros(6)
 
 
-def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> np.ndarray:
+def frame_poses(model: AnyModel, state: State, frames: Sequence[str], X_up: NDArray[np.float64] | None = None
+                ) -> NDArray[np.float64]:
     """A_H_c (k, 4, 4): the world pose of each link or frame in ``frames`` (names) at ``state``
     (of a Model or a CoupledModel), A_H_0 · 0_H_b · b_H_c; the world is the root link's frame
     for a fixed base.  X_up: the tree's body transforms at the state, if already computed."""
-    tree = getattr(model, "tree", model)
-    full = model.tree_state(state) if tree is not model else state
+    tree = tree_of(model)
+    full = model.tree_state(state) if isinstance(model, CoupledModel) else state
     if X_up is None:
         X_up = body_transforms(tree, full.joint_positions)
     R, t = np.empty((tree.n_bodies, 3, 3)), np.empty((tree.n_bodies, 3))
