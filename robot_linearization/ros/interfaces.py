@@ -161,7 +161,7 @@ class LinearizationCdr:
 
     ``writer(output, frame_id) -> bytes``, output as :func:`linearization_values` takes it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._buffer = bytearray()
         # per field, in order: (name, kind, where its number(s) go, what the layout took it to be)
         self._plan: list[tuple] = []

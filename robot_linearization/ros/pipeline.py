@@ -419,7 +419,7 @@ class LinearizationPipeline:
         max_age = int(self.config.max_input_age * 1e9)
         if now_ns - stamp > max_age:
             self._drop(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
-                              f"(max_input_age {self.config.max_input_age} s)", "stale")
+                       f"(max_input_age {self.config.max_input_age} s)", "stale")
             return None
         if model.floating_base:
             paired = self._pair_odometry(stamp)
