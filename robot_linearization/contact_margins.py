@@ -163,7 +163,9 @@ _NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
 
 
 @kernel
-def margins_into(contact_forces, layout, frames, out):
+def margins_into(contact_forces: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], layout: tuple,
+                 frames: tuple[NDArray[np.float64], NDArray[np.float64]],
+                 out: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]) -> None:
     """margins = G c, ∂margin = G ∂c contact by contact, c = B λ in its cone axes (module docstring),
     from contact_forces = (λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)), layout = _Layout.arrays and
     frames = (rotations (k, 3, 3), rotation_jacobians (k, 3, N)), into out = (margins (p,),

@@ -59,7 +59,7 @@ def _mm3_into(X, Y, out):
 
 
 @kernel
-def se3_right_jacobian_into(xi, J):
+def se3_right_jacobian_into(xi: NDArray[np.float64], J: NDArray[np.float64]) -> None:
     """J (6, 6) = J_r(ξ) for a twist ξ = [ρ; φ]: exp(ξ + δ) = exp(ξ)·exp(J_r(ξ) δ) to first order.
 
     J_r(ξ) = J_l(−ξ) = Σ_k (−ad_ξ)^k/(k+1)!, in closed form [[J(−φ), Q(−ρ, −φ)], [0, J(−φ)]]
@@ -99,7 +99,7 @@ def se3_right_jacobian_into(xi, J):
 
 
 @kernel
-def exp_adjoint_into(xi, X):
+def exp_adjoint_into(xi: NDArray[np.float64], X: NDArray[np.float64]) -> None:
     """X (6, 6) = Ad(exp(ξ)) = [[R, p^R], [0, R]] for a twist ξ = [ρ; φ] (2.36, 2.39)."""
     phi = xi[3:]
     theta2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
@@ -127,7 +127,9 @@ def exp_adjoint_into(xi, X):
 
 
 @kernel
-def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_base, dt, A_d, B_d):
+def euler_step_jacobians_into(A: NDArray[np.float64], B: NDArray[np.float64], base_twists: NDArray[np.float64],
+                              base_accelerations: NDArray[np.float64], floating_base: bool, dt: float,
+                              A_d: NDArray[np.float64], B_d: NDArray[np.float64]) -> None:
     """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of integrator.step from the continuous
     A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v (K, 6) and
     accelerations v̇ (the first six columns of base_accelerations, (K, ≥ 6)) they were
@@ -172,7 +174,9 @@ def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_ba
 
 
 @kernel
-def euler_step_into(A, B, twist, accelerations, floating_base, dt, A_d, B_d):
+def euler_step_into(A: NDArray[np.float64], B: NDArray[np.float64], twist: NDArray[np.float64],
+                    accelerations: NDArray[np.float64], floating_base: bool, dt: float, A_d: NDArray[np.float64],
+                    B_d: NDArray[np.float64]) -> None:
     """:func:`euler_step_jacobians_into` of one state: A_d (2N, 2N), B_d (2N, n) from A (2N, 2N),
     B (2N, n), the base twist v (6,) and ν̇ (N,) (its first six entries v̇ for a floating base)."""
     N, n = A.shape[0] // 2, B.shape[1]

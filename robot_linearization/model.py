@@ -242,7 +242,8 @@ def state_problem(k: int, problem: int, K: int, name: str = "state") -> str:
 
 
 @kernel
-def invalid_state(pose, joint_positions, base_twist, joint_velocities, joint_torques):
+def invalid_state(pose: NDArray[np.float64], joint_positions: NDArray[np.float64], base_twist: NDArray[np.float64],
+                  joint_velocities: NDArray[np.float64], joint_torques: NDArray[np.float64]) -> int:
     """The problem of one state (pose (4, 4), s (n,), v (6,), r (n,), τ (n,)), 0 if it is valid
     (codes in _STATE_PROBLEMS; tolerance 1e-6 on orthonormality and det)."""
     for x in joint_torques:
@@ -274,7 +275,9 @@ def invalid_state(pose, joint_positions, base_twist, joint_velocities, joint_tor
 
 
 @kernel
-def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, joint_torques):
+def first_invalid_state(poses: NDArray[np.float64], joint_positions: NDArray[np.float64],
+                        base_twists: NDArray[np.float64], joint_velocities: NDArray[np.float64],
+                        joint_torques: NDArray[np.float64]) -> tuple[int, int]:
     """(k, problem) of the first invalid state or torque among K stacked ones (:func:`invalid_state`),
     problem 0 if all are valid."""
     for k in range(poses.shape[0]):

@@ -131,7 +131,7 @@ def contact_arrays(model: AnyModel, contacts: tuple[Contact, ...]) -> ContactArr
 
 
 @kernel
-def matmul_into(A, B, out):
+def matmul_into(A: NDArray[np.float64], B: NDArray[np.float64], out: NDArray[np.float64]) -> None:
     """out = A B in plain loops (no BLAS: the threads of a horizon stay parallel)."""
     out[:] = 0.0
     for i in range(A.shape[0]):
@@ -143,7 +143,7 @@ def matmul_into(A, B, out):
 
 
 @kernel
-def multiply_add_into(A, B, sign, out):
+def multiply_add_into(A: NDArray[np.float64], B: NDArray[np.float64], sign: float, out: NDArray[np.float64]) -> None:
     """out += sign · A B[:, :w], for A (p, q), B (q, ≥ w), out (p, w) (views of any strides; B
     and out C-contiguous is fastest: their rows are then known to be contiguous).  Each sweep
     over four rows of out takes four rows of B: a row of out is loaded and stored once per four
@@ -190,7 +190,8 @@ def multiply_add_into(A, B, sign, out):
 
 
 @kernel
-def tree_multiply_add_into(model, data, M_inv, D, sign, out):
+def tree_multiply_add_into(model: Any, data: Any, M_inv: NDArray[np.float64], D: NDArray[np.float64], sign: float,
+                           out: NDArray[np.float64]) -> None:
     """out += sign · M⁻¹ D[:, :w] (w = out.shape[1] ≤ 2N) for M⁻¹ (N, N) at data's configuration (the
     IMMAmb's, which leaves data ready for the third way) and D (N, ≥ w) with the sparsity of the
     EIDAmb's derivatives on the tree: row c of D (a joint's) is zero but in the columns of the
@@ -220,7 +221,7 @@ def tree_multiply_add_into(model, data, M_inv, D, sign, out):
 
 
 @kernel
-def contact_kinematics_into(model, data, contacts, base_rotation):
+def contact_kinematics_into(model: Any, data: Any, contacts: Any, base_rotation: NDArray[np.float64]) -> None:
     """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
     body poses and column axes in the base frame data.R, t, axes (kinematics.base_frame_poses_into),
     body twists data.v and body accelerations data.a (n+1, 6) at ν̇ = 0 without gravity, and the
@@ -306,7 +307,9 @@ def contact_kinematics_into(model, data, contacts, base_rotation):
 
 
 @kernel
-def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
+def unconstrained_dynamics_into(model: Any, data: Any, pose: NDArray[np.float64], s: NDArray[np.float64],
+                                twist: NDArray[np.float64], r: NDArray[np.float64], tau: NDArray[np.float64],
+                                M_inv: NDArray[np.float64]) -> int:
     """The unconstrained pieces of the constrained dynamics at (pose (4, 4), s, twist, r, τ):
     the body transforms, g_0 (6) into data.g0, ν̇_free (N) by the ABAmb into data.free, the
     body poses and axes in the base frame, and M⁻¹ (N, N) by the IMMAmb from the same
@@ -324,7 +327,7 @@ def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
 
 
 @kernel
-def cholesky_solve_into(L, B):
+def cholesky_solve_into(L: NDArray[np.float64], B: NDArray[np.float64]) -> None:
     """B ← (L Lᵀ)⁻¹ B in place, for L lower triangular (m, m) and B (m, c): the forward and
     back substitutions row by row, each row of B updated whole (contiguous, all c columns at
     once), in the order of a column-by-column substitution (the same numbers)."""
@@ -348,7 +351,9 @@ def cholesky_solve_into(L, B):
 
 
 @kernel
-def contact_forces_into(J, M_inv, free_accelerations, drift, JM_inv, L, forces, accelerations):
+def contact_forces_into(J: NDArray[np.float64], M_inv: NDArray[np.float64], free_accelerations: NDArray[np.float64],
+                        drift: NDArray[np.float64], JM_inv: NDArray[np.float64], L: NDArray[np.float64],
+                        forces: NDArray[np.float64], accelerations: NDArray[np.float64]) -> bool:
     """λ and ν̇ of the constrained dynamics, given J, M⁻¹ (N, N), ν̇_free and γ.
 
     Writes JM_inv = J M⁻¹ (m, N), L the Cholesky factor of Λ⁻¹ = J M⁻¹ Jᵀ,
@@ -445,7 +450,9 @@ def contact_frame_kinematics(tree: Model, tree_state: State, contacts: tuple[Con
 
 
 @kernel
-def contact_frame_kinematics_many_into(model, data, contacts, poses, joint_positions, points, J, positions):
+def contact_frame_kinematics_many_into(model: Any, data: Any, contacts: Any, poses: NDArray[np.float64],
+                                       joint_positions: NDArray[np.float64], points: NDArray[np.float64],
+                                       J: NDArray[np.float64], positions: NDArray[np.float64]) -> None:
     """:func:`contact_kinematics_into` at rest at each of K configurations of a tree, the base's world
     poses (K, 4, 4) (the identity for a fixed base) and joint_positions (K, n): contacts.J into J (K,
     m, N), and into positions (K, k, 3) the world position of points[i] (3,), a point of contact i's

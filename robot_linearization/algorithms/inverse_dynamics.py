@@ -6,6 +6,8 @@ one backward pass (wrench accumulation towards the base).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -20,7 +22,9 @@ from .mass_matrix import composite_inertias
 
 
 @kernel
-def newton_euler_forward_into(model, data, base_twist, base_acceleration, r, rdot):
+def newton_euler_forward_into(model: Any, data: Any, base_twist: NDArray[np.float64],
+                              base_acceleration: NDArray[np.float64], r: NDArray[np.float64], rdot: NDArray[np.float64]
+                             ) -> None:
     """Forward pass of Table 4.1 (lines 6–23) into data.v, a, f (n+1, 6): body twists,
     accelerations and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, in body frames, at the
     body transforms data.X_up.
@@ -49,7 +53,7 @@ def newton_euler_forward_into(model, data, base_twist, base_acceleration, r, rdo
 
 
 @kernel
-def accumulate_wrenches(parent, X_up, f):
+def accumulate_wrenches(parent: NDArray[np.int64], X_up: NDArray[np.float64], f: NDArray[np.float64]) -> None:
     """Backward pass (Table 4.1 lines 25–28): f_λ(i) += λ(i)_X^i f_i, in place.
 
     Afterwards f[i] is the wrench transmitted by joint i to the subtree of body i

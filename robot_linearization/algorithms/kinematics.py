@@ -16,7 +16,8 @@ from ..spatial import transform_product_into
 
 
 @kernel
-def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_up):
+def body_transforms_into(motion_subspaces: NDArray[np.float64], tree_transforms: NDArray[np.float64],
+                         joint_positions: NDArray[np.float64], X_up: NDArray[np.float64]) -> None:
     """i_X_λ(i) = i_X_λ(i)|i(s_i) · λ(i)|i_X_λ(i) (Table 4.1 lines 14, 16) into
     X_up (n+1, 6, 6); entry 0 (the base has no parent) is the identity."""
     X_joint = np.empty((6, 6))
@@ -27,7 +28,9 @@ def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_u
 
 
 @kernel
-def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
+def base_frame_poses_into(parent: NDArray[np.int64], S: NDArray[np.float64], X_up: NDArray[np.float64],
+                          floating_base: bool, R: NDArray[np.float64], t: NDArray[np.float64], axes: NDArray[np.float64]
+                         ) -> None:
     """Every body's pose in the base frame, rotation R (n+1, 3, 3) and origin t
     (n+1, 3), and the axis of every velocity column in that frame, axes (N, 6):
     the base's Γ_0 = I₆ (floating base), then ⁰X_i Γ_i = [R Γ_l + t × R Γ_a; R Γ_a]
@@ -74,7 +77,7 @@ def body_transforms(model: Model, joint_positions: ArrayLike) -> NDArray[np.floa
 
 
 @kernel(inline=True)
-def base_gravity_into(base_pose, gravity, g0):
+def base_gravity_into(base_pose: NDArray[np.float64], gravity: NDArray[np.float64], g0: NDArray[np.float64]) -> None:
     """g_0 = [R^T g; 0] (6,) for the base pose A_H_0 (4, 4) with rotation R and the
     world gravity g (3,); a fixed base passes the identity (its root frame is the world)."""
     for j in range(3):

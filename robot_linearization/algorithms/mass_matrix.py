@@ -13,7 +13,8 @@ from .kinematics import body_transforms
 
 
 @kernel
-def composite_inertias_into(parent, X_up, I, I_c):
+def composite_inertias_into(parent: NDArray[np.int64], X_up: NDArray[np.float64], I: NDArray[np.float64],
+                            I_c: NDArray[np.float64]) -> None:
     """M^c_i: inertia of the subtree rooted at body i, in frame i, into I_c (n+1, 6, 6)."""
     tmp = np.empty((6, 6))
     I_c[:] = I
