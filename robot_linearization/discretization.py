@@ -34,6 +34,7 @@ from .model import State
 
 if TYPE_CHECKING:
     from .linearization import Linearization
+    from .linearizer import Linearizer
 
 METHODS = ("euler", "zoh")
 """discretize's methods: the Jacobians of integrator.step (semi-implicit Euler), or the
@@ -196,7 +197,7 @@ def se3_right_jacobian(xi: ArrayLike) -> NDArray[np.float64]:
     return J
 
 
-def discretize(model: AnyModel, linearization: Linearization, dt: float, method: str = "euler"
+def discretize(model: AnyModel, linearization: Linearization | Linearizer, dt: float, method: str = "euler"
                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d): the discrete-time linearization over one step of ``dt`` [s] at the
     state(s), torques (and contacts) of ``linearization``; z⁺ = A_d z + B_d w, with z
