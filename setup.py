@@ -36,7 +36,7 @@ setup(
     name=package_name,
     version=version,
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={package_name: ["robots/*.urdf", "codegen/*.c"]},
+    package_data={package_name: ["py.typed", "robots/*.urdf", "codegen/*.c"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml", "plugin.xml"]),
@@ -52,7 +52,8 @@ setup(
                       "rosbags>=0.9", "matplotlib>=3.6"],
     # walking/mpc.py's QP solvers, and threadpoolctl to hold numpy's BLAS to the controller's core
     extras_require={"mpc": ["proxsuite>=0.6", "osqp>=1.0", "threadpoolctl>=3.1"],
-                    "test": ["pytest>=7", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0", "threadpoolctl>=3.1",
+                    "test": ["pytest>=7", "mypy>=1.11", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0",
+                             "threadpoolctl>=3.1",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1",
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeGuard
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 def _given(value) -> str:
@@ -39,22 +41,22 @@ def _given(value) -> str:
 _FLOAT64 = np.dtype(np.float64)
 
 
-def kernel_ready(value) -> bool:
+def kernel_ready(value: object) -> TypeGuard[NDArray[np.float64]]:
     """Whether ``value`` is an array exactly as the kernels take it: a plain ndarray of
     native-endian float64, C-contiguous, aligned and writeable (numpy's CARRAY flag)."""
     return type(value) is np.ndarray and (value.dtype is _FLOAT64 or value.dtype.char == "d"
                                           and value.dtype.isnative) and value.flags.carray
 
 
-def ready(value, shape: tuple) -> bool:
+def ready(value: object, shape: tuple) -> TypeGuard[NDArray[np.float64]]:
     """Whether ``value`` is :func:`kernel_ready` and of ``shape``: the control cycle's test, in a
     fraction of :func:`real_array`'s time (False sends the caller to it, for the conversion or the
     message).  Its float64 is numpy's own (an equal dtype of another identity: False)."""
     return type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == shape and value.flags.carray
 
 
-def real_array(value, name: str, shape: tuple, *, what: str = "", finite: bool = True,
-               error: type = ValueError) -> np.ndarray:
+def real_array(value: object, name: str, shape: tuple, *, what: str | Callable[[], str] = "", finite: bool = True,
+               error: type[ValueError] = ValueError) -> NDArray[np.float64]:
     """``value`` as a :func:`kernel_ready` float64 array of ``shape`` (−1: any length there);
     ``error`` (a ValueError) naming ``name`` otherwise.  ``what`` explains the shape
     ("one per joint of model 'x'"), or is a function returning that text (called only for an

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .algorithms.forward_dynamics import articulated_inertias, singular_pivot
 from .algorithms.kinematics import body_transforms
@@ -28,14 +29,14 @@ class ModelBuilder:
     ModelError for a bad inertia or gravity.
     """
 
-    def __init__(self, base_name: str, base_inertia: np.ndarray, *, floating_base: bool = True,
-                 gravity=STANDARD_GRAVITY, name: str = "robot") -> None:
+    def __init__(self, base_name: str, base_inertia: ArrayLike, *, floating_base: bool = True,
+                 gravity: ArrayLike = STANDARD_GRAVITY, name: str = "robot") -> None:
         self._name = name
         self._floating = floating_base
         self._gravity = real_array(gravity, "gravity", (3,), what="in the world frame [m/s²]", error=ModelError)
         self._names = [base_name]
         self._parents = [-1]
-        self._joints: list[Joint | None] = [None]
+        self._joints: list[Joint] = []  # (of bodies 1, 2, …)
         self._placements = [np.eye(4)]
         self._inertias = [_check_inertia_matrix(base_inertia, base_name)]
         self._frames: dict[str, tuple[str, np.ndarray]] = {base_name: (base_name, np.eye(4))}
@@ -54,7 +55,7 @@ class ModelBuilder:
             raise ModelError(f"duplicate body or frame name '{name}'")
         if parent not in self._names:
             raise ModelError(f"body '{name}': parent '{parent}' has not been added")
-        if joint.name in (j.name for j in self._joints if j is not None):
+        if joint.name in (j.name for j in self._joints):
             raise ModelError(f"duplicate joint name '{joint.name}'")
         placement = _check_transform(placement, f"joint '{joint.name}' placement")
         inertia = _check_inertia_matrix(inertia, name)
@@ -102,7 +103,7 @@ class ModelBuilder:
         for i in range(1, n_bodies):
             ancestors[i, :depth[i] - 1] = ancestors[parent[i], :depth[i] - 1]
             ancestors[i, depth[i] - 1] = i - 1
-        joints = tuple(self._joints[old] for old in order[1:])
+        joints = tuple(self._joints[old - 1] for old in order[1:])
         motion_subspaces = np.zeros((n_bodies, 6))
         tree_transforms = np.zeros((n_bodies, 6, 6))
         tree_transforms[0] = np.eye(6)
@@ -166,7 +167,7 @@ def _check_nonsingular(model: Model) -> None:
     and a state where it is singular gets an error from linearize.
     """
     rng = np.random.default_rng(0)
-    problems = []
+    problems: list[str | None] = []
     configurations = [np.zeros(model.n_joints)] + [rng.uniform(-1.0, 1.0, model.n_joints) for _ in range(4)]
     for positions in configurations:
         X_up = body_transforms(model, positions)

@@ -160,10 +160,12 @@ def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir:
         return 1
     lin = last.linearization
     print(f"A: {lin.A.shape}  B: {lin.B.shape}  M_inv: {lin.M_inv.shape}  (state order [z_H, z_s, z_v, z_r])")
-    if lin.contacts:
-        forces = lin.contact_forces.reshape(-1, 3) if all(c.kind == "point" for c in lin.contacts) else None
-        print(f"contact forces λ {lin.contact_forces.shape}, ∂λ/∂z {lin.contact_forces_state_jacobian.shape}, "
-              f"∂λ/∂τ {lin.contact_forces_input_jacobian.shape}"
+    contact_forces, d_state, d_input = (lin.contact_forces, lin.contact_forces_state_jacobian,
+                                        lin.contact_forces_input_jacobian)
+    if lin.contacts and contact_forces is not None and d_state is not None and d_input is not None:
+        forces = contact_forces.reshape(-1, 3) if all(c.kind == "point" for c in lin.contacts) else None
+        print(f"contact forces λ {contact_forces.shape}, ∂λ/∂z {d_state.shape}, "
+              f"∂λ/∂τ {d_input.shape}"
               + (f"; vertical forces at the last state [N]: {np.round(forces[:, 2], 2).tolist()}"
                  if forces is not None and all(c.reference == "world_aligned" for c in lin.contacts) else ""))
     times = []
@@ -175,13 +177,13 @@ def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir:
 
     # validate a sample of the recorded states against finite differences and inv(CRBA)
     rng = np.random.default_rng(args.seed)
-    worst = None
-    for _ in range(args.samples):
+    reports = []
+    for _ in range(args.samples):  # (at least one)
         sim_state = Simulation(model, dt=args.dt, seed=int(rng.integers(1 << 30)), contacts=contacts, gait=gait)
         for _ in range(int(rng.integers(1, steps))):
             state, torques = sim_state.step()
-        report = validate(model, state, linearize(model, state, torques, contacts=sim_state.contacts), torques)
-        worst = report if worst is None or report.max_rel > worst.max_rel else worst
+        reports.append(validate(model, state, linearize(model, state, torques, contacts=sim_state.contacts), torques))
+    worst = max(reports, key=lambda report: report.max_rel)  # (the first of the worst)
     touchdown = simulation.touchdowns[0] if simulation.touchdowns else None
     if touchdown is not None:  # the step through the first touchdown: A_d = A_d(step at x⁺)·A_impact(x⁻)
         knot = linearize(model, touchdown.impact.pre_impact_state, touchdown.joint_torques,

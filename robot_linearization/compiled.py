@@ -70,7 +70,7 @@ _LOCATORS = [type(f"Package{base.__name__}", (_PackageStamp, base), {}) for base
 cache directory), in numba's order, with the package's stamp; tried before numba's for this
 package's files only (numba ≥ 0.61 names them as here; an older one keeps its per-file stamps)."""
 if len(_LOCATORS) == 3 and hasattr(caching, "CacheImpl"):
-    caching.CacheImpl._locator_classes[:0] = _LOCATORS
+    caching.CacheImpl._locator_classes[:0] = _LOCATORS  # type: ignore[assignment]  # (a list; numba types it Iterable)
 
 
 def kernel(function=None, *, inline: bool = False):

@@ -30,13 +30,20 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_frame_kinematics
 from .compiled import announce_compilation, kernel
 from .arguments import _given, check_linearization, positive_number, real_array
-from .contacts import as_contacts, format_contacts
+from .contacts import Contacts, as_contacts, format_contacts
+from .coupling import AnyModel
+
+if TYPE_CHECKING:
+    from .linearization import Linearization
+    from .linearizer import Linearizer
 
 SMOOTH_TANGENT = 1e-12
 """The exact cone's ‖f_t‖ is taken as not differentiable when ‖f_t‖ ≤ this times ‖f‖
@@ -55,12 +62,12 @@ class ContactMargins:
     friction, normal (unit, world), facets, inner, sole_sizes: the arguments they were made with.
     """
 
-    margins: np.ndarray
-    state_jacobian: np.ndarray
-    input_jacobian: np.ndarray
+    margins: NDArray[np.float64]
+    state_jacobian: NDArray[np.float64]
+    input_jacobian: NDArray[np.float64]
     labels: tuple[str, ...]
     friction: float
-    normal: np.ndarray
+    normal: NDArray[np.float64]
     facets: int | None
     inner: bool
     sole_sizes: dict
@@ -76,8 +83,9 @@ class ContactMargins:
                 f"smallest {self.margins.min():.4g} at {self.labels[int(np.argmin(self.margins))]}>")
 
 
-def contact_margins(model, linearization, *, friction, normal=(0.0, 0.0, 1.0), facets=None, inner: bool = True,
-                    sole_size=None) -> ContactMargins:
+def contact_margins(model: AnyModel, linearization: Linearization | Linearizer, *, friction: float,
+                    normal: ArrayLike = (0.0, 0.0, 1.0), facets: int | None = None, inner: bool = True,
+                    sole_size: ArrayLike | Mapping[str, ArrayLike] | None = None) -> ContactMargins:
     """Friction, unilateral and CoP margins of ``linearization``'s contact forces, and their
     Jacobians ∂/∂z (p, 2N) and ∂/∂τ (p, n) by the chain rule through ∂λ/∂z, ∂λ/∂τ.
 
@@ -113,8 +121,9 @@ class MarginEvaluator:
     Linearizer): its contact set is checked per call (ValueError when it differs).
     """
 
-    def __init__(self, model, contacts, *, friction, normal=(0.0, 0.0, 1.0), facets=None, inner: bool = True,
-                 sole_size=None):
+    def __init__(self, model: AnyModel, contacts: Contacts, *, friction: float, normal: ArrayLike = (0.0, 0.0, 1.0),
+                 facets: int | None = None, inner: bool = True,
+                 sole_size: ArrayLike | Mapping[str, ArrayLike] | None = None) -> None:
         self.model = model
         self.friction = mu = positive_number(friction, "friction")
         n = real_array(normal, "normal", (3,), what="the ground's normal in the world")
@@ -130,7 +139,7 @@ class MarginEvaluator:
         self.layout = _layout(self.contacts, mu, tuple(n.tolist()), k, self.inner, tuple(self.sole_sizes.items()))
         self._turning = bool(self.layout.turning.any())
 
-    def __call__(self, linearization) -> ContactMargins:
+    def __call__(self, linearization: Linearization | Linearizer) -> ContactMargins:
         """The ContactMargins of ``linearization`` (one state's, of this model and contact set)."""
         lin, model, layout = linearization, self.model, self.layout
         if lin.contacts != self.contacts and as_contacts(lin.contacts) != self.contacts:
@@ -154,7 +163,9 @@ _NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
 
 
 @kernel
-def margins_into(contact_forces, layout, frames, out):
+def margins_into(contact_forces: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], layout: tuple,
+                 frames: tuple[NDArray[np.float64], NDArray[np.float64]],
+                 out: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]) -> None:
     """margins = G c, ∂margin = G ∂c contact by contact, c = B λ in its cone axes (module docstring),
     from contact_forces = (λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)), layout = _Layout.arrays and
     frames = (rotations (k, 3, 3), rotation_jacobians (k, 3, N)), into out = (margins (p,),
@@ -285,10 +296,10 @@ def _layout(contacts, mu, normal, facets, inner, soles) -> _Layout:
         blocks.append(block)
         counts.append(G.shape[0])
         labels += [f"{contact.frame}:{name}" for name in names]
-    counts = np.array(counts, dtype=np.int64)
+    row_counts = np.array(counts, dtype=np.int64)
     turning = np.array([(c.kind == "point") == (c.reference == "local") for c in contacts], dtype=np.bool_)
     return _Layout(tuple(labels), _shortest_rotation(np.array(normal)), starts, dims, turning,
-                   np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64), counts, np.vstack(blocks),
+                   np.concatenate([[0], np.cumsum(row_counts)[:-1]]).astype(np.int64), row_counts, np.vstack(blocks),
                    pyramid is None)
 
 

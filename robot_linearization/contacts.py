@@ -13,13 +13,14 @@ LOCAL_WORLD_ALIGNED.  Conventions: docs/contacts.md.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence, TypeAlias
 
 import numpy as np
 
 from .arguments import did_you_mean
-from .model import Model
+if TYPE_CHECKING:
+    from .coupling import AnyModel
 
 KINDS = {"point": 3, "6d": 6}
 REFERENCES = ("world_aligned", "local")
@@ -45,6 +46,7 @@ class Contact:
     frame: str
     kind: str = "point"
     reference: str = "world_aligned"
+    _hash: int = field(init=False, repr=False, compare=False)  # (set in __post_init__)
 
     def __post_init__(self):
         if not isinstance(self.frame, str) or not self.frame:
@@ -78,8 +80,10 @@ class Contact:
 
 CONTACT_SYNTAX = "frame[:point|6d[:world_aligned|local]], comma-separated"
 
+Contacts: TypeAlias = "Contact | str | Sequence[Contact | str] | None"  # what as_contacts reads
 
-def as_contacts(contacts) -> tuple[Contact, ...]:
+
+def as_contacts(contacts: Contacts) -> tuple[Contact, ...]:
     """A contact set from what the API, the node and the command line take: Contacts,
     text entries ``"frame[:point|6d[:world_aligned|local]]"`` (a bare name is a
     world-aligned point contact), one comma-separated string of them, or a list
@@ -138,7 +142,7 @@ class ResolvedContact:
     X_contact_body: np.ndarray
 
 
-def resolve(model: Model, contacts: Sequence[Contact]) -> tuple[ResolvedContact, ...]:
+def resolve(model: AnyModel, contacts: Contacts) -> tuple[ResolvedContact, ...]:
     """Bind contacts to ``model``'s bodies; ContactError for an unknown frame."""
     from .spatial import inverse_transform, velocity_transform
 
@@ -157,6 +161,6 @@ def contact_labels(contacts: Sequence[Contact]) -> tuple[str, ...]:
     return tuple(label for c in as_contacts(contacts) for label in c.labels)
 
 
-def format_contacts(contacts) -> str:
+def format_contacts(contacts: Contacts) -> str:
     """The text :func:`as_contacts` reads back."""
     return ", ".join(f"{c.frame}:{c.kind}:{c.reference}" for c in as_contacts(contacts))

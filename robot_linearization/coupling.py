@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from collections.abc import Iterable
+from typing import Any, TypeAlias
 
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from numba import types
 from numba.experimental import structref
 
 from .compiled import INDEX_TABLE, INDICES, MATRIX, VECTOR, Structure, kernel, structure
 from .model import Model, ModelError, State, state_labels
-from .workspace import DATA, workspace
+from .workspace import DATA, Workspace, workspace
 
 
 @structref.register
@@ -149,7 +152,7 @@ class CoupledModel:
         index = np.argmax(G != 0.0, axis=1).astype(np.int64)
         return index, G[np.arange(G.shape[0]), index].copy()
 
-    def coupling_data(self):
+    def coupling_data(self) -> Any:  # (a compiled structure, COUPLING_DATA)
         """This thread's ``coupling`` argument of linearization.coupled_linearize_into
         (:meth:`new_coupling_data` on the thread's workspace of the tree), made on its first use
         in the thread."""
@@ -158,7 +161,7 @@ class CoupledModel:
             data = self._local.data = self.new_coupling_data(workspace(self.tree))
         return data
 
-    def new_coupling_data(self, tree_workspace):
+    def new_coupling_data(self, tree_workspace: Workspace) -> Any:
         """A new :data:`COUPLING_DATA` on ``tree_workspace`` (a
         :class:`~robot_linearization.workspace.Workspace` of the tree)."""
         c, N_tree, N = len(self.coupling_multipliers), self.tree.n_velocities, self.n_velocities
@@ -174,7 +177,7 @@ class CoupledModel:
         return State(base_pose=state.base_pose, joint_positions=self.coupling @ state.joint_positions + self.offset,
                      base_twist=state.base_twist, joint_velocities=self.coupling @ state.joint_velocities)
 
-    def tree_torques(self, joint_torques) -> np.ndarray:
+    def tree_torques(self, joint_torques: ArrayLike | None) -> NDArray[np.float64]:
         """E τ: the independent joints' torques in the tree, zero on the mimic joints.
 
         ``joint_torques`` τ (n,) of the independent joints; returns (n_tree,)."""
@@ -183,7 +186,7 @@ class CoupledModel:
         return torques
 
 
-def couple(tree: Model, mimics) -> CoupledModel:
+def couple(tree: Model, mimics: Iterable[tuple[str, str, float, float]]) -> CoupledModel:
     """The reduced model of ``tree`` with ``mimics`` [(mimic, source, multiplier, offset)]
     by joint name; a mimic of a mimic follows the chain to an independent joint."""
     names = list(tree.joint_names)
@@ -214,6 +217,9 @@ def couple(tree: Model, mimics) -> CoupledModel:
                         coupling_multipliers=np.array([a for _, a, _ in follows.values()]))
 
 
-def tree_of(model):
+AnyModel: TypeAlias = Model | CoupledModel  # what the public functions take: load_urdf gives either
+
+
+def tree_of(model: AnyModel) -> Model:
     """The Model whose recursive algorithms run: the model itself, or a CoupledModel's tree."""
     return model.tree if isinstance(model, CoupledModel) else model

@@ -21,12 +21,20 @@ flow of ż = A z + B w over dt with w held, by one matrix exponential.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import expm
 
 from .arguments import check_linearization, choice, positive_number, real_array
 from .compiled import kernel
-from .model import Model, State
+from .coupling import AnyModel
+from .model import State
+
+if TYPE_CHECKING:
+    from .linearization import Linearization
+    from .linearizer import Linearizer
 
 METHODS = ("euler", "zoh")
 """discretize's methods: the Jacobians of integrator.step (semi-implicit Euler), or the
@@ -52,7 +60,7 @@ def _mm3_into(X, Y, out):
 
 
 @kernel
-def se3_right_jacobian_into(xi, J):
+def se3_right_jacobian_into(xi: NDArray[np.float64], J: NDArray[np.float64]) -> None:
     """J (6, 6) = J_r(ξ) for a twist ξ = [ρ; φ]: exp(ξ + δ) = exp(ξ)·exp(J_r(ξ) δ) to first order.
 
     J_r(ξ) = J_l(−ξ) = Σ_k (−ad_ξ)^k/(k+1)!, in closed form [[J(−φ), Q(−ρ, −φ)], [0, J(−φ)]]
@@ -92,7 +100,7 @@ def se3_right_jacobian_into(xi, J):
 
 
 @kernel
-def exp_adjoint_into(xi, X):
+def exp_adjoint_into(xi: NDArray[np.float64], X: NDArray[np.float64]) -> None:
     """X (6, 6) = Ad(exp(ξ)) = [[R, p^R], [0, R]] for a twist ξ = [ρ; φ] (2.36, 2.39)."""
     phi = xi[3:]
     theta2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
@@ -120,7 +128,9 @@ def exp_adjoint_into(xi, X):
 
 
 @kernel
-def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_base, dt, A_d, B_d):
+def euler_step_jacobians_into(A: NDArray[np.float64], B: NDArray[np.float64], base_twists: NDArray[np.float64],
+                              base_accelerations: NDArray[np.float64], floating_base: bool, dt: float,
+                              A_d: NDArray[np.float64], B_d: NDArray[np.float64]) -> None:
     """A_d (K, 2N, 2N), B_d (K, 2N, n): the Jacobians of integrator.step from the continuous
     A (K, 2N, 2N), B (K, 2N, n) and, for a floating base, the twists v (K, 6) and
     accelerations v̇ (the first six columns of base_accelerations, (K, ≥ 6)) they were
@@ -165,7 +175,9 @@ def euler_step_jacobians_into(A, B, base_twists, base_accelerations, floating_ba
 
 
 @kernel
-def euler_step_into(A, B, twist, accelerations, floating_base, dt, A_d, B_d):
+def euler_step_into(A: NDArray[np.float64], B: NDArray[np.float64], twist: NDArray[np.float64],
+                    accelerations: NDArray[np.float64], floating_base: bool, dt: float, A_d: NDArray[np.float64],
+                    B_d: NDArray[np.float64]) -> None:
     """:func:`euler_step_jacobians_into` of one state: A_d (2N, 2N), B_d (2N, n) from A (2N, 2N),
     B (2N, n), the base twist v (6,) and ν̇ (N,) (its first six entries v̇ for a floating base)."""
     N, n = A.shape[0] // 2, B.shape[1]
@@ -178,14 +190,15 @@ NO_STEP = (np.empty((0, 0)),) * 2
 """euler_step_into's A_d, B_d for a one-state kernel asked for no step (shared, never written)."""
 
 
-def se3_right_jacobian(xi) -> np.ndarray:
+def se3_right_jacobian(xi: ArrayLike) -> NDArray[np.float64]:
     """J_r(ξ) (6, 6) of a twist ξ = [v; ω] (:func:`se3_right_jacobian_into`)."""
     J = np.empty((6, 6))
     se3_right_jacobian_into(real_array(xi, "xi", (6,), what="a twist [v; ω]"), J)
     return J
 
 
-def discretize(model: Model, linearization, dt: float, method: str = "euler"):
+def discretize(model: AnyModel, linearization: Linearization | Linearizer, dt: float, method: str = "euler"
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d): the discrete-time linearization over one step of ``dt`` [s] at the
     state(s), torques (and contacts) of ``linearization``; z⁺ = A_d z + B_d w, with z
     left-trivialised on both sides.  Shapes as A and B: (2N, 2N), (2N, n), with a
@@ -201,13 +214,16 @@ def discretize(model: Model, linearization, dt: float, method: str = "euler"):
     check_linearization(model, linearization)
     dt, method = positive_number(dt, "dt", "seconds"), choice(method, "method", METHODS)
     state, jump = linearization.state, getattr(linearization, "impact", None)
+    if state is None:
+        raise ValueError("linearization: remembers no state (a Linearizer before its first call)")
     single = isinstance(state, State)
-    impacts = (jump,) if single else (jump or (None,) * len(state))
-    evaluated = [s if i is None else i.state for s, i in zip((state,) if single else state, impacts)]
-    twists = None if not model.floating_base else np.array([s.base_twist for s in evaluated])
+    states, impacts = ((state,), (jump,)) if isinstance(state, State) else (state, jump or (None,) * len(state))
+    evaluated = [s if i is None else i.state for s, i in zip(states, impacts)]
+    base_acceleration = linearization.base_acceleration if model.floating_base else None
+    twists = None if base_acceleration is None else np.array([s.base_twist for s in evaluated])
     A_d, B_d = step_jacobians(linearization.A.reshape((-1,) + linearization.A.shape[-2:]),
                               linearization.B.reshape((-1,) + linearization.B.shape[-2:]), twists,
-                              None if twists is None else np.reshape(linearization.base_acceleration, (-1, 6)), dt,
+                              None if base_acceleration is None else np.reshape(base_acceleration, (-1, 6)), dt,
                               method)
     for k, i in enumerate(impacts):  # a touchdown knot: the step from the post-impact state (docs/impacts.md)
         if i is not None:
@@ -215,7 +231,9 @@ def discretize(model: Model, linearization, dt: float, method: str = "euler"):
     return (A_d[0], B_d[0]) if single else (A_d, B_d)
 
 
-def step_jacobians(A, B, base_twists, base_accelerations, dt: float, method: str = "euler"):
+def step_jacobians(A: NDArray[np.float64], B: NDArray[np.float64], base_twists: NDArray[np.float64] | None,
+                   base_accelerations: NDArray[np.float64] | None, dt: float, method: str = "euler"
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d) from the continuous A (2N, 2N), B (2N, n) and, for a floating base, the
     twist v and acceleration v̇ (6,) where they were evaluated (None for a fixed base);
     every array may have a leading K axis (:func:`discretize`)."""
@@ -224,14 +242,19 @@ def step_jacobians(A, B, base_twists, base_accelerations, dt: float, method: str
     K = 1 if A.ndim == 2 else A.shape[0]
     A_d, B_d = np.empty((K,) + A.shape[-2:]), np.empty((K,) + B.shape[-2:])
     floating = base_twists is not None
-    twists = np.reshape(base_twists, (K, 6)) if floating else np.zeros((K, 6))
-    accelerations = np.reshape(base_accelerations, (K, 6)) if floating else twists
+    if base_twists is None:
+        twists = accelerations = np.zeros((K, 6))
+    elif base_accelerations is None:
+        raise ValueError("base_accelerations: a floating base's step needs them, as well as base_twists")
+    else:
+        twists, accelerations = np.reshape(base_twists, (K, 6)), np.reshape(base_accelerations, (K, 6))
     euler_step_jacobians_into(A.reshape(A_d.shape), B.reshape(B_d.shape), twists, accelerations, floating, dt,
                               A_d, B_d)
     return (A_d[0], B_d[0]) if A.ndim == 2 else (A_d, B_d)
 
 
-def zero_order_hold(A, B, dt: float):
+def zero_order_hold(A: NDArray[np.float64], B: NDArray[np.float64], dt: float
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d) = the flow of ż = A z + B w over dt with w held: expm([[A, B], [0, 0]]·dt)
     = [[A_d, B_d], [0, I]].  A (2N, 2N) and B (2N, n), or with a leading K axis."""
     if A.ndim == 3:

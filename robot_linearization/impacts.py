@@ -29,14 +29,17 @@ kernel (impact_map.impact_into) over the model's cached workspace.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_arrays, degeneracy_reason
 from .arguments import check_model, real_array
 from .compiled import TypedCall, announce_compilation
-from .contacts import ContactError, as_contacts
+from .contacts import Contact, ContactError, Contacts, as_contacts
+from .coupling import AnyModel, CoupledModel
 from .impact_map import impact_into
 from .kernel_choice import generated_now, kernel_argument, runnable, takeover
 from .model import Model, State, given_arrays, state_arrays, state_problem
@@ -55,9 +58,9 @@ class Impact:
     """
 
     state: State
-    A: np.ndarray
-    impulses: np.ndarray
-    impulses_state_jacobian: np.ndarray
+    A: NDArray[np.float64]
+    impulses: NDArray[np.float64]
+    impulses_state_jacobian: NDArray[np.float64]
     impulse_labels: tuple
     contacts: tuple
     restitution: float
@@ -68,7 +71,7 @@ class Impact:
                 f"impulses ({len(self.impulses)},)>")
 
 
-def touchdown(previous_contacts, contacts) -> bool:
+def touchdown(previous_contacts: Contacts, contacts: Contacts) -> bool:
     """Whether going from ``previous_contacts`` to ``contacts`` closes a contact (one of
     ``contacts`` is not in the previous set: an impact on ``contacts``).  Removing contacts
     (lift-off) is not an impact: the velocity is continuous."""
@@ -76,7 +79,7 @@ def touchdown(previous_contacts, contacts) -> bool:
     return any(c not in previous for c in as_contacts(contacts))
 
 
-def restitution_coefficient(value) -> float:
+def restitution_coefficient(value: ArrayLike) -> float:
     """e ∈ [0, 1], checked (ValueError naming ``restitution``)."""
     if type(value) is float and 0.0 <= value <= 1.0:  # the common case, every cycle
         return value
@@ -86,7 +89,8 @@ def restitution_coefficient(value) -> float:
     return e
 
 
-def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: str | None = None) -> Impact:
+def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float = 0.0, *,
+           kernel: str | None = None) -> Impact:
     """The rigid impact of ``state`` on ``contacts`` (module docstring): the post-impact
     state, its Jacobian A (2N, 2N) with respect to the pre-impact perturbation, the
     impulses Λ (m,) and ∂Λ/∂z (m, 2N).  restitution e ∈ [0, 1] (0: inelastic).
@@ -97,7 +101,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: s
     :class:`ImpactMap`'s (the same values bit for bit).
     """
     check_model(model)
-    if hasattr(model, "tree"):
+    if isinstance(model, CoupledModel):
         raise ValueError(f"impact: model '{model.name}' has coupled mimic joints (CoupledModel), which the impact "
                          "map does not support yet: load it with mimic_joints='independent'")
     pre_impact = state_arrays(model, state, None)  # (values: the kernel)
@@ -113,7 +117,7 @@ def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: s
         # (where the generated kernel has no result, the generic one says why)
         run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
     _, A, impulses, d_impulses, nu_plus = out
-    post = State._given(state.base_pose.copy() if floating else None, state.joint_positions.copy(),
+    post = State._given(None if state.base_pose is None else state.base_pose.copy(), state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
     jump = object.__new__(Impact)  # (Impact(...) sets its 8 frozen fields one by one: ≈ 2 µs of a cycle)
     jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
@@ -121,8 +125,8 @@ def impact(model, state: State, contacts, restitution: float = 0.0, *, kernel: s
     return jump
 
 
-def run_impact_into(model, contacts: tuple, data: tuple, pre_impact: tuple, e: float, out: tuple,
-                    call=impact_into) -> None:
+def run_impact_into(model: Model, contacts: tuple[Contact, ...], data: tuple, pre_impact: tuple, e: float,
+                    out: tuple, call: Callable[..., int] = impact_into) -> None:
     """:func:`impact_into` of ``contacts`` (as_contacts'), on their ``data`` (contact_arrays(…).data(…) or
     .new_data(…)), at ``pre_impact`` (model.state_arrays's), into ``out`` (impact_into's), called as ``call``
     (the kernel, or a compiled.TypedCall of it).  ContactError for a redundant or degenerate set,
@@ -164,10 +168,11 @@ class ImpactMap:
     contact set without an impact map.
     """
 
-    def __init__(self, model: Model, contacts, restitution: float = 0.0, kernel: str | None = None):
+    def __init__(self, model: AnyModel, contacts: Contacts, restitution: float = 0.0,
+                 kernel: str | None = None) -> None:
         kernel = kernel_argument(kernel)
         check_model(model)
-        if hasattr(model, "tree"):
+        if isinstance(model, CoupledModel):
             raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
                              "impact map does not support yet: load it with mimic_joints='independent'")
         self.model, self.contacts = model, as_contacts(contacts)
@@ -185,7 +190,8 @@ class ImpactMap:
         self._pose, self._zeros = np.eye(4), np.zeros(n)
         self._pre_impact: tuple | None = None
         self._state: State | None = None
-        self.kernel, self._generated, self._takeover = "generic", None, None
+        self.kernel, self._takeover = "generic", None
+        self._generated: TypedCall | None = None
         if kernel == "generated" and self.contacts:
             generated = generated_now(model, self.contacts, "impact")
             if generated is not None:
@@ -203,7 +209,8 @@ class ImpactMap:
         self._run(state_arrays(self.model, state, self._zeros))
         return self
 
-    def impact_arrays(self, joint_positions, joint_velocities, *, base_pose=None, base_twist=None) -> "ImpactMap":
+    def impact_arrays(self, joint_positions: ArrayLike, joint_velocities: ArrayLike, *,
+                      base_pose: ArrayLike | None = None, base_twist: ArrayLike | None = None) -> "ImpactMap":
         """The same at a pre-impact state given as arrays: s, r (n,), and for a floating base its
         pose (H (4, 4), or position and quaternion x, y, z, w (7,)) and twist (6,) in the base
         frame, as :meth:`Linearizer.linearize_arrays <robot_linearization.Linearizer.linearize_arrays>`

@@ -10,21 +10,22 @@ at a touchdown, the rigid impact first (docs/impacts.md).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix
 from .algorithms.kinematics import body_transforms
 from .algorithms.forward_dynamics import forward_dynamics
 from .arguments import joint_vector, positive_number
-from .contacts import as_contacts, resolve
-from .coupling import CoupledModel
+from .contacts import Contacts, as_contacts, resolve
+from .coupling import AnyModel, CoupledModel, tree_of
 from .impacts import impact, restitution_coefficient, touchdown
-from .model import Model, State, check_state
+from .model import State, check_state, floating_base_of
 from .spatial import se3_exp
 
 
-def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, previous_contacts=None,
-         restitution: float = 0.0) -> State:
+def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: float, contacts: Contacts = (), *,
+         previous_contacts: Contacts = None, restitution: float = 0.0) -> State:
     """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring) with
     ``contacts`` held over it.
 
@@ -51,11 +52,13 @@ def step(model: Model, state: State, joint_torques, dt: float, contacts=(), *, p
     s = state.joint_positions + dt * r
     if not model.floating_base:
         return State(joint_positions=s, joint_velocities=r)
-    v = state.base_twist + dt * nu_dot[:6]
-    return State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
+    pose, twist = floating_base_of(state)
+    v = twist + dt * nu_dot[:6]
+    return State(base_pose=pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
 
 
-def impact_before_step(model: Model, state: State, contacts, previous_contacts, restitution):
+def impact_before_step(model: AnyModel, state: State, contacts: Contacts, previous_contacts: Contacts,
+                       restitution: float) -> State:
     """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
     state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
     e = restitution_coefficient(restitution)
@@ -67,7 +70,7 @@ def impact_before_step(model: Model, state: State, contacts, previous_contacts, 
     return impact(model, state, contacts, e).state
 
 
-def contact_rows(rows, m: int) -> np.ndarray:
+def contact_rows(rows: ArrayLike, m: int) -> NDArray[np.int64]:
     """``rows`` as indices (k,) of m contact rows, each in [0, m) and once (ValueError naming it)."""
     index = np.asarray(rows) if not isinstance(rows, (str, bytes)) else np.array([rows])
     if index.ndim != 1 or (index.size and index.dtype.kind not in "iu") or index.dtype.kind == "b":
@@ -78,14 +81,15 @@ def contact_rows(rows, m: int) -> np.ndarray:
     return index.astype(np.int64)
 
 
-def contact_velocities_zeroed(model: Model, state: State, contacts, rows=None) -> State:
+def contact_velocities_zeroed(model: AnyModel, state: State, contacts: Contacts, rows: ArrayLike | None = None
+                              ) -> State:
     """``state`` with its velocity ν projected, in the metric of M, onto zero contact velocity
     J ν = 0 (contacts as for :func:`step`; ``rows``: only those rows of J, e.g. a sliding foot's
     normal one): what a simulation does after each explicit step so
     that its drift off the constraint does not build up.  The linearized model has no such
     correction; a CoupledModel's projection is taken in its tree and read back."""
-    tree = getattr(model, "tree", model)
-    full = model.tree_state(state) if tree is not model else state
+    tree = tree_of(model)
+    full = model.tree_state(state) if isinstance(model, CoupledModel) else state
     X_up = body_transforms(tree, full.joint_positions)
     v, _ = bias_motion(tree, full, X_up)
     J, _ = contact_kinematics(model, full, as_contacts(contacts), X_up, v, v)
@@ -94,7 +98,7 @@ def contact_velocities_zeroed(model: Model, state: State, contacts, rows=None) -
     M_inv = inverse_mass_matrix(tree, full.joint_positions)
     nu = full.joint_velocities if not tree.floating_base else np.concatenate([full.base_twist, full.joint_velocities])
     nu = nu - M_inv @ J.T @ np.linalg.lstsq(J @ M_inv @ J.T, J @ nu, rcond=None)[0]
-    if tree is not model:  # back to the independent joints
+    if isinstance(model, CoupledModel):  # back to the independent joints
         nu = nu[model.velocity_rows]
     if not model.floating_base:
         return State(joint_positions=state.joint_positions, joint_velocities=nu)

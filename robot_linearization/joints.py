@@ -17,6 +17,7 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .arguments import real_array
 from .compiled import kernel
@@ -70,7 +71,7 @@ class Joint:
 
 
 @kernel
-def joint_transform_into(motion_subspace, position, out):
+def joint_transform_into(motion_subspace: NDArray[np.float64], position: float, out: NDArray[np.float64]) -> None:
     """jcalc (app. B.2): out = i_X_{λ(i)|i}(s) = Ad(exp(−s Γ^)), 6×6.
 
     For our joints Γ = [h e; e], [0; e] or [e; 0] with |e| = 1, the linear part
@@ -107,9 +108,9 @@ def joint_transform_into(motion_subspace, position, out):
 def joint_transform(motion_subspace: np.ndarray, position: float) -> np.ndarray:
     """jcalc as a new 6×6 array (see :func:`joint_transform_into`)."""
     out = np.empty((6, 6))
-    position = real_array(position, "position", (), what="the joint position, a number")
+    value = real_array(position, "position", (), what="the joint position, a number")
     joint_transform_into(real_array(motion_subspace, "motion_subspace", (6,), what="[linear; angular]"),
-                         float(position), out)
+                         float(value), out)
     return out
 
 

@@ -14,19 +14,21 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Callable
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_arrays
 from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, as_contacts, resolve
-from .coupling import CoupledModel, tree_of
+from .contacts import Contact, Contacts, as_contacts, resolve
+from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import METHODS, NO_STEP, step_jacobians
 from .free_linearization import coupled_linearize_into, linearize_into, linearize_states_into
-from .impacts import impact, restitution_coefficient, touchdown
+from .impacts import Impact, impact, restitution_coefficient, touchdown
 from .kernel_choice import current, kernel_argument, runnable
 from .model import Model, State, check_state, stack_states, state_arrays, state_problem
 from .workspace import singular_state_message, workspace
@@ -68,24 +70,24 @@ class Linearization:
     For a horizon: impact and previous_contacts are tuples of K (None where no impact).
     """
 
-    A: np.ndarray
-    B: np.ndarray
-    M_inv: np.ndarray
-    base_acceleration: np.ndarray | None
-    joint_accelerations: np.ndarray
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    M_inv: NDArray[np.float64]
+    base_acceleration: NDArray[np.float64] | None
+    joint_accelerations: NDArray[np.float64]
     state_labels: tuple[str, ...]
-    contact_forces: np.ndarray | None = None
-    contact_forces_state_jacobian: np.ndarray | None = None
-    contact_forces_input_jacobian: np.ndarray | None = None
+    contact_forces: NDArray[np.float64] | None = None
+    contact_forces_state_jacobian: NDArray[np.float64] | None = None
+    contact_forces_input_jacobian: NDArray[np.float64] | None = None
     contact_labels: tuple = ()
     contacts: tuple = ()
-    state: State | tuple | None = None
-    joint_torques: np.ndarray | None = None
-    A_d: np.ndarray | None = None
-    B_d: np.ndarray | None = None
+    state: State | tuple[State, ...] | None = None
+    joint_torques: NDArray[np.float64] | None = None
+    A_d: NDArray[np.float64] | None = None
+    B_d: NDArray[np.float64] | None = None
     dt: float | None = None
     discretization: str | None = None
-    impact: object = None
+    impact: Impact | tuple[Impact | None, ...] | None = None
     previous_contacts: tuple | None = None
 
     @classmethod
@@ -137,9 +139,9 @@ def _allocate(model: Model, K: int, step: bool):
 _NO_STEPS = (np.empty((0, 0, 0)),) * 2  # A_d, B_d of K states without a step (never written)
 
 
-def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, dt: float | None = None,
-              discretization: str | None = None, previous_contacts=None, restitution: float = 0.0,
-              kernel: str | None = None) -> Linearization:
+def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *, contacts: Contacts = None,
+              dt: float | None = None, discretization: str | None = None, previous_contacts: Contacts = None,
+              restitution: float = 0.0, kernel: str | None = None) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -178,10 +180,10 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
         return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step,
                                        kernel)
     restitution_coefficient(restitution)
-    if not contacts and isinstance(model, CoupledModel):
-        return _linearize_coupled(model, state, joint_torques, step)
     if contacts:
         return _linearize_with_contacts(model, state, joint_torques, contacts, step, kernel)
+    if isinstance(model, CoupledModel):
+        return _linearize_coupled(model, state, joint_torques, step)
     arrays = state_arrays(model, state, joint_torques)  # (the kernel checks the values)
     torques = arrays[4]
     N, n = model.n_velocities, model.n_joints
@@ -196,7 +198,8 @@ def linearize(model: Model, state: State, joint_torques=None, *, contacts=None, 
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 
-def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float, call=linearize_into) -> None:
+def run_linearize_into(model: Model, data: Any, arrays: tuple, out: tuple, dt: float,
+                       call: Callable[..., int] = linearize_into) -> None:
     """:func:`linearize_into` on a workspace's ``data``, the :func:`~robot_linearization.model.state_arrays`
     ``arrays`` and ``out`` = (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), A_d, B_d) (with dt > 0 an
     Euler step's (2N, 2N), (2N, n), else discretization.NO_STEP), called as ``call``: the kernel, a
@@ -209,10 +212,11 @@ def run_linearize_into(model: Model, data, arrays: tuple, out: tuple, dt: float,
         raise ValueError(_status_message(model, status, arrays))
 
 
-def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=None, *,
-                         workers: int | None = None, contacts=None, dt: float | None = None,
-                         discretization: str | None = None, previous_contacts=None,
-                         restitution: float = 0.0, kernel: str | None = None) -> Linearization:
+def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
+                         workers: int | None = None, contacts: Contacts | Sequence[Contacts] = None,
+                         dt: float | None = None, discretization: str | None = None,
+                         previous_contacts: Contacts = None, restitution: float = 0.0,
+                         kernel: str | None = None) -> Linearization:
     """Linearize K states at once (e.g. an MPC horizon): A (K, 2N, 2N), B (K, 2N, n),
     M_inv (K, N, N), accelerations with a leading K axis.
 
@@ -272,10 +276,11 @@ def linearize_trajectory(model: Model, states: Sequence[State], joint_torques=No
         list(_pool(workers).map(lambda ch: _linearize_stack(model, [x[ch] for x in arrays], [x[ch] for x in out],
                                                             dt_fused, generated), chunks))
     _check_finite(model, out, arrays)
-    return _result(model, *out[:4], tuple(states), arrays[-1], step, out[5:] if fused else None)
+    A, B, M_inv, nu_dot = out[:4]
+    return _result(model, A, B, M_inv, nu_dot, tuple(states), arrays[-1], step, out[5:] if fused else None)
 
 
-def check_step(model, dt, discretization) -> dict:
+def check_step(model: AnyModel, dt: float | None, discretization: str | None) -> dict:
     """{"dt", "discretization"} checked (and the model), ValueError before any work; a
     method without a step is an error, not ignored."""
     check_model(model)
@@ -323,7 +328,7 @@ def _status_message(model: Model, status: int, state, where: str = "") -> str:
             f"velocity or torque is {largest:.3g}")
 
 
-def _result(model: Model, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
+def _result(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
             fields: dict | None = None) -> Linearization:
     """The Linearization of (A, B, M_inv, ν̇) at ``state`` and ``joint_torques``; ``step``:
     check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
@@ -359,8 +364,8 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     return _result(model, *out, state, torques, step)
 
 
-def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out: tuple,
-                               call=coupled_linearize_into) -> None:
+def run_coupled_linearize_into(model: CoupledModel, coupling: Any, arrays: tuple, out: tuple,
+                               call: Callable[..., int] = coupled_linearize_into) -> None:
     """:func:`coupled_linearize_into` on ``coupling`` (``model.coupling_data()`` or a
     ``new_coupling_data``), the independent coordinates' state_arrays ``arrays``, and ``out`` =
     (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,)) in them, called as ``call`` (as for
@@ -372,12 +377,13 @@ def run_coupled_linearize_into(model: CoupledModel, coupling, arrays: tuple, out
         raise ValueError(_status_message(model.tree, status, arrays))
 
 
-def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts, step, kernel) -> Linearization:
+def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, contacts, step, kernel) -> Linearization:
     arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     coupled = isinstance(model, CoupledModel)
     fused = step["dt"] is not None and step["discretization"] == "euler" and not coupled
-    generated = None if coupled or not arrays.contacts else runnable(model, arrays.contacts, "constrained", kernel)
+    generated = None if isinstance(model, CoupledModel) or not arrays.contacts else runnable(
+        model, arrays.contacts, "constrained", kernel)
     out = linearize_with_contacts(model, state, torques, arrays, workspace(tree_of(model)),
                                   step["dt"] if fused else 0.0, generated)  # (fused: with A_d, B_d)
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out[:7]
@@ -389,7 +395,7 @@ def _linearize_with_contacts(model: Model, state: State, joint_torques, contacts
         "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
 
 
-def _linearize_after_impact(model: Model, state: State, joint_torques, contacts, previous_contacts, restitution,
+def _linearize_after_impact(model: AnyModel, state: State, joint_torques, contacts, previous_contacts, restitution,
                             step, kernel) -> Linearization:
     """linearize with a previous contact set: at a touchdown, at the post-impact state with
     A_d composed with the impact's Jacobian (docs/impacts.md)."""
@@ -404,6 +410,7 @@ def _linearize_after_impact(model: Model, state: State, joint_torques, contacts,
         raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
     jump = impact(model, state, contacts, e, kernel=kernel)
     lin = linearize(model, jump.state, joint_torques, contacts=contacts, kernel=kernel, **_step_arguments(step))
+    assert lin.A_d is not None  # (a step: dt is given)
     return Linearization._make({**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
                                   "previous_contacts": previous})
 
@@ -413,7 +420,7 @@ def _step_arguments(step: dict) -> dict:
     return step if step["dt"] is not None else {"dt": None}
 
 
-def _linearize_trajectory_with_contacts(model: Model, states, joint_torques, contacts, workers, step,
+def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, contacts, workers, step,
                                         previous_contacts, restitution, kernel) -> Linearization:
     K = len(states)
     contacts = contacts or ()

@@ -4,11 +4,12 @@ loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import contact_arrays
 from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
-from .contacts import as_contacts
-from .coupling import CoupledModel, tree_of
+from .contacts import Contacts, as_contacts
+from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
 from .free_linearization import coupled_linearize_into, linearize_into
@@ -52,8 +53,8 @@ class Linearizer:
     arrays hold no result and ``state`` is None.
     """
 
-    def __init__(self, model: Model, *, contacts=None, dt: float | None = None, discretization: str | None = None,
-                 kernel: str | None = None):
+    def __init__(self, model: AnyModel, *, contacts: Contacts = None, dt: float | None = None,
+                 discretization: str | None = None, kernel: str | None = None) -> None:
         kernel = kernel_argument(kernel)
         step = check_step(model, dt, discretization)
         self.model = model
@@ -72,7 +73,11 @@ class Linearizer:
         self._out = tuple(out)
         self._contact_set = contact_set
         self.A, self.B, self.M_inv = out[:3]
-        self.A_d, self.B_d = (out[-2], out[-1]) if self.dt is not None else (None, None)
+        self.A_d: NDArray[np.float64] | None = out[-2] if self.dt is not None else None
+        self.B_d: NDArray[np.float64] | None = out[-1] if self.dt is not None else None
+        self.contact_forces: NDArray[np.float64] | None
+        self.contact_forces_state_jacobian: NDArray[np.float64] | None
+        self.contact_forces_input_jacobian: NDArray[np.float64] | None
         if contact_set:
             self.contact_forces, self.contact_forces_state_jacobian, self.contact_forces_input_jacobian = out[4:7]
             self.contact_labels, self.contacts = contact_set.labels, contact_set.contacts
@@ -90,7 +95,7 @@ class Linearizer:
         self.joint_torques: np.ndarray | None = None
         if self._direct:
             workspace = Workspace(tree_of(model))
-            self._data = (model.new_coupling_data(workspace) if coupled else
+            self._data = (model.new_coupling_data(workspace) if isinstance(model, CoupledModel) else
                           contact_set.new_data(workspace) if contact_set else workspace.data)
             self._run = (self._run_coupled if coupled else self._run_with_contacts if contact_set else
                          self._run_free)
@@ -103,7 +108,7 @@ class Linearizer:
         if kernel == "generated" and not covered:
             raise ValueError("kernel: 'generated' covers a Model, with contacts or without, with no step or the "
                              "Euler step; use kernel='generic' or 'auto' here")
-        if covered and kernel != "generic":
+        if covered and kernel != "generic" and isinstance(model, Model):  # (covered: a Model)
             contacts, kind = (contact_set.contacts, "constrained") if contact_set else ((), "linearize")
             if kernel == "generated":
                 generated = generated_now(model, contacts, kind)
@@ -130,7 +135,7 @@ class Linearizer:
             return self._run(arrays)
         return self._generic_run(arrays)
 
-    def linearize(self, state: State, joint_torques=None) -> "Linearizer":
+    def linearize(self, state: State, joint_torques: ArrayLike | None = None) -> "Linearizer":
         """Fill the fields at ``state`` and joint torques τ (n,) (default zeros); returns self.
         Every argument is checked as rl.linearize checks it (ValueError naming it).
 
@@ -151,8 +156,9 @@ class Linearizer:
         self._state, self.joint_torques = state, result.joint_torques
         return self
 
-    def linearize_arrays(self, joint_positions, joint_velocities, joint_torques=None, *, base_pose=None,
-                         base_twist=None) -> "Linearizer":
+    def linearize_arrays(self, joint_positions: ArrayLike, joint_velocities: ArrayLike,
+                         joint_torques: ArrayLike | None = None, *, base_pose: ArrayLike | None = None,
+                         base_twist: ArrayLike | None = None) -> "Linearizer":
         """The same at a state given as the arrays a robot's drivers and estimators hand over, with
         no State built per call: joint positions s and velocities r (n,) in ``model.joint_names``
         order, τ (n,) (default zeros), and for a floating base its pose in the world, as H (4, 4) or

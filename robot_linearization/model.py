@@ -11,15 +11,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, ready, real_array
 from .compiled import TypedCall, kernel
 from .joints import Joint
 from .spatial import position_quaternion_pose_into, quaternion_rotation
+
+if TYPE_CHECKING:
+    from .coupling import AnyModel
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -109,7 +114,7 @@ class Model:
         return state_labels(self.joint_names, self.floating_base)
 
 
-def state_labels(joint_names, floating_base: bool) -> tuple[str, ...]:
+def state_labels(joint_names: Sequence[str], floating_base: bool) -> tuple[str, ...]:
     """Labels of the state perturbation [z_H, z_s, z_v, z_r]: H:x … H:rz, s:<joint>,
     v:x … v:rz, r:<joint> (fixed base: s:<joint>, r:<joint>)."""
     joint_pos = [f"s:{j}" for j in joint_names]
@@ -135,12 +140,13 @@ class State:
     its child frame; floating base only); joint_velocities r (n,).
     """
 
-    joint_positions: np.ndarray
-    joint_velocities: np.ndarray
-    base_pose: np.ndarray | None = None
-    base_twist: np.ndarray | None = None
+    joint_positions: NDArray[np.float64]
+    joint_velocities: NDArray[np.float64]
+    base_pose: NDArray[np.float64] | None = None
+    base_twist: NDArray[np.float64] | None = None
 
-    def __init__(self, base_pose=None, joint_positions=(), base_twist=None, joint_velocities=()):
+    def __init__(self, base_pose: ArrayLike | None = None, joint_positions: ArrayLike = (),
+                 base_twist: ArrayLike | None = None, joint_velocities: ArrayLike = ()) -> None:
         # copies (a State does not change when the caller's arrays do); shapes and dtypes
         # checked here, lengths, values and the pose's rigidity against a model where it is
         # used (check_state; every public function does, and the kernels check the values)
@@ -160,9 +166,9 @@ class State:
         return self
 
     @classmethod
-    def from_named(cls, model: Model, *, joint_positions: dict, joint_velocities: dict | None = None,
-                   base_position=(0.0, 0.0, 0.0), base_orientation=(0.0, 0.0, 0.0, 1.0),
-                   base_twist=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
+    def from_named(cls, model: AnyModel, *, joint_positions: dict, joint_velocities: dict | None = None,
+                   base_position: ArrayLike = (0.0, 0.0, 0.0), base_orientation: ArrayLike = (0.0, 0.0, 0.0, 1.0),
+                   base_twist: ArrayLike = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
         """A state from what a robot gives: joints **by name** (dicts {joint: value};
         every joint of the model in joint_positions, velocities default to zero), and
         for a floating base its position [m] in the world, its orientation as a
@@ -203,14 +209,22 @@ class State:
                                                                          what="[linear; angular] in the base frame"),
                    joint_velocities=r)
 
-    def check(self, model: Model, name: str = "state") -> "State":
+    def check(self, model: AnyModel, name: str = "state") -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite.
 
         ``name``: the argument's name the error message uses.  Returns the state itself."""
         return check_state(model, self, name)
 
 
-def check_state(model, state, name: str = "state") -> "State":
+def floating_base_of(state: State) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(base_pose, base_twist) of a floating-base ``state``; ValueError for a state without them."""
+    if state.base_pose is None or state.base_twist is None:
+        raise ValueError("state: a floating-base model's state needs base_pose and base_twist (this is a fixed-base "
+                         "state)")
+    return state.base_pose, state.base_twist
+
+
+def check_state(model: AnyModel, state: State, name: str = "state") -> "State":
     """``state`` if it is a finite :class:`State` of ``model`` (its base kind and joint
     count); ValueError naming ``name`` otherwise."""
     stack_states(check_model(model), [state], name=name)
@@ -236,7 +250,8 @@ def state_problem(k: int, problem: int, K: int, name: str = "state") -> str:
 
 
 @kernel
-def invalid_state(pose, joint_positions, base_twist, joint_velocities, joint_torques):
+def invalid_state(pose: NDArray[np.float64], joint_positions: NDArray[np.float64], base_twist: NDArray[np.float64],
+                  joint_velocities: NDArray[np.float64], joint_torques: NDArray[np.float64]) -> int:
     """The problem of one state (pose (4, 4), s (n,), v (6,), r (n,), τ (n,)), 0 if it is valid
     (codes in _STATE_PROBLEMS; tolerance 1e-6 on orthonormality and det)."""
     for x in joint_torques:
@@ -268,7 +283,9 @@ def invalid_state(pose, joint_positions, base_twist, joint_velocities, joint_tor
 
 
 @kernel
-def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, joint_torques):
+def first_invalid_state(poses: NDArray[np.float64], joint_positions: NDArray[np.float64],
+                        base_twists: NDArray[np.float64], joint_velocities: NDArray[np.float64],
+                        joint_torques: NDArray[np.float64]) -> tuple[int, int]:
     """(k, problem) of the first invalid state or torque among K stacked ones (:func:`invalid_state`),
     problem 0 if all are valid."""
     for k in range(poses.shape[0]):
@@ -281,7 +298,7 @@ def first_invalid_state(poses, joint_positions, base_twists, joint_velocities, j
 _FIXED_BASE_POSE, _FIXED_BASE_TWIST = np.eye(4), np.zeros(6)  # (read by the kernels, never written)
 
 
-def state_arrays(model: Model, state: State, joint_torques) -> tuple:
+def state_arrays(model: AnyModel, state: State, joint_torques: ArrayLike | None) -> tuple:
     """One state and its torques τ (n,) as the single-state kernels take them: (base pose
     (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a fixed base:
     the identity and zeros), τ as float64 (None: zeros).  Shapes are checked here (ValueError
@@ -303,8 +320,9 @@ def state_arrays(model: Model, state: State, joint_torques) -> tuple:
 _POSE_OF_POSITION_QUATERNION = TypedCall(position_quaternion_pose_into)  # (always two (7,), (4, 4) float64 arrays)
 
 
-def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
-                 pose_buffer: np.ndarray) -> tuple:
+def given_arrays(model: AnyModel, joint_positions: ArrayLike, joint_velocities: ArrayLike,
+                 joint_torques: ArrayLike | None, base_pose: ArrayLike | None, base_twist: ArrayLike | None,
+                 pose_buffer: NDArray[np.float64]) -> tuple:
     """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
     r (n,), τ (n,)), from the arrays a robot's drivers and estimators hand over: s, r and τ (n,)
     in ``model.joint_names`` order (τ None: zeros), and for a floating base its pose in the world
@@ -353,7 +371,10 @@ def given_arrays(model: Model, joint_positions, joint_velocities, joint_torques,
     return pose, s, twist, r, tau
 
 
-def stack_states(model: Model, states, joint_torques=None, *, check_values: bool = True, name: str = "state"):
+def stack_states(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
+                 check_values: bool = True, name: str = "state"
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                            NDArray[np.float64]]:
     """Validate K states (and torques (K, n), default zeros) and stack them into
     contiguous arrays (base_poses (K,4,4), s (K,n), v (K,6), r (K,n), τ (K,n)).
 

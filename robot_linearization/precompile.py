@@ -54,12 +54,13 @@ def precompile() -> float:
         rl.validate(model, lin)  # the node's ~/validate service
     from robot_linearization.algorithms.constrained_dynamics import contact_frame_kinematics_many
     from robot_linearization.contacts import as_contacts
+    from robot_linearization.coupling import tree_of
     from robot_linearization.spatial import se3_exp_many, se3_log_many
 
     # a horizon's maps on SE(3) and its feet's kinematics: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
-    contact_frame_kinematics_many(model, as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)), np.zeros((2, 12)),
-                                  np.zeros((4, 3)))
+    contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),
+                                  np.zeros((2, 12)), np.zeros((4, 3)))
     # a mimic-coupled robot (the quadruped with one knee following another): the reduced-map kernel
     text = open(bundled_urdf_path()).read()
     end = text.index("</joint>", text.index('<joint name="front_right_knee"'))

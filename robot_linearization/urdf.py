@@ -13,8 +13,10 @@ import logging
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .arguments import choice
 from .joints import Joint, JointType
@@ -43,8 +45,8 @@ _MOVABLE = {"revolute": JointType.REVOLUTE, "continuous": JointType.REVOLUTE, "p
 MIMIC_MODES = ("coupled", "independent", "error")
 
 
-def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gravity=STANDARD_GRAVITY,
-              mimic_joints: str = "coupled") -> Model | CoupledModel:
+def load_urdf(path_or_xml: str | bytes | os.PathLike, floating_base: bool = True, *,
+              gravity: ArrayLike = STANDARD_GRAVITY, mimic_joints: str = "coupled") -> Model | CoupledModel:
     """Build a model from a URDF file path or an XML string.
 
     floating_base: True -> the root link is a free-floating base (state on
@@ -70,7 +72,7 @@ def load_urdf(path_or_xml: str | os.PathLike, floating_base: bool = True, *, gra
     return _build(robot, root.get("name") or "robot", floating_base, gravity, mimic_joints)
 
 
-def effort_limits(path_or_xml: str | os.PathLike, joint_names) -> np.ndarray:
+def effort_limits(path_or_xml: str | bytes | os.PathLike, joint_names: Iterable[str]) -> NDArray[np.float64]:
     """The ``<limit effort=…>`` of each of ``joint_names`` (n,) [N m or N], from a URDF's path or
     text; inf where a joint has none.  Parsed as :func:`load_urdf` parses (quietly: the parser's
     complaints about tags the dynamics ignore are logged at DEBUG, never printed)."""
@@ -217,7 +219,7 @@ def _link_inertia(link) -> np.ndarray:
     return spatial_inertia(mass, H[:3, 3], R @ I_com @ R.T)
 
 
-def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) -> Model:
+def _build(robot, name: str, floating_base: bool, gravity, mimic_joints: str) -> Model | CoupledModel:
     links = {link.name: link for link in robot.links}
     if not links:
         raise ModelError("URDF has no links")

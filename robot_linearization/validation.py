@@ -7,27 +7,33 @@ Used by the tests, the demo and the ROS validation service.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
 from .algorithms.forward_dynamics import forward_dynamics
 from .algorithms.inverse_dynamics import extended_inverse_dynamics, inverse_dynamics
 from .algorithms.kinematics import body_transforms, frame_poses
-from .contacts import as_contacts
-from .coupling import CoupledModel, tree_of
+from .contacts import Contacts, as_contacts
+from .coupling import AnyModel, CoupledModel, tree_of
 from .algorithms.mass_matrix import mass_matrix
 from .arguments import check_linearization, joint_vector, positive_number
 from .integrator import step as integrator_step
 from .impacts import impact
-from .model import Model, State, check_state
+from .model import State, check_state, floating_base_of
 from .spatial import se3_exp, se3_log
+
+if TYPE_CHECKING:
+    from .linearization import Linearization
+    from .linearizer import Linearizer
 
 DEFAULT_STEP = 1e-2
 """The largest step of the extrapolated finite differences (it halves down to DEFAULT_STEP/2048 at most)."""
 
 
-def perturb(model: Model, state: State, z: np.ndarray) -> State:
+def perturb(model: AnyModel, state: State, z: np.ndarray) -> State:
     """The state g·exp(z): H·exp(z_H^), s + z_s, v + z_v, r + z_r (thesis (3.4)); z (2N,) float64.
     (Every array of the result is new: built without the State constructor's copies.)"""
     n = model.n_joints
@@ -37,7 +43,7 @@ def perturb(model: Model, state: State, z: np.ndarray) -> State:
                         state.base_twist + z[6 + n:12 + n], state.joint_velocities + z[12 + n:])
 
 
-def state_difference(model: Model, a: State, b: State) -> np.ndarray:
+def state_difference(model: AnyModel, a: State, b: State) -> np.ndarray:
     """z (2N,) with b = a·exp(z) (the inverse of :func:`perturb`): [log(H_a⁻¹ H_b), Δs, Δv, Δr].
 
     ``a`` and ``b`` must be states of ``model`` (ValueError naming the one that is not)."""
@@ -45,11 +51,12 @@ def state_difference(model: Model, a: State, b: State) -> np.ndarray:
     check_state(model, b, "b")
     parts = [b.joint_positions - a.joint_positions]
     if model.floating_base:
-        parts = [se3_log(np.linalg.inv(a.base_pose) @ b.base_pose)] + parts + [b.base_twist - a.base_twist]
+        (pose_a, twist_a), (pose_b, twist_b) = floating_base_of(a), floating_base_of(b)
+        parts = [se3_log(np.linalg.inv(pose_a) @ pose_b)] + parts + [twist_b - twist_a]
     return np.concatenate(parts + [b.joint_velocities - a.joint_velocities])
 
 
-def _vector_field(model: Model, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
+def _vector_field(model: AnyModel, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
     """Left-trivialised vector field (v, r, v̇, ṙ) (3.22), (2N,), followed by the
     contact forces λ (m,) of the constrained dynamics when there are contacts."""
     if contacts or isinstance(model, CoupledModel):
@@ -101,8 +108,9 @@ def _extrapolated(estimate, largest_step: float, shrink: float = 2.0, levels: in
     return best, error
 
 
-def finite_difference_linearization(model: Model, state: State, joint_torques=None, step: float = DEFAULT_STEP,
-                                    contacts=()):
+def finite_difference_linearization(model: AnyModel, state: State, joint_torques: ArrayLike | None = None,
+                                    step: float = DEFAULT_STEP, contacts: Contacts = ()
+                                    ) -> tuple[NDArray[np.float64], ...]:
     """(A, B) of the forward dynamics by extrapolated central differences along g·exp(±h e_j) and τ ± δ e_j.
 
     The dynamics rows are D₁λ∘DL_g(e) (2.47), differences of the forward dynamics
@@ -159,8 +167,9 @@ def finite_difference_linearization(model: Model, state: State, joint_torques=No
     return A, B
 
 
-def finite_difference_step(model: Model, state: State, joint_torques, dt: float, contacts=(),
-                           step: float = DEFAULT_STEP, *, previous_contacts=None, restitution: float = 0.0):
+def finite_difference_step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: float,
+                           contacts: Contacts = (), step: float = DEFAULT_STEP, *, previous_contacts: Contacts = None,
+                           restitution: float = 0.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d (2N, 2N), B_d (2N, n)) of :func:`~robot_linearization.step` by extrapolated central
     differences (:func:`_extrapolated`, error model in :func:`finite_difference_linearization`)
     along g·exp(±h e_j) and τ ± δ e_j, the result measured left-trivialised from the
@@ -168,11 +177,13 @@ def finite_difference_step(model: Model, state: State, joint_torques, dt: float,
     previous_contacts, restitution: as rl.step's (a touchdown's impact is part of the step)."""
     n, N = model.n_joints, model.n_velocities
     torques = joint_vector(model, joint_torques, "joint_torques")
-    gait = dict(previous_contacts=previous_contacts, restitution=restitution)
-    nominal = integrator_step(model, state, torques, dt, contacts, **gait)
+    nominal = integrator_step(model, state, torques, dt, contacts, previous_contacts=previous_contacts,
+                              restitution=restitution)
 
     def after(start, tau):
-        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts, **gait))
+        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts,
+                                                                previous_contacts=previous_contacts,
+                                                                restitution=restitution))
 
     A_d = np.empty((2 * N, 2 * N))
     for j in range(2 * N):
@@ -192,8 +203,8 @@ def finite_difference_step(model: Model, state: State, joint_torques, dt: float,
     return A_d, B_d
 
 
-def finite_difference_impact(model: Model, state: State, contacts, restitution: float = 0.0,
-                             step: float = DEFAULT_STEP):
+def finite_difference_impact(model: AnyModel, state: State, contacts: Contacts, restitution: float = 0.0,
+                             step: float = DEFAULT_STEP) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_impact (2N, 2N), ∂Λ/∂z (m, 2N)) of :func:`~robot_linearization.impact` by extrapolated
     central differences (:func:`_extrapolated`) along g·exp(±h e_j), the post-impact state
     measured left-trivialised from the nominal one (:func:`state_difference`)."""
@@ -213,7 +224,7 @@ def finite_difference_impact(model: Model, state: State, contacts, restitution: 
     return columns[:2 * N], columns[2 * N:]
 
 
-def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) -> np.ndarray:
+def flow_kinematic_rows(model: AnyModel, state: State, step: float = DEFAULT_STEP) -> np.ndarray:
     """The kinematic rows of A (N, 2N) by differencing the flow of the configuration.
 
     Over a time t the configuration moves to (H·exp(t v^), s + t r).  For the
@@ -234,7 +245,7 @@ def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) 
         H = se3_exp(-t * v) @ se3_exp(z[:6]) @ se3_exp(t * (v + z[N:N + 6]))
         return np.concatenate([se3_log(H), z[6:N] + t * z[N + 6:]])
 
-    speed = float(np.abs(state.base_twist).max()) if model.floating_base else 0.0
+    speed = float(np.abs(floating_base_of(state)[1]).max()) if model.floating_base else 0.0
     for j in range(2 * N):
         def mixed(h, j=j):
             z = np.zeros(2 * N)
@@ -244,7 +255,7 @@ def flow_kinematic_rows(model: Model, state: State, step: float = DEFAULT_STEP) 
     return rows
 
 
-def _frame_jacobian_and_drift(model: Model, state: State, contact, step: float = DEFAULT_STEP):
+def _frame_jacobian_and_drift(model: AnyModel, state: State, contact, step: float = DEFAULT_STEP):
     """(J (d, N), γ (d,)) of one contact from its frame's world pose T(q) alone
     (:func:`~robot_linearization.algorithms.kinematics.frame_poses`), by extrapolated differences
     (:func:`_extrapolated`) of ξ = log(T₀⁻¹ T):
@@ -287,28 +298,29 @@ def _frame_jacobian_and_drift(model: Model, state: State, contact, step: float =
     return J, gamma
 
 
-def _velocities(model: Model, state: State) -> np.ndarray:
+def _velocities(model: AnyModel, state: State) -> np.ndarray:
     return state.joint_velocities if not model.floating_base else np.concatenate(
         [state.base_twist, state.joint_velocities])
 
 
-def reference_constrained_dynamics(model: Model, state: State, joint_torques, contacts, step: float = DEFAULT_STEP):
+def reference_constrained_dynamics(model: AnyModel, state: State, joint_torques: ArrayLike | None, contacts: Contacts,
+                                   step: float = DEFAULT_STEP) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(ν̇ (N,), λ (m,)) of M ν̇ + h = Sτ + Jᵀλ, J ν̇ + γ = 0 by a dense solve of the KKT system
     [M Jᵀ; J 0] [ν̇; −λ] = [Sτ − h; −γ], from parts that share nothing with the engine's
     constrained dynamics: M by the CRBA, h by the Newton–Euler inverse dynamics at ν̇ = 0 (both on
     a CoupledModel's tree, reduced by Ĝ), J and γ from differences of each contact frame's pose
     (:func:`_frame_jacobian_and_drift`)."""
     tree = tree_of(model)
-    full = model.tree_state(state) if tree is not model else state
+    full = model.tree_state(state) if isinstance(model, CoupledModel) else state
     torques = joint_vector(model, joint_torques, "joint_torques")
     if tree.floating_base:
         h = np.concatenate(extended_inverse_dynamics(tree, full, np.zeros(6), np.zeros(tree.n_joints)))
     else:
         h = inverse_dynamics(tree, full, np.zeros(tree.n_joints))[0]
     applied = np.concatenate([np.zeros(6 if tree.floating_base else 0),
-                              model.tree_torques(torques) if tree is not model else torques])
+                              model.tree_torques(torques) if isinstance(model, CoupledModel) else torques])
     generalized = applied - h
-    if tree is not model:
+    if isinstance(model, CoupledModel):
         generalized = model.velocity_map.T @ generalized
     M = _mass_matrix(model, state)
     parts = [_frame_jacobian_and_drift(model, state, contact, step) for contact in as_contacts(contacts)]
@@ -321,7 +333,8 @@ def reference_constrained_dynamics(model: Model, state: State, joint_torques, co
     return solution[:N], -solution[N:]
 
 
-def held_input_flow(A, B, dt: float):
+def held_input_flow(A: NDArray[np.float64], B: NDArray[np.float64], dt: float
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d) of ż = A z + B w over dt with w held, integrated: Φ' = AΦ, Ψ' = AΨ + B from
     (I, 0), by classical Runge–Kutta in k steps of dt·‖A‖₁/k ≤ 0.02 (local error ~10⁻¹⁰ of the
     flow) — the zero-order hold's reference, which shares nothing with its matrix exponential."""
@@ -389,7 +402,7 @@ class ComparisonReport:
         return "\n".join(lines)
 
 
-def _row_col_blocks(model: Model):
+def _row_col_blocks(model: AnyModel):
     n = model.n_joints
     if model.floating_base:
         rows = [("vdot", slice(0, 6)), ("rdot", slice(6, 6 + n))]
@@ -402,9 +415,14 @@ def _row_col_blocks(model: Model):
     return rows, kinematic, cols
 
 
-def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians=None,
-            forces_jacobians_ref=None, step_jacobians=None, step_jacobians_ref=None, *, contact_forces=None,
-            contact_forces_ref=None, magnitudes=None) -> ComparisonReport:
+def compare(model: AnyModel, A: NDArray[np.float64], B: NDArray[np.float64], M_inv: NDArray[np.float64],
+            A_ref: NDArray[np.float64], B_ref: NDArray[np.float64], M_inv_ref: NDArray[np.float64],
+            forces_jacobians: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+            forces_jacobians_ref: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+            step_jacobians: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+            step_jacobians_ref: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None, *,
+            contact_forces: NDArray[np.float64] | None = None, contact_forces_ref: NDArray[np.float64] | None = None,
+            magnitudes: dict | None = None) -> ComparisonReport:
     """Compare A (its dynamics rows v̇, ṙ and its kinematic rows ż_H, ż_s), the
     dynamics rows of B, and M⁻¹ block by block; with contacts also λ, ∂λ/∂z per column
     block and ∂λ/∂τ (each a pair (∂λ/∂z, ∂λ/∂τ)); with a step also A_d, B_d per row
@@ -462,12 +480,16 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
         add("lambda", contact_forces, contact_forces_ref, float(np.abs(contact_forces_ref).max(initial=0.0)),
             None if "lambda" not in magnitudes else (magnitudes["lambda"], magnitudes["lambda"]))
     if forces_jacobians is not None:
+        if forces_jacobians_ref is None:
+            raise ValueError("forces_jacobians_ref: the reference is needed with forces_jacobians")
         (dz, dtau), (dz_ref, dtau_ref) = forces_jacobians, forces_jacobians_ref
         z_scale = float(np.abs(dz_ref).max(initial=0.0))
         for cname, cs in cols:
             add(f"dlambda/dz[{cname}]", np.asarray(dz)[:, cs], np.asarray(dz_ref)[:, cs], z_scale)
         add("dlambda/dtau", dtau, dtau_ref, float(np.abs(dtau_ref).max(initial=0.0)))
     if step_jacobians is not None:
+        if step_jacobians_ref is None:
+            raise ValueError("step_jacobians_ref: the reference is needed with step_jacobians")
         (A_d, B_d), (A_d_ref, B_d_ref) = step_jacobians, step_jacobians_ref
         next_rows = [(name.removesuffix("dot") + "+", slice(N * half + rs.start, N * half + rs.stop))
                      for half, group in enumerate((kinematic, rows)) for name, rs in group]
@@ -480,7 +502,7 @@ def compare(model: Model, A, B, M_inv, A_ref, B_ref, M_inv_ref, forces_jacobians
     return ComparisonReport(blocks)
 
 
-def _evaluation_point(model: Model, state, linearization, joint_torques):
+def _evaluation_point(model: AnyModel, state, linearization, joint_torques):
     """(state, τ) of a single-state linearization of ``model``, checked against what was given."""
     check_linearization(model, linearization)
     if np.ndim(linearization.A) != 2:
@@ -526,8 +548,11 @@ def _contact_jacobian(model, state: State, contacts) -> np.ndarray:
     return J @ model.velocity_map if tree is not model else J
 
 
-def term_magnitudes(model: Model, state: State, A_ref, B_ref, M_inv_ref, M_ref, contacts=(), forces_ref=None,
-                    forces_jacobians_ref=None, joint_torques=None, dt=None) -> dict:
+def term_magnitudes(model: AnyModel, state: State, A_ref: NDArray[np.float64], B_ref: NDArray[np.float64],
+                    M_inv_ref: NDArray[np.float64], M_ref: NDArray[np.float64], contacts: Contacts = (),
+                    forces_ref: NDArray[np.float64] | None = None,
+                    forces_jacobians_ref: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+                    joint_torques: ArrayLike | None = None, dt: float | None = None) -> dict:
     """The sizes of the terms each reference entry is a sum of, for :func:`compare`'s scales.
 
     Dynamics rows: M ν̇ = Sτ − h(z) + Jᵀλ, so ∂ν̇/∂z = M⁻¹·(M A_dyn) is a sum of
@@ -545,6 +570,8 @@ def term_magnitudes(model: Model, state: State, A_ref, B_ref, M_inv_ref, M_ref, 
     generalized_B = np.abs(M_ref @ np.asarray(B_ref)[N:])
     magnitudes = {}
     if contacts:
+        if forces_ref is None or forces_jacobians_ref is None or joint_torques is None:
+            raise ValueError("forces_ref, forces_jacobians_ref, joint_torques: needed with contacts")
         J_abs = np.abs(_contact_jacobian(model, state, contacts))
         dz_ref, dtau_ref = forces_jacobians_ref
         generalized_A = generalized_A + J_abs.T @ np.abs(dz_ref)
@@ -557,8 +584,9 @@ def term_magnitudes(model: Model, state: State, A_ref, B_ref, M_inv_ref, M_ref, 
     return magnitudes
 
 
-def validate(model: Model, state, linearization=None, joint_torques=None, step: float = DEFAULT_STEP
-             ) -> ComparisonReport:
+def validate(model: AnyModel, state: State | Linearization | Linearizer,
+             linearization: Linearization | Linearizer | None = None, joint_torques: ArrayLike | None = None,
+             step: float = DEFAULT_STEP) -> ComparisonReport:
     """Check a :class:`~robot_linearization.Linearization` against finite
     differences (A, B, :func:`finite_difference_linearization`) and inv(CRBA) (M⁻¹);
     with contacts (linearization.contacts) against differences of the constrained
@@ -580,7 +608,11 @@ def validate(model: Model, state, linearization=None, joint_torques=None, step: 
     relative ``tolerance``.
     """
     if linearization is None:
-        state, linearization = None, state
+        return _validate(model, None, state, joint_torques, step)
+    return _validate(model, state, linearization, joint_torques, step)
+
+
+def _validate(model: AnyModel, state, linearization, joint_torques, step: float) -> ComparisonReport:
     state, joint_torques = _evaluation_point(model, state, linearization, joint_torques)
     lin, contacts = linearization, linearization.contacts
     torques = np.zeros(model.n_joints) if joint_torques is None else np.asarray(joint_torques, dtype=float)

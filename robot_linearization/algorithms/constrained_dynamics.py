@@ -16,18 +16,21 @@ from __future__ import annotations
 import functools
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from numba import types
 from numba.experimental import structref
 
 from ..compiled import FLAGS, INDEX_TABLE, INDICES, MATRICES, MATRIX, VECTOR, Structure, kernel, structure
-from ..contacts import ContactError, as_contacts, contact_labels, resolve
+from ..contacts import Contact, ContactError, Contacts, as_contacts, contact_labels, resolve
+from ..coupling import AnyModel, CoupledModel, tree_of
 from ..arguments import joint_vector
-from ..model import Model, State, check_state
+from ..model import Model, State, check_state, floating_base_of
 from ..spatial import mat_mat_into, skew_entry
-from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, workspace
+from ..workspace import ARTICULATED_PRODUCTS, DATA, DENSE_PRODUCTS, Workspace, workspace
 from .forward_dynamics import forward_dynamics, forward_dynamics_into, singular_pivot
 from .inverse_dynamics import newton_euler_forward_into
 from .inverse_mass_matrix import inverse_mass_matrix, inverse_mass_matrix_into, inverse_mass_matrix_product_into
@@ -80,7 +83,7 @@ class ContactArrays:
     m rows in all.  labels (m_contacts,) names λ's entries.  Resolved once per (model,
     contacts) (:func:`contact_arrays`); :meth:`data` is each thread's own."""
 
-    def __init__(self, model, contacts):
+    def __init__(self, model: AnyModel, contacts: Contacts) -> None:
         self.contacts = as_contacts(contacts)
         self.labels = contact_labels(self.contacts)
         self._local = threading.local()
@@ -96,7 +99,7 @@ class ContactArrays:
                                                          dtype=float)
         self.m = self.m_contacts + len(self.coupling_multipliers)
 
-    def data(self, tree_workspace):
+    def data(self, tree_workspace: Workspace) -> tuple[Any, SimpleNamespace]:
         """(compiled, scratch): this thread's :meth:`new_data` on ``tree_workspace`` (the
         thread's :func:`~robot_linearization.workspace.workspace` of the model's tree), kept for
         the thread's next call."""
@@ -106,7 +109,7 @@ class ContactArrays:
             local.workspace = tree_workspace
         return local.data
 
-    def new_data(self, tree_workspace):
+    def new_data(self, tree_workspace: Workspace) -> tuple[Any, SimpleNamespace]:
         """(compiled, scratch): a new :data:`CONTACT_DATA` on ``tree_workspace`` (a
         :class:`~robot_linearization.workspace.Workspace` of the model's tree), and its scratch
         arrays by name (J, drift, …) for Python to read."""
@@ -121,14 +124,14 @@ class ContactArrays:
 
 
 @functools.lru_cache(maxsize=256)
-def contact_arrays(model, contacts: tuple) -> ContactArrays:
+def contact_arrays(model: AnyModel, contacts: tuple[Contact, ...]) -> ContactArrays:
     """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model`` (a Model or
     CoupledModel), built once."""
     return ContactArrays(model, contacts)
 
 
 @kernel
-def matmul_into(A, B, out):
+def matmul_into(A: NDArray[np.float64], B: NDArray[np.float64], out: NDArray[np.float64]) -> None:
     """out = A B in plain loops (no BLAS: the threads of a horizon stay parallel)."""
     out[:] = 0.0
     for i in range(A.shape[0]):
@@ -140,7 +143,7 @@ def matmul_into(A, B, out):
 
 
 @kernel
-def multiply_add_into(A, B, sign, out):
+def multiply_add_into(A: NDArray[np.float64], B: NDArray[np.float64], sign: float, out: NDArray[np.float64]) -> None:
     """out += sign · A B[:, :w], for A (p, q), B (q, ≥ w), out (p, w) (views of any strides; B
     and out C-contiguous is fastest: their rows are then known to be contiguous).  Each sweep
     over four rows of out takes four rows of B: a row of out is loaded and stored once per four
@@ -187,7 +190,8 @@ def multiply_add_into(A, B, sign, out):
 
 
 @kernel
-def tree_multiply_add_into(model, data, M_inv, D, sign, out):
+def tree_multiply_add_into(model: Any, data: Any, M_inv: NDArray[np.float64], D: NDArray[np.float64], sign: float,
+                           out: NDArray[np.float64]) -> None:
     """out += sign · M⁻¹ D[:, :w] (w = out.shape[1] ≤ 2N) for M⁻¹ (N, N) at data's configuration (the
     IMMAmb's, which leaves data ready for the third way) and D (N, ≥ w) with the sparsity of the
     EIDAmb's derivatives on the tree: row c of D (a joint's) is zero but in the columns of the
@@ -217,7 +221,7 @@ def tree_multiply_add_into(model, data, M_inv, D, sign, out):
 
 
 @kernel
-def contact_kinematics_into(model, data, contacts, base_rotation):
+def contact_kinematics_into(model: Any, data: Any, contacts: Any, base_rotation: NDArray[np.float64]) -> None:
     """contacts.J (m, N) in each contact's reference axes and γ = contacts.drift (m) from the
     body poses and column axes in the base frame data.R, t, axes (kinematics.base_frame_poses_into),
     body twists data.v and body accelerations data.a (n+1, 6) at ν̇ = 0 without gravity, and the
@@ -303,7 +307,9 @@ def contact_kinematics_into(model, data, contacts, base_rotation):
 
 
 @kernel
-def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
+def unconstrained_dynamics_into(model: Any, data: Any, pose: NDArray[np.float64], s: NDArray[np.float64],
+                                twist: NDArray[np.float64], r: NDArray[np.float64], tau: NDArray[np.float64],
+                                M_inv: NDArray[np.float64]) -> int:
     """The unconstrained pieces of the constrained dynamics at (pose (4, 4), s, twist, r, τ):
     the body transforms, g_0 (6) into data.g0, ν̇_free (N) by the ABAmb into data.free, the
     body poses and axes in the base frame, and M⁻¹ (N, N) by the IMMAmb from the same
@@ -321,7 +327,7 @@ def unconstrained_dynamics_into(model, data, pose, s, twist, r, tau, M_inv):
 
 
 @kernel
-def cholesky_solve_into(L, B):
+def cholesky_solve_into(L: NDArray[np.float64], B: NDArray[np.float64]) -> None:
     """B ← (L Lᵀ)⁻¹ B in place, for L lower triangular (m, m) and B (m, c): the forward and
     back substitutions row by row, each row of B updated whole (contiguous, all c columns at
     once), in the order of a column-by-column substitution (the same numbers)."""
@@ -345,7 +351,9 @@ def cholesky_solve_into(L, B):
 
 
 @kernel
-def contact_forces_into(J, M_inv, free_accelerations, drift, JM_inv, L, forces, accelerations):
+def contact_forces_into(J: NDArray[np.float64], M_inv: NDArray[np.float64], free_accelerations: NDArray[np.float64],
+                        drift: NDArray[np.float64], JM_inv: NDArray[np.float64], L: NDArray[np.float64],
+                        forces: NDArray[np.float64], accelerations: NDArray[np.float64]) -> bool:
     """λ and ν̇ of the constrained dynamics, given J, M⁻¹ (N, N), ν̇_free and γ.
 
     Writes JM_inv = J M⁻¹ (m, N), L the Cholesky factor of Λ⁻¹ = J M⁻¹ Jᵀ,
@@ -389,7 +397,7 @@ def contact_forces_into(J, M_inv, free_accelerations, drift, JM_inv, L, forces, 
     return True
 
 
-def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
+def degeneracy_reason(contacts: Contacts, J: NDArray[np.float64], M_inv: NDArray[np.float64]) -> str:
     """Why Λ⁻¹ = J M⁻¹ Jᵀ is singular, naming the contacts (for ContactError)."""
     contacts = as_contacts(contacts)
     inverse_inertia = J @ M_inv @ J.T
@@ -405,22 +413,25 @@ def degeneracy_reason(contacts, J: np.ndarray, M_inv: np.ndarray) -> str:
             f"{rank} are independent (J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
 
 
-def contact_kinematics(model, state: State, contacts, X_up: np.ndarray, v: np.ndarray, a_bias: np.ndarray):
+def contact_kinematics(model: AnyModel, state: State, contacts: Contacts, X_up: NDArray[np.float64],
+                       v: NDArray[np.float64], a_bias: NDArray[np.float64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(J (m, N), γ (m,)) of ``contacts`` (and of a CoupledModel's mimic couplings, in the
     last rows) given the tree's state, body transforms X_up, body twists v (n+1, 6)
     and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
-    tree = getattr(model, "tree", model)
+    tree = tree_of(model)
     arrays = contact_arrays(model, as_contacts(contacts))
     ws = workspace(tree)
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
     base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
     data, scratch = arrays.data(ws)
-    base_rotation = np.ascontiguousarray(state.base_pose[:3, :3]) if tree.floating_base else np.eye(3)
+    base_rotation = np.ascontiguousarray(floating_base_of(state)[0][:3, :3]) if tree.floating_base else np.eye(3)
     contact_kinematics_into(ws.model, ws.data, data, base_rotation)
     return scratch.J.copy(), scratch.drift.copy()
 
 
-def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
+def contact_frame_kinematics(tree: Model, tree_state: State, contacts: tuple[Contact, ...]
+                             ) -> tuple[SimpleNamespace, Workspace]:
     """:func:`contact_kinematics_into` at ``tree_state``'s positions, at rest (a tree, a Model):
     (scratch, ws) — this thread's scratch of ``contacts`` (a tuple of Contact) with J (m, N),
     J_local (k, 6, N) and rotation (k, 3, 3) = A_R_c filled, and the tree's workspace with the
@@ -439,7 +450,9 @@ def contact_frame_kinematics(tree: Model, tree_state: State, contacts):
 
 
 @kernel
-def contact_frame_kinematics_many_into(model, data, contacts, poses, joint_positions, points, J, positions):
+def contact_frame_kinematics_many_into(model: Any, data: Any, contacts: Any, poses: NDArray[np.float64],
+                                       joint_positions: NDArray[np.float64], points: NDArray[np.float64],
+                                       J: NDArray[np.float64], positions: NDArray[np.float64]) -> None:
     """:func:`contact_kinematics_into` at rest at each of K configurations of a tree, the base's world
     poses (K, 4, 4) (the identity for a fixed base) and joint_positions (K, n): contacts.J into J (K,
     m, N), and into positions (K, k, 3) the world position of points[i] (3,), a point of contact i's
@@ -464,8 +477,9 @@ def contact_frame_kinematics_many_into(model, data, contacts, poses, joint_posit
                     + poses[k, r, 2] * in_base[2] + poses[k, r, 3]
 
 
-def contact_frame_kinematics_many(tree: Model, contacts, poses: np.ndarray, joint_positions: np.ndarray,
-                                  points: np.ndarray):
+def contact_frame_kinematics_many(tree: Model, contacts: tuple[Contact, ...], poses: NDArray[np.float64],
+                                  joint_positions: NDArray[np.float64], points: NDArray[np.float64]
+                                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(positions (K, k, 3), J (K, m, N)) of :func:`contact_frame_kinematics_many_into` on ``tree`` (a
     Model) for ``contacts`` (a tuple of Contact), the base's world poses (K, 4, 4), joint_positions
     (K, n) and points (k, 3): K configurations in one compiled call (a horizon's knots).  The arrays
@@ -479,7 +493,8 @@ def contact_frame_kinematics_many(tree: Model, contacts, poses: np.ndarray, join
     return positions, J
 
 
-def bias_motion(model: Model, state: State, X_up: np.ndarray):
+def bias_motion(model: Model, state: State, X_up: NDArray[np.float64]
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(v, a) (n+1, 6): body twists and body accelerations at ν̇ = 0 without gravity."""
     ws = workspace(model)
     ws.X_up[:] = X_up
@@ -488,7 +503,8 @@ def bias_motion(model: Model, state: State, X_up: np.ndarray):
     return ws.v.copy(), ws.a.copy()
 
 
-def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()):
+def constrained_forward_dynamics(model: AnyModel, state: State, joint_torques: ArrayLike | None,
+                                 contacts: Contacts = ()) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Forward dynamics with rigid contacts (and a CoupledModel's mimic joints):
     (ν̇ (N,), λ (m,)).
 
@@ -503,9 +519,8 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
     contacts = as_contacts(contacts)
-    coupled = hasattr(model, "tree")
-    tree = model.tree if coupled else model
-    if coupled:
+    tree = tree_of(model)
+    if isinstance(model, CoupledModel):
         state, torques = model.tree_state(state), model.tree_torques(torques)
     base_acc, joint_acc = forward_dynamics(tree, state, torques)
     free = joint_acc if base_acc is None else np.concatenate([base_acc, joint_acc])
@@ -516,6 +531,6 @@ def constrained_forward_dynamics(model, state: State, joint_torques, contacts=()
     forces, accelerations = np.empty(m), np.empty(N)
     if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
         raise ContactError(degeneracy_reason(contacts, J, M_inv))
-    if coupled:
+    if isinstance(model, CoupledModel):
         return accelerations[model.velocity_rows], forces[:m - len(model.coupling_multipliers)]
     return accelerations, forces

@@ -26,8 +26,10 @@ with one column per joint instead of one per body and joint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, choice, joint_vector, six_vector
@@ -85,7 +87,8 @@ def _path_columns(path, depth, col_s, col_r, columns, count):
 
 
 @kernel
-def derivatives_into(model, data, r, columns, with_base_pose):
+def derivatives_into(model: Any, data: Any, r: NDArray[np.float64], columns: NDArray[np.float64], with_base_pose: bool
+                    ) -> None:
     """Tables 4.2–4.5 in one sweep, into data.derivatives (N, 2N) = [D₁|D₂|D₃|D₄]ID̄.
 
     data.v, a, f (n+1, 6): the EIDAmb forward pass at the body transforms data.X_up and
@@ -184,7 +187,8 @@ def derivatives_into(model, data, r, columns, with_base_pose):
                 derivatives[row, c] = df[0, c, row]
 
 
-def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration, joint_accelerations, *,
+def extended_inverse_dynamics_derivatives(model: Model, state: State, base_acceleration: ArrayLike | None,
+                                          joint_accelerations: ArrayLike, *,
                                           frame: str = "base") -> ExtendedInverseDynamicsDerivatives:
     """Derivatives of the EIDAmb (floating base) or RNEA (fixed base) at
     (state, v̇, ṙ); ``base_acceleration`` is ignored (pass None) for a fixed base.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
@@ -14,7 +17,9 @@ from .kinematics import base_gravity, base_twist, body_transforms_into
 
 
 @kernel
-def articulated_inertias_into(parent, S, I, X_up, I_A, U, D):
+def articulated_inertias_into(parent: NDArray[np.int64], S: NDArray[np.float64], I: NDArray[np.float64],
+                              X_up: NDArray[np.float64], I_A: NDArray[np.float64], U: NDArray[np.float64],
+                              D: NDArray[np.float64]) -> None:
     """Backward inertia pass shared by the ABA, the IMMA and the model check.
 
     Writes I_A (n+1, 6, 6) articulated inertias M^A_i, U (n+1, 6) = M^A_i Γ_i and
@@ -35,7 +40,8 @@ def articulated_inertias_into(parent, S, I, X_up, I_A, U, D):
 
 
 @kernel
-def forward_dynamics_into(model, data, base_twist, r, torques, accelerations):
+def forward_dynamics_into(model: Any, data: Any, base_twist: NDArray[np.float64], r: NDArray[np.float64],
+                          torques: NDArray[np.float64], accelerations: NDArray[np.float64]) -> None:
     """ABA(mb) into ``accelerations`` = ν̇ = [v̇ (6, floating only); ṙ (n)], at the body
     transforms data.X_up and the gravity g_0 data.g0 (6,) (kinematics.base_gravity), base
     twist (6,), joint velocities r and torques (n,).  Leaves the articulated quantities
@@ -89,7 +95,7 @@ def forward_dynamics_into(model, data, base_twist, r, torques, accelerations):
 
 
 @kernel
-def bias_accelerations_into(model, data):
+def bias_accelerations_into(model: Any, data: Any) -> None:
     """The body accelerations at ν̇ = 0 without gravity into data.a (n+1, 6): a_0 = 0,
     a_i = i_X_λ(i) a_λ(i) + c_i, from the velocity-product accelerations data.c that
     :func:`forward_dynamics_into` left (the Newton-Euler forward pass's a at ν̇ = 0, without
@@ -102,7 +108,7 @@ def bias_accelerations_into(model, data):
 
 
 @kernel
-def singular_pivot(I_A, D):
+def singular_pivot(I_A: NDArray[np.float64], D: NDArray[np.float64]) -> int:
     """The deepest joint whose pivot D_i = Γᵀ I^A_i Γ vanishes (below PIVOT_TOLERANCE of
     its body's articulated inertia: M is singular), or −1.  Leaves first: a zero
     pivot poisons its ancestors' with NaN."""
@@ -116,7 +122,8 @@ def singular_pivot(I_A, D):
     return -1
 
 
-def articulated_inertias(model: Model, X_up: np.ndarray):
+def articulated_inertias(model: Model, X_up: NDArray[np.float64]
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(I_A, U, D) of :func:`articulated_inertias_into` as new arrays."""
     I_A = np.empty_like(model.inertias)
     U = np.zeros((model.n_bodies, 6))
@@ -125,7 +132,8 @@ def articulated_inertias(model: Model, X_up: np.ndarray):
     return I_A, U, D
 
 
-def forward_dynamics(model: Model, state: State, joint_torques: np.ndarray | None = None):
+def forward_dynamics(model: Model, state: State, joint_torques: ArrayLike | None = None
+                     ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
     """FD (3.17) by the ABAmb (floating base) or ABA (fixed base); joint_torques τ (n,),
     default zeros.
 

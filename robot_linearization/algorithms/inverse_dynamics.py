@@ -6,7 +6,10 @@ one backward pass (wrench accumulation towards the base).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector, six_vector
@@ -19,7 +22,9 @@ from .mass_matrix import composite_inertias
 
 
 @kernel
-def newton_euler_forward_into(model, data, base_twist, base_acceleration, r, rdot):
+def newton_euler_forward_into(model: Any, data: Any, base_twist: NDArray[np.float64],
+                              base_acceleration: NDArray[np.float64], r: NDArray[np.float64], rdot: NDArray[np.float64]
+                             ) -> None:
     """Forward pass of Table 4.1 (lines 6–23) into data.v, a, f (n+1, 6): body twists,
     accelerations and wrenches f_i = M_i a_i + v_i ×̄* M_i v_i, in body frames, at the
     body transforms data.X_up.
@@ -48,7 +53,7 @@ def newton_euler_forward_into(model, data, base_twist, base_acceleration, r, rdo
 
 
 @kernel
-def accumulate_wrenches(parent, X_up, f):
+def accumulate_wrenches(parent: NDArray[np.int64], X_up: NDArray[np.float64], f: NDArray[np.float64]) -> None:
     """Backward pass (Table 4.1 lines 25–28): f_λ(i) += λ(i)_X^i f_i, in place.
 
     Afterwards f[i] is the wrench transmitted by joint i to the subtree of body i
@@ -68,8 +73,8 @@ def _newton_euler(model: Model, state: State, base_acceleration, joint_accelerat
     return ws.X_up.copy(), ws.f.copy()
 
 
-def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.ndarray,
-                              joint_accelerations: np.ndarray):
+def extended_inverse_dynamics(model: Model, state: State, base_acceleration: ArrayLike,
+                              joint_accelerations: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """EIDAmb (Table 4.1): the extended inverse dynamics ID̄ (3.39).
 
     Inputs: state (H, s, v, r); base_acceleration v̇ (6,) = d/dt of the body twist;
@@ -93,7 +98,8 @@ def extended_inverse_dynamics(model: Model, state: State, base_acceleration: np.
     return f[0].copy(), np.einsum("bi,bi->b", model.motion_subspaces[1:], f[1:])
 
 
-def inverse_dynamics(model: Model, state: State, joint_accelerations: np.ndarray):
+def inverse_dynamics(model: Model, state: State, joint_accelerations: ArrayLike
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """RNEA (fixed base, Table E.1) or RNEAmb (floating base, Table E.2).
 
     Returns (joint_torques τ (n,), base_acceleration v̇ (6,) or None).  For a

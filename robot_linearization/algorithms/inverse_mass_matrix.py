@@ -24,7 +24,10 @@ column (:func:`inverse_mass_matrix_product_into`: −M⁻¹D on long chains).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
@@ -36,7 +39,7 @@ from .kinematics import base_frame_poses_into, body_transforms_into
 
 
 @kernel
-def inverse_mass_matrix_into(model, data, M_inv):
+def inverse_mass_matrix_into(model: Any, data: Any, M_inv: NDArray[np.float64]) -> None:
     """IMMA(mb) into M_inv (N, N), given the articulated inertias of the same configuration
     (data.I_A, U, D, in body frames) and the body poses data.R, t and column axes (N, 6) in
     the base frame (kinematics.base_frame_poses_into).  data.U_base (n+1, 6), F, P (n+1, 6, N):
@@ -100,7 +103,7 @@ def inverse_mass_matrix_into(model, data, M_inv):
             M_inv[c, r] = M_inv[r, c]
 
 
-def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+def inverse_mass_matrix(model: Model, joint_positions: ArrayLike) -> NDArray[np.float64]:
     """M(s)⁻¹, (N, N), without forming M (IMMAmb for a floating base, IMMA fixed).
 
     ``model``: a Model; ``joint_positions`` s (n,)."""
@@ -116,7 +119,8 @@ def inverse_mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray
 
 
 @kernel
-def inverse_mass_matrix_product_into(model, data, rhs, sign, out):
+def inverse_mass_matrix_product_into(model: Any, data: Any, rhs: NDArray[np.float64], sign: float,
+                                     out: NDArray[np.float64]) -> None:
     """out += sign · M⁻¹ rhs[:, :w] for rhs (N, ≥ w), out (N, w), w = out.shape[1], without M⁻¹: the
     IMMAmb's passes above run with the columns of rhs as the extended inputs τ̄ (the unit vectors
     there), O(n) per column instead of a product's O(N²).  Needs the pivots data.D, the base's

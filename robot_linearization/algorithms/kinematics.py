@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..joints import joint_transform_into
 from ..arguments import check_tree, joint_vector
-from ..model import Model, State
+from ..coupling import AnyModel, CoupledModel, tree_of
+from ..model import Model, State, floating_base_of
 from ..spatial import transform_product_into
 
 
 @kernel
-def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_up):
+def body_transforms_into(motion_subspaces: NDArray[np.float64], tree_transforms: NDArray[np.float64],
+                         joint_positions: NDArray[np.float64], X_up: NDArray[np.float64]) -> None:
     """i_X_λ(i) = i_X_λ(i)|i(s_i) · λ(i)|i_X_λ(i) (Table 4.1 lines 14, 16) into
     X_up (n+1, 6, 6); entry 0 (the base has no parent) is the identity."""
     X_joint = np.empty((6, 6))
@@ -23,7 +28,9 @@ def body_transforms_into(motion_subspaces, tree_transforms, joint_positions, X_u
 
 
 @kernel
-def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
+def base_frame_poses_into(parent: NDArray[np.int64], S: NDArray[np.float64], X_up: NDArray[np.float64],
+                          floating_base: bool, R: NDArray[np.float64], t: NDArray[np.float64], axes: NDArray[np.float64]
+                         ) -> None:
     """Every body's pose in the base frame, rotation R (n+1, 3, 3) and origin t
     (n+1, 3), and the axis of every velocity column in that frame, axes (N, 6):
     the base's Γ_0 = I₆ (floating base), then ⁰X_i Γ_i = [R Γ_l + t × R Γ_a; R Γ_a]
@@ -60,7 +67,7 @@ def base_frame_poses_into(parent, S, X_up, floating_base, R, t, axes):
         J[2] += t[i, 0] * J[4] - t[i, 1] * J[3]
 
 
-def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+def body_transforms(model: Model, joint_positions: ArrayLike) -> NDArray[np.float64]:
     """i_X_λ(i) for every body, shape (n+1, 6, 6)."""
     positions = joint_vector(check_tree(model, "body_transforms"), joint_positions, "joint_positions",
                              default_zero=False)
@@ -70,7 +77,7 @@ def body_transforms(model: Model, joint_positions: np.ndarray) -> np.ndarray:
 
 
 @kernel(inline=True)
-def base_gravity_into(base_pose, gravity, g0):
+def base_gravity_into(base_pose: NDArray[np.float64], gravity: NDArray[np.float64], g0: NDArray[np.float64]) -> None:
     """g_0 = [R^T g; 0] (6,) for the base pose A_H_0 (4, 4) with rotation R and the
     world gravity g (3,); a fixed base passes the identity (its root frame is the world)."""
     for j in range(3):
@@ -78,7 +85,7 @@ def base_gravity_into(base_pose, gravity, g0):
         g0[3 + j] = 0.0
 
 
-def base_gravity(model: Model, state: State) -> np.ndarray:
+def base_gravity(model: Model, state: State) -> NDArray[np.float64]:
     """Gravitational acceleration as a 6D acceleration of the base frame, (6,).
 
     [R^T g; 0] for a floating base with A_R_0 = R; [g; 0] for a fixed base,
@@ -92,17 +99,18 @@ def base_gravity(model: Model, state: State) -> np.ndarray:
     return g0
 
 
-def base_twist(model: Model, state: State) -> np.ndarray:
+def base_twist(model: Model, state: State) -> NDArray[np.float64]:
     """Twist of body 0 in its own frame: the state's body twist, or zero."""
-    return state.base_twist if model.floating_base else np.zeros(6)
+    return floating_base_of(state)[1] if model.floating_base else np.zeros(6)
 
 
-def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> np.ndarray:
+def frame_poses(model: AnyModel, state: State, frames: Sequence[str], X_up: NDArray[np.float64] | None = None
+                ) -> NDArray[np.float64]:
     """A_H_c (k, 4, 4): the world pose of each link or frame in ``frames`` (names) at ``state``
     (of a Model or a CoupledModel), A_H_0 · 0_H_b · b_H_c; the world is the root link's frame
     for a fixed base.  X_up: the tree's body transforms at the state, if already computed."""
-    tree = getattr(model, "tree", model)
-    full = model.tree_state(state) if tree is not model else state
+    tree = tree_of(model)
+    full = model.tree_state(state) if isinstance(model, CoupledModel) else state
     if X_up is None:
         X_up = body_transforms(tree, full.joint_positions)
     R, t = np.empty((tree.n_bodies, 3, 3)), np.empty((tree.n_bodies, 3))
@@ -113,4 +121,4 @@ def frame_poses(model, state: State, frames, X_up: np.ndarray | None = None) -> 
     body_poses = np.zeros((len(frames), 4, 4))  # 0_H_b of each frame's body
     body_poses[:, :3, :3], body_poses[:, :3, 3], body_poses[:, 3, 3] = R[bodies], t[bodies], 1.0
     frame_offsets = np.array([body_H_frame for _, body_H_frame in placed]).reshape(len(frames), 4, 4)
-    return (full.base_pose if tree.floating_base else np.eye(4)) @ body_poses @ frame_offsets
+    return (floating_base_of(full)[0] if tree.floating_base else np.eye(4)) @ body_poses @ frame_offsets

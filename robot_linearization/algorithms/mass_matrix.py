@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..compiled import kernel
 from ..arguments import check_tree, joint_vector
@@ -12,7 +13,8 @@ from .kinematics import body_transforms
 
 
 @kernel
-def composite_inertias_into(parent, X_up, I, I_c):
+def composite_inertias_into(parent: NDArray[np.int64], X_up: NDArray[np.float64], I: NDArray[np.float64],
+                            I_c: NDArray[np.float64]) -> None:
     """M^c_i: inertia of the subtree rooted at body i, in frame i, into I_c (n+1, 6, 6)."""
     tmp = np.empty((6, 6))
     I_c[:] = I
@@ -20,13 +22,13 @@ def composite_inertias_into(parent, X_up, I, I_c):
         congruence_add(X_up[i], I_c[i], I_c[parent[i]], tmp)
 
 
-def composite_inertias(model: Model, X_up: np.ndarray) -> np.ndarray:
+def composite_inertias(model: Model, X_up: NDArray[np.float64]) -> NDArray[np.float64]:
     I_c = np.empty_like(model.inertias)
     composite_inertias_into(model.parent, X_up, model.inertias, I_c)
     return I_c
 
 
-def mass_matrix(model: Model, joint_positions: np.ndarray) -> np.ndarray:
+def mass_matrix(model: Model, joint_positions: ArrayLike) -> NDArray[np.float64]:
     """Mass matrix M(s), (N, N): CRBAmb for a floating base (blocks M11 = M^c_0,
     M12 = ₀F, M22, see (2.64)), CRBA for a fixed base.  A reference algorithm:
     the linearization itself never forms M.

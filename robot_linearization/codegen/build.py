@@ -71,7 +71,7 @@ def c_compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
-def target_flags() -> tuple[str, ...]:
+def target_flags() -> tuple[str, tuple[str, ...]]:
     """("avx2", ("-mavx2",)) on an x86-64 CPU with AVX2, else ("baseline", ()): the instruction set
     the library is compiled for, that of the machine that loads it.  AVX2 vectorises the product
     −M⁻¹D and part of the straight-line code: solo12's kernel took 8.6–9.1 instead of 10.9–11.0 µs

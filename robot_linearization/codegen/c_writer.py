@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from types import SimpleNamespace
 
 from ..algorithms.constrained_dynamics import DEGENERACY_TOLERANCE
@@ -36,7 +37,8 @@ def _contact_forces_call(b: str, m: int, N: int) -> str:
             f"{b} + {JM_inv}, {b} + {L}, {b} + {forces}, {b} + {accelerations}, {m}, {N});")
 
 
-_RUNTIME_CALLS = {  # kind -> (block size, C call on block b) of its sizes; the tracer places the results
+_RUNTIME_CALLS: dict[str, tuple[Callable[..., int], Callable[..., str]]] = {
+    # kind -> (block size, C call on block b) of its sizes; the tracer places the results
     "multiply_add": (lambda p, q, w, sign: int(p * q + q * w + p * w),
                      lambda b, p, q, w, sign: f"rl_multiply_add({b}, {b} + {int(p * q)}, {int(p)}, {int(q)}, {int(w)}, "
                                               f"{int(w)}, {_literal(sign)}, {b} + {int(p * q + q * w)}, {int(w)});"),
@@ -69,11 +71,11 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
     writes: dict = {}  # operation -> [(region, flat index)]; constants written at the start
     constants = []
     for region, array in regions.items():
-        for k, value in enumerate(array.ravel()):
-            if type(value) is Traced:
-                writes.setdefault(value.index, []).append((region, k))
+        for k, entry in enumerate(array.ravel()):
+            if type(entry) is Traced:
+                writes.setdefault(entry.index, []).append((region, k))
             else:
-                constants.append(f"({region})[{k}] = {_literal(float(value))};")
+                constants.append(f"({region})[{k}] = {_literal(float(entry))};")
     live, stack = set(), list(writes)
     while stack:
         k = stack.pop()
@@ -111,7 +113,7 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
             return f"w[{blocks[operations[v][1][0][1]] + int(operations[v][1][1][1])}]"
         return f"w[{slots[v]}]" if v in slots else f"t{v}"
 
-    parts = [[] for _ in range(max(part.values(), default=0) + 1)]
+    parts: list[list[str]] = [[] for _ in range(max(part.values(), default=0) + 1)]
     for k in order:
         operation, operands = operations[k]
         kind, *sizes = operation.split()

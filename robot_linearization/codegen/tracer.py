@@ -106,9 +106,10 @@ def _operand(x):
 class _Graph:
     """Operations on traced values, each kept once: (operation, operands) → its index."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.operations: list = []
         self._index: dict = {}
+        self.status: np.ndarray | None = None  # (1,) the status a contact kernel's trace writes
 
     def add(self, operation, operands) -> Traced:
         key = (operation, operands)

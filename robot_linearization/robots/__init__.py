@@ -6,6 +6,7 @@ from __future__ import annotations
 from importlib import resources
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..joints import Joint, JointType
 from ..builder import ModelBuilder
@@ -65,7 +66,7 @@ _TEST_SYSTEM_INERTIAS = [
 ]
 
 
-def thesis_test_system(gravity=(0.0, 0.0, -9.81)) -> Model:
+def thesis_test_system(gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """The 9-joint floating-base test system of thesis §5.1 / app. D.
 
     Revolute, prismatic and helical joints about x, y and z, a branch at the

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Final
 
 import numpy as np
 
@@ -18,14 +18,14 @@ from .interfaces import LINEARIZATION, linearization_message, typestore_with_int
 from .messages import (OUTPUT_TYPES, RateLimit, RosbagsFactory, contact_labels_message, contact_margin_labels_message,
                        diagnostic_array_message, health_labels_message, health_message, heatmap_messages,
                        joint_state_message, odometry_message, output_messages, state_labels_message, string_message)
-from .pipeline import LinearizationPipeline, PipelineConfig
+from .pipeline import LinearizationPipeline, Output, PipelineConfig
 
 DEFAULT_NAMESPACE = "/robot_linearization"
 DIAGNOSTICS_PERIOD_NS = 1_000_000_000
 # rosbag2 metadata version of written bags. Version 9 stores offered_qos_profiles
 # as a YAML list, which Humble's reader (it parses a string, format <= 8) rejects;
 # version 8 is read by Humble, Jazzy and newer.
-BAG_FORMAT_VERSION = 8
+BAG_FORMAT_VERSION: Final = 8
 
 
 @dataclass
@@ -34,8 +34,8 @@ class ReplaySummary:
     outputs: int = 0
     compute_times: list = field(default_factory=list)
     problems: dict = field(default_factory=dict)
-    last_output: object = None
-    pipeline: object = None
+    last_output: Output | None = None
+    pipeline: LinearizationPipeline | None = None
     bag_bytes: int = 0  # size of the bag written
     impacts: int = 0  # touchdowns, each with its impact_map and impulses
 
@@ -99,11 +99,12 @@ def _message_bar(done: int, total: int) -> None:
     draw_progress(done / max(total, 1), f"{done}/{total} messages", done == total)
 
 
-def _size(n_bytes: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n_bytes < 1024 or unit == "GiB":
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n_bytes < 1024:
             return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
         n_bytes /= 1024
+    return f"{n_bytes:.1f} GiB"
 
 
 def _check_bag_path(path) -> None:
@@ -226,7 +227,7 @@ def replay(in_bag, out_bag, *, urdf: str | None = None, joint_states_topic: str 
 
             for conn, t, raw in reader.messages(connections=connections):
                 summary.messages_read += 1
-                msg = reader.deserialize(raw, conn.msgtype)
+                msg: Any = reader.deserialize(raw, conn.msgtype)  # (a message class the typestore makes at run time)
                 if conn.topic == description_topic:
                     first = pipeline.model is None
                     pipeline.set_description(msg.data)

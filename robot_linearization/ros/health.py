@@ -102,8 +102,7 @@ def health(output) -> tuple[tuple[str, ...], np.ndarray]:
         with np.errstate(over="ignore"):  # (an f_n of 1e-310: below)
             ratios = f_t[pushing] / f_n[pushing]
         values += [float(f_n.min()), float(ratios.max()) if ratios.size else 0.0]
-    values = np.array(values)
     # finite by construction for finite inputs (linearize refuses NaN/inf); a ratio over an f_n of
     # 1e-310 (subnormal) would be inf: the largest double instead, so no published entry is ever inf
-    values = np.nan_to_num(values, nan=0.0, posinf=np.finfo(float).max, neginf=-np.finfo(float).max)
-    return health_labels(lin.A_d is not None, bool(lin.contacts)), values
+    finite = np.nan_to_num(np.array(values), nan=0.0, posinf=np.finfo(float).max, neginf=-np.finfo(float).max)
+    return health_labels(lin.A_d is not None, bool(lin.contacts)), finite

@@ -91,13 +91,13 @@ def write_linearization_figure(path, A: np.ndarray, B: np.ndarray, model, title:
     scaled_A, peak_A = signed_log_scale(A)
     scaled_B, peak_B = signed_log_scale(B)
     font = max(3.0, min(8.0, 400.0 / max(n_rows, 1)))
-    image = None
+    drawn = []  # the matrices' images (the colour bar is the last one's: both have its scale)
     for ax, scaled, peak, name in ((axes[0], scaled_A, peak_A, "A"), (axes[1], scaled_B, peak_B, "B")):
         if scaled.size == 0:  # a robot without joints (a quadrotor): B has no columns
             ax.set_title(f"{name} ({scaled.shape[0]}×{scaled.shape[1]}): no joints, no inputs", fontsize=10)
             ax.set_axis_off()
             continue
-        image = ax.imshow(scaled, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto")
+        drawn.append(ax.imshow(scaled, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest", aspect="auto"))
         rows, cols = scaled.shape
         ax.set_title(f"{name} ({rows}×{cols}), largest |entry| {peak:.3g}", fontsize=10)
         ax.set_yticks(range(rows), labels, fontsize=font)
@@ -112,7 +112,7 @@ def write_linearization_figure(path, A: np.ndarray, B: np.ndarray, model, title:
             ax.set_xticks(range(cols), [f"τ:{j}" for j in model.joint_names], fontsize=font, rotation=90)
             ax.set_xlabel("input w = δτ (joint torques)", fontsize=9)
         ax.set_ylabel("ż rows", fontsize=9)
-    bar = figure.colorbar(image, ax=list(axes), shrink=0.8)
+    bar = figure.colorbar(drawn[-1], ax=list(axes), shrink=0.8)
     bar.set_ticks([-1.0, -0.5, 0.0, 0.5, 1.0],
                   labels=["−largest", "−1e-4·largest", "0 (or < 1e-8·largest)", "+1e-4·largest", "+largest"])
     bar.set_label("sign · log10 |entry| over 8 decades below the largest (each matrix its own)", fontsize=9)

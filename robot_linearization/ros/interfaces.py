@@ -15,6 +15,7 @@ import math
 import os
 import struct
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -165,7 +166,7 @@ class LinearizationCdr:
 
     ``writer(output, frame_id) -> bytes``, output as :func:`linearization_values` takes it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._buffer = bytearray()
         # per field, in order: (name, kind, where its number(s) go, what the layout took it to be)
         self._plan: list[tuple] = []
@@ -200,7 +201,7 @@ class LinearizationCdr:
         after the 4-byte encapsulation header), noting where each number went and what decided the
         layout (a string's text, a flag, an array's size)."""
         buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE
-        plan = []
+        plan: list[tuple[str, str | struct.Struct, int | None, Any]] = []  # (what decided the layout: by kind)
 
         def write(data: bytes, alignment: int = 1) -> int:
             buffer.extend(bytes(-(len(buffer) - 4) % alignment))
@@ -232,7 +233,7 @@ class LinearizationCdr:
                 plan.append((name, "array", write(data, 8) if data else None, len(data) // 8))
         # the arrays are written through views into the buffer, which keeps its size from now on
         self._plan = [(name, kind, np.frombuffer(buffer, dtype="<f8", count=laid_out, offset=where)
-                       if kind == "array" and laid_out else where, laid_out)
+                       if kind == "array" and where is not None else where, laid_out)  # (None: an empty array)
                       for name, kind, where, laid_out in plan]
         self._buffer = buffer
         return bytes(buffer)
@@ -286,7 +287,7 @@ def linearization_matrices(msg) -> dict:
     labels = {name: list(getattr(msg, name)) for name in ("state_labels", "input_labels", "contact_labels",
                                                            "margin_labels")}
     labels["velocity_labels"] = labels["state_labels"][len(labels["state_labels"]) // 2:]
-    out = {}
+    out: dict[str, np.ndarray | None] = {}
     for field, (rows, cols) in MATRICES.items():
         data = np.asarray(getattr(msg, field), dtype=np.float64)
         R, C = len(labels[rows]), len(labels[cols])
@@ -330,7 +331,7 @@ def request_options(model, request) -> dict:
 
     ``model``: the node's model (contact frames are checked against it); ``request``: a Linearize or
     Validate request."""
-    options = {}
+    options: dict[str, Any] = {}  # (contact sets, a number, a step's arguments)
     for field in ("contacts", "previous_contacts"):
         text = getattr(request, field, "")
         try:

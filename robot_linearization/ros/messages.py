@@ -134,8 +134,8 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
         values = values[order]
         # (a finite sum: all finite, NaN and inf propagate; a sum that overflows: each is checked)
         if (field != "effort" or need_effort) and not (math.isfinite(values.sum()) or np.isfinite(values).all()):
-            names = [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))][:5]
-            raise InputError(f"joint_states {field} of {names} is NaN or inf")
+            bad = [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))][:5]
+            raise InputError(f"joint_states {field} of {bad} is NaN or inf")
         out[field] = values
     assumed = []
     if "velocity" in absent:
@@ -555,7 +555,7 @@ class RateLimit:
 
     def __init__(self, rate_hz: float):
         self.period_ns = int(1e9 / rate_hz) if rate_hz > 0 else None
-        self._next = None
+        self._next: int | None = None
 
     def due(self, now_ns: int) -> bool:
         if self.period_ns is None or (self._next is not None and now_ns < self._next):

@@ -16,7 +16,9 @@ clock (the node's clock, or the bag's log time in replay).
 from __future__ import annotations
 
 import collections
+import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,9 +27,9 @@ from ..linearization import Linearization, linearize
 from ..arguments import did_you_mean
 from ..contact_margins import ContactMargins, contact_margins
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
-from ..coupling import CoupledModel
+from ..coupling import AnyModel, CoupledModel
 from ..impacts import Impact, impact, touchdown
-from ..model import Model, ModelError, State
+from ..model import ModelError, State
 from ..urdf import load_urdf
 from ..validation import validate
 from .health import ground_normal
@@ -77,7 +79,7 @@ class Output:
     """One cycle's result: the linearization at the input stamp."""
 
     stamp_ns: int
-    model: Model
+    model: AnyModel
     state: State
     joint_torques: np.ndarray
     linearization: Linearization
@@ -98,17 +100,18 @@ class _Counters:
 class LinearizationPipeline:
     def __init__(self, config: PipelineConfig | None = None):
         self.config = config or PipelineConfig()
-        self.model: Model | None = None
+        self.model: AnyModel | None = None
         self.model_error = "no robot description received yet"
         # joint states not linearized yet: (stamp_ns, positions, velocities, efforts), oldest first
         self._joint_states: collections.deque = collections.deque(maxlen=JOINT_STATE_QUEUE)
         self._odometry: collections.deque = collections.deque(maxlen=ODOMETRY_BUFFER)  # (stamp_ns, H, v)
-        self._last_joint_stamp = None
-        self._last_odometry_stamp = None
-        self.on_problem = None  # optional callable(reason): told of every rejected input (bag replay's summary)
+        self._last_joint_stamp: int | None = None
+        self._last_odometry_stamp: int | None = None
+        # optional callable(reason): told of every rejected input (bag replay's summary)
+        self.on_problem: Callable[[str], None] | None = None
         # optional callable(text), the node's WARN log: told once of each assumption made for an input, and of
         # each jump back in time
-        self.on_notice = None
+        self.on_notice: Callable[[str], None] | None = None
         self._last_now: int | None = None  # the node's clock at the last input or step
         # inputs whose stamps went back while the clock did not (yet): (handler, message, stamp), and the clock then
         self._held: collections.deque = collections.deque()
@@ -191,7 +194,7 @@ class LinearizationPipeline:
         self.contact_problem = None
         return None
 
-    def set_model(self, model: Model) -> None:
+    def set_model(self, model: AnyModel) -> None:
         """Use ``model`` (from :meth:`load_model`) from now on; the inputs queued for the previous one go.
 
         The requested contact set is active when ``model`` has all its frames.  Otherwise
@@ -395,54 +398,59 @@ class LinearizationPipeline:
         if self.model is None:  # (no joint state is queued without a model)
             return []
         ready = len(self._joint_states)
-        if ready and not self._newest_is_ready(now_ns):
+        if ready and not self._newest_is_ready(self.model, now_ns):
             ready -= 1
         batch = [self._joint_states.popleft() for _ in range(ready)]
         if newest_only:
             batch = batch[-1:]
-        outputs = (self._linearize(joint_state, now_ns) for joint_state in batch)
+        model = self.model
+        outputs = (self._linearize(model, joint_state, now_ns) for joint_state in batch)
         return [out for out in outputs if out is not None]
 
-    def _newest_is_ready(self, now_ns: int) -> bool:
+    def _newest_is_ready(self, model: AnyModel, now_ns: int) -> bool:
         stamp = self._joint_states[-1][0]
-        return (not self.model.floating_base
+        return (not model.floating_base
                 or (self._last_odometry_stamp is not None and self._last_odometry_stamp >= stamp)
                 or now_ns - stamp > int(self.config.pairing_tolerance * 1e9))
 
-    def _linearize(self, joint_state, now_ns: int) -> Output | None:
+    def _linearize(self, model: AnyModel, joint_state, now_ns: int) -> Output | None:
         """One joint state's output, or None after rejecting it with the reason."""
         stamp, positions, velocities, efforts = joint_state
         max_age = int(self.config.max_input_age * 1e9)
         if now_ns - stamp > max_age:
-            return self._drop(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
-                              f"(max_input_age {self.config.max_input_age} s)", "stale")
-        if self.model.floating_base:
+            self._drop(f"joint_states is stale: {(now_ns - stamp) * 1e-9:.3f} s old "
+                       f"(max_input_age {self.config.max_input_age} s)", "stale")
+            return None
+        if model.floating_base:
             paired = self._pair_odometry(stamp)
             if isinstance(paired, str):
-                return self._drop(paired, "unpaired")
+                self._drop(paired, "unpaired")
+                return None
             H, twist = paired
             state = State._given(H, positions, twist, velocities)  # (arrays of the inputs' own, made by the reading)
         else:
             state = State._given(None, positions, None, velocities)
-        torques = efforts if efforts is not None else np.zeros(self.model.n_joints)
+        torques = efforts if efforts is not None else np.zeros(model.n_joints)
         start = time.perf_counter()
         try:
             lin, jump = None, None
             if self.held_contacts not in (None, self.contacts) and touchdown(self.held_contacts, self.contacts):
                 lin, jump, self.impact_problem = touchdown_linearization(
-                    self.model, state, torques, self.contacts, self.held_contacts, self.config.restitution,
+                    model, state, torques, self.contacts, self.held_contacts, self.config.restitution,
                     self.config.step(), self.config.kernel)
             if lin is None:  # (at a touchdown without a step: A, B, λ at x⁺ all the same, the impact map beside)
-                lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=self.contacts,
+                lin = linearize(model, state if jump is None else jump.state, torques, contacts=self.contacts,
                                 kernel=self.config.kernel, **self.config.step())
         except ContactError as e:
-            return self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
+            self._drop(f"cannot linearize with contacts [{format_contacts(self.contacts)}]: {e}", "contacts")
+            return None
         except ValueError as e:
-            return self._drop(f"cannot linearize: {e}", "invalid_state")
-        margins, self.margin_problem = margins_of(self.model, self.config, lin)
+            self._drop(f"cannot linearize: {e}", "invalid_state")
+            return None
+        margins, self.margin_problem = margins_of(model, self.config, lin)
         compute_time = time.perf_counter() - start  # (linearize raises rather than return inf/NaN)
         self.held_contacts = self.contacts
-        self.latest = Output(stamp, self.model, state, torques, lin, compute_time, margins, jump)
+        self.latest = Output(stamp, model, state, torques, lin, compute_time, margins, jump)
         self._counters.outputs += 1
         self._counters.impacts += jump is not None
         self._counters.negative_margins += margins is not None and bool(margins.margins.min() < 0.0)
@@ -460,10 +468,11 @@ class LinearizationPipeline:
             return "no odometry received yet"
         # the buffer's stamps increase (older ones are refused), so |gap| falls then rises from the newest
         # back: stop at the turn (on a tie the older one, as min() over the buffer would pick)
-        best, best_gap = None, None
-        for item in reversed(self._odometry):
+        best = self._odometry[-1]
+        best_gap = abs(best[0] - stamp)
+        for item in itertools.islice(reversed(self._odometry), 1, None):
             item_gap = abs(item[0] - stamp)
-            if best is not None and item_gap > best_gap:
+            if item_gap > best_gap:
                 break
             best, best_gap = item, item_gap
         gap = best_gap * 1e-9
@@ -497,7 +506,7 @@ class LinearizationPipeline:
 
     def diagnostics(self, now_ns: int, name: str = "robot_linearization"):
         """[(level, name, message, values)] for diagnostic_msgs/DiagnosticArray."""
-        values = {"outputs": self._counters.outputs}
+        values: dict[str, int | str] = {"outputs": self._counters.outputs}
         values.update({f"rejected_{k}": v for k, v in sorted(self._counters.rejected.items())})
         if self.model is not None:
             values.update(model=self.model.name, joints=self.model.n_joints,
@@ -546,8 +555,10 @@ class LinearizationPipeline:
             level, message = WARN, "no fresh input: last linearization is stale"
         elif margins is not None and margins.margins.min() < 0.0:  # as long as it lasts: the latest output's
             level, message = WARN, "contact forces not possible: " + negative_margins_text(margins)
-        elif self.margin_problem or self.impact_problem:
-            level, message = WARN, self.margin_problem or self.impact_problem
+        elif self.margin_problem:
+            level, message = WARN, self.margin_problem
+        elif self.impact_problem:
+            level, message = WARN, self.impact_problem
         else:
             level, message = OK, "; ".join(("linearizing",) + self.assumed)
         return [(level, name, message, values)]
@@ -558,7 +569,7 @@ class Snapshot:
     """The pipeline as the services see it (:meth:`LinearizationPipeline.snapshot`): computing on it
     changes nothing of the pipeline, and needs none of its queues."""
 
-    model: Model | None
+    model: AnyModel | None
     model_error: str
     config: PipelineConfig
     base_frame: str
@@ -608,8 +619,8 @@ class Snapshot:
                       time.perf_counter() - start, margins, jump)
 
 
-def touchdown_linearization(model: Model, state: State, torques, contacts, previous_contacts, restitution: float,
-                            step: dict, kernel: str) -> tuple[Linearization | None, Impact | None, str | None]:
+def touchdown_linearization(model: AnyModel, state: State, torques, contacts, previous_contacts, restitution: float,
+                            step: dict, kernel: str | None) -> tuple[Linearization | None, Impact | None, str | None]:
     """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
     rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
     and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
@@ -620,11 +631,11 @@ def touchdown_linearization(model: Model, state: State, torques, contacts, previ
     if step.get("dt"):
         lin = linearize(model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
                         restitution=restitution, kernel=kernel, **step)
-        return lin, lin.impact, None
+        return lin, lin.impact if isinstance(lin.impact, Impact) else None, None
     return None, impact(model, state, contacts, restitution, kernel=kernel), None
 
 
-def margins_of(model: Model, config: PipelineConfig, lin: Linearization) -> tuple[ContactMargins | None, str | None]:
+def margins_of(model: AnyModel, config: PipelineConfig, lin: Linearization) -> tuple[ContactMargins | None, str | None]:
     """(the contact margins of ``lin``, None) with the node's friction coefficient, cone and soles,
     about the ground normal −g/|g| (docs/contact_margins.md); (None, None) without contacts, and
     (None, why) when they cannot be computed (a 6d contact without sole_size): never an error."""

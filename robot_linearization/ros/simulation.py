@@ -17,7 +17,7 @@ from ..algorithms.forward_dynamics import forward_dynamics
 from ..contacts import as_contacts
 from ..impacts import Impact, impact, touchdown
 from ..integrator import contact_velocities_zeroed
-from ..model import Model, State
+from ..model import Model, State, floating_base_of
 from ..spatial import inverse_transform, se3_exp, se3_log
 from ..gait import Gait
 from ..walking.ground import foot_heights, standing_feet, standing_state
@@ -113,7 +113,8 @@ class Simulation:
         G = (M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹) S, a foot's acceleration J_f ν̇ + γ_f.  A PD on the joints
         alone lets two feet sag under the robot's weight and tip it over their diagonal."""
         model = self.model
-        (kp, kd), (kp_base, kd_base) = self.gait.gains, self.gait.base_gains
+        gait = self._gait()
+        (kp, kd), (kp_base, kd_base) = gait.gains, gait.base_gains
         X_up = body_transforms(model, state.joint_positions)
         motion = bias_motion(model, state, X_up)
         M_inv = inverse_mass_matrix(model, state.joint_positions)
@@ -123,8 +124,9 @@ class Simulation:
             JM_inv = J @ M_inv
             G = G - (JM_inv.T @ np.linalg.solve(JM_inv @ J.T, JM_inv))[:, 6:]
         free = constrained_forward_dynamics(model, state, np.zeros(model.n_joints), self.contacts)[0]
-        base_error = se3_log(inverse_transform(state.base_pose) @ self.initial_state.base_pose)
-        rows, wanted = [G[:6]], [kp_base * base_error - kd_base * state.base_twist - free[:6]]
+        pose, twist = floating_base_of(state)
+        base_error = se3_log(inverse_transform(pose) @ floating_base_of(self.initial_state)[0])
+        rows, wanted = [G[:6]], [kp_base * base_error - kd_base * twist - free[:6]]
         held = {c.frame for c in self.contacts}
         swinging = [foot for foot in self.feet if foot not in held]
         if swinging:  # (a stance leg's joints serve the base: its foot is held)
@@ -145,7 +147,7 @@ class Simulation:
         (φ from 0 at lift-off to 1 when the schedule puts it back in stance, read SWING_LAG of a
         step early); a foot later than that goes on down at the speed it had."""
         point, lifted, duration = self._swings[foot]
-        height, rate = self.gait.swing_height, math.pi / duration
+        height, rate = self._gait().swing_height, math.pi / duration
         phase = max(self.time - SWING_LAG * self.dt - lifted, 0.0) / duration
         if phase <= 1.0:
             z, speed, acceleration = (height * math.sin(math.pi * phase), height * rate * math.cos(math.pi * phase),
@@ -160,11 +162,16 @@ class Simulation:
         """{foot: its height above the ground [m]} at ``state`` (default: the current one); a gait's."""
         return foot_heights(self.model, self.state if state is None else state, self.feet, GROUND_HEIGHT)
 
+    def _gait(self) -> Gait:
+        if self.gait is None:
+            raise ValueError("the simulation has no gait: only a gait's feet lift off and swing")
+        return self.gait
+
     def _standing(self, state: State) -> tuple:
         """The feet that stand over the step from ``state`` (walking/ground.standing_feet), noting
         the lift-off of those that leave the ground now."""
         held = {c.frame for c in self.contacts}
-        phase, fraction = self.gait.phase_at(self.time)
+        phase, fraction = self._gait().phase_at(self.time)
         standing = standing_feet(self.feet, set(phase.stance), held, self.foot_heights(state), GROUND_TOLERANCE)
         positions = None
         for i, foot in enumerate(self.feet):
@@ -209,16 +216,17 @@ class Simulation:
         dt = self.dt
         r = state.joint_velocities + dt * joint_acc
         s = state.joint_positions + dt * r
-        if self.model.floating_base:
-            v = state.base_twist + dt * base_acc
-            self.state = State(base_pose=state.base_pose @ se3_exp(dt * v), joint_positions=s, base_twist=v,
+        if base_acc is not None:  # (a floating base)
+            pose, twist = floating_base_of(state)
+            v = twist + dt * base_acc
+            self.state = State(base_pose=pose @ se3_exp(dt * v), joint_positions=s, base_twist=v,
                                joint_velocities=r)
         else:
             self.state = State(joint_positions=s, joint_velocities=r)
         if self.contacts and np.isfinite(s).all() and np.isfinite(r).all():
             self.state = contact_velocities_zeroed(self.model, self.state, self.contacts)
         if not (np.abs(s).max(initial=0.0) < DIVERGED and np.abs(r).max(initial=0.0) < DIVERGED
-                and (not self.model.floating_base or np.abs(self.state.base_twist).max() < DIVERGED)):
+                and (not self.model.floating_base or np.abs(floating_base_of(self.state)[1]).max() < DIVERGED)):
             self.state = self.initial_state  # an unstable step size: start over
 
 

@@ -28,7 +28,7 @@ class CloseOnSignal:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.views: list = []
         self.previous: dict = {}
 

@@ -68,8 +68,7 @@ class Window:
     col1: int | None = None
 
     def __post_init__(self):
-        row1 = self.rows if self.row1 is None else self.row1
-        col1 = self.cols if self.col1 is None else self.col1
+        row1, col1 = _end(self.row1, self.rows), _end(self.col1, self.cols)
         row0, row1 = _clamped(self.row0, row1, self.rows)
         col0, col1 = _clamped(self.col0, col1, self.cols)
         object.__setattr__(self, "row0", row0)
@@ -79,7 +78,7 @@ class Window:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.row1 - self.row0, self.col1 - self.col0
+        return _end(self.row1, self.rows) - self.row0, _end(self.col1, self.cols) - self.col0
 
     def zoomed(self, factor: float, about_row: float, about_col: float) -> "Window":
         """Zoomed in (factor < 1: fewer entries shown) or out about a point in entries."""
@@ -93,7 +92,12 @@ class Window:
 
     def panned(self, rows: int, cols: int) -> "Window":
         """Moved by whole entries, kept inside the matrix."""
-        return Window(self.rows, self.cols, self.row0 + rows, self.row1 + rows, self.col0 + cols, self.col1 + cols)
+        return Window(self.rows, self.cols, self.row0 + rows, _end(self.row1, self.rows) + rows, self.col0 + cols,
+                      _end(self.col1, self.cols) + cols)
+
+
+def _end(end: int | None, size: int) -> int:
+    return size if end is None else end  # (None: to the end)
 
 
 def _clamped(first: int, end: int, size: int) -> tuple[int, int]:

@@ -21,7 +21,7 @@ DRAW_PERIOD_S = 0.1
 class LatestMessages:
     """Thread-safe {topic: newest message}; ``take`` hands over what is new since the last take."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._new: dict = {}
 

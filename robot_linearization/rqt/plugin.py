@@ -41,7 +41,7 @@ NEWEST_ONLY = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # 
 
 
 class LinearizationPlugin(Plugin):
-    def __init__(self, context):
+    def __init__(self, context) -> None:
         super().__init__(context)
         self.setObjectName("LinearizationPlugin")
         self.node = context.node
@@ -56,13 +56,13 @@ class LinearizationPlugin(Plugin):
         self.view.setWindowTitle(title if context.serial_number() < 2 else f"{title} ({context.serial_number()})")
         context.add_widget(self.view)
         self.feed = LatestMessages()
-        self.subscriptions = []
-        self.polled = {}  # matrix topic -> its subscription, taken by the draw timer
-        self.owner = TakenByTheirOwner()  # None after a fallback to executor callbacks
-        self.subscribed = None  # the namespace subscribed to
+        self.subscriptions: list = []
+        self.polled: dict = {}  # matrix topic -> its subscription, taken by the draw timer
+        self.owner: TakenByTheirOwner | None = TakenByTheirOwner()  # None after a fallback to executor callbacks
+        self.subscribed: str | None = None  # the namespace subscribed to
         self.nodes: dict = {}
         self.shown: dict = {}  # namespace -> the matrices its messages hold
-        self.announced = None  # (namespace, topic) whose first drawing was logged
+        self.announced: tuple[str | None, str] | None = None  # (namespace, topic) whose first drawing was logged
         self.closed = False  # shut down (shutdown_plugin): by rqt, a signal or the context's end
         self.view.select(topic=self.arguments.matrix)
         self.view.scale_box.setCurrentIndex(self.view.scale_box.findData(self.arguments.scale))

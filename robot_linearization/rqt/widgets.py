@@ -8,6 +8,8 @@ know nothing of ROS: :class:`LinearizationView` is fed matrices and label lists
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .export import csv_text, numpy_text
@@ -281,10 +283,10 @@ class LinearizationView(QtWidgets.QWidget):
     and the contact forces.  ``on_selection(namespace, topic)`` is called when the
     user picks another node or matrix (the plugin subscribes to it)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("LinearizationView")
-        self.on_selection = None
+        self.on_selection: Callable[[str, str], None] | None = None
         self.paused = False
         self.matrices: dict = {}  # topic -> the newest matrix received
         self.state_labels: tuple = ()
@@ -292,7 +294,7 @@ class LinearizationView(QtWidgets.QWidget):
         self.margin_labels: tuple = ()
         self.available: tuple = ()  # the matrix topics of the chosen node
         self.followed: tuple = ()  # those the plugin follows for the current choice
-        self.followed_node = None
+        self.followed_node: str | None = None
 
         self.node_box = QtWidgets.QComboBox()
         self.node_box.setSizeAdjustPolicy(QtWidgets.QComboBox.AdjustToContents)
@@ -510,7 +512,7 @@ class LinearizationView(QtWidgets.QWidget):
             return
         rows = self.row_block_box.currentData() or (0, matrix.shape[0])
         cols = self.col_block_box.currentData() or (0, matrix.shape[1])
-        self.heatmap.set_window(Window(*matrix.shape, rows[0], rows[1], cols[0], cols[1]))
+        self.heatmap.set_window(Window(matrix.shape[0], matrix.shape[1], rows[0], rows[1], cols[0], cols[1]))
 
     # ---- copy ------------------------------------------------------------------------
     def copy_text(self, form: str = "csv") -> str:
