@@ -114,7 +114,8 @@ class _FleetProgress:
     """The bar of replay_bags: the finished bags plus the fractions of the running ones."""
 
     def __init__(self, bags: int):
-        self.bags, self.running, self.finished, self.failed, self.messages = bags, {}, 0, 0, 0
+        self.bags, self.finished, self.failed, self.messages = bags, 0, 0, 0
+        self.running: dict[int, tuple[int, int]] = {}  # index -> (messages read, messages to read)
         self.last = 0.0
 
     def update(self, index: int, done: int, total: int) -> None:
@@ -182,9 +183,11 @@ def _replay_on_a_pool(bags: Sequence[str], jobs: int, bar: _FleetProgress | None
         while pending:
             done, pending = concurrent.futures.wait(pending, timeout=0.1 if bar else None,
                                                     return_when=concurrent.futures.FIRST_COMPLETED)
+            if bar is None:
+                continue
             while messages is not None and not messages.empty():
                 bar.update(*messages.get())
-            for future in done if bar else ():
+            for future in done:
                 bar.finish(position[future], _result(future, bags[position[future]]))
         return [_result(future, bag) for future, bag in zip(futures, bags)]
     except BaseException:  # Ctrl-C, a stop signal: no bag is finished after it

@@ -35,7 +35,7 @@ from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import impact
 from ..integrator import contact_velocities_zeroed
-from ..model import Model, State
+from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp, so3_log
 
 
@@ -92,7 +92,7 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
     for foot in feet:
         if not isinstance(foot, str) or foot not in model.frames:
             raise ValueError(f"feet: {foot!r} is not a frame of model '{model.name}'"
-                             + (did_you_mean(foot, model.frames) if isinstance(foot, str) else ""))
+                             + (did_you_mean(foot, list(model.frames)) if isinstance(foot, str) else ""))
     X_up = body_transforms(model, state.joint_positions)
     J, drift = contact_kinematics(model, state, [Contact(f) for f in feet], X_up, *bias_motion(model, state, X_up))
     M_inv = inverse_mass_matrix(model, state.joint_positions)
@@ -151,14 +151,14 @@ def ground_dynamics(model: Model, state: State, torques: np.ndarray, feet, frict
                     and all(accelerations[3 * i + 2] >= 0.0 for i, foot in enumerate(feet) if foot in released)):
                 excess.update((foot, pulls[foot]) for foot in released)
                 return nu_dot, forces, modes, excess
-    released = set()  # (no set found: let go of the pulling feet one by one)
+    letting_go: set[str] = set()  # (no set found: let go of the pulling feet one by one)
     while True:
-        nu_dot, forces, modes, excess = with_friction(released, rigid if not released else None)
+        nu_dot, forces, modes, excess = with_friction(letting_go, rigid if not letting_go else None)
         pulling = min(forces, key=lambda foot: forces[foot][2], default=None)
         if pulling is None or forces[pulling][2] >= 0.0:
-            excess.update((foot, pulls[foot]) for foot in released)
+            excess.update((foot, pulls[foot]) for foot in letting_go)
             return nu_dot, forces, modes, excess
-        released.add(pulling)
+        letting_go.add(pulling)
 
 
 def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, friction: float, sole_size) -> tuple:
@@ -209,23 +209,28 @@ def held_feet_projected(model: Model, state: State, contacts, rows, anchors, *, 
     ``model``: a floating-base Model; ``iterations``: at most that many Gauss–Newton steps."""
     contacts, rows = tuple(contacts), np.asarray(rows, dtype=int)
     frames = [c.frame for c in contacts]
-    before = None
-    for iteration in range(iterations + 1):
+
+    def held_error(state: State) -> np.ndarray:
         poses = frame_poses(model, state, frames)
-        error = np.concatenate([
+        return np.concatenate([
             np.r_[poses[i, :3, 3] - anchors[i][:3, 3], so3_log(poses[i, :3, :3] @ anchors[i][:3, :3].T)]
             if c.kind == "6d" else poses[i, :3, 3] - anchors[i][:3, 3] for i, c in enumerate(contacts)])[rows]
-        largest = float(np.abs(error).max()) if len(rows) else 0.0
-        before = largest if before is None else before
-        if largest <= tolerance or iteration == iterations:
-            return state, before, largest
+
+    error = held_error(state)
+    before = largest = float(np.abs(error).max()) if len(rows) else 0.0
+    for _ in range(iterations):
+        if largest <= tolerance:
+            break
         X_up = body_transforms(model, state.joint_positions)
         J, _ = contact_kinematics(model, state, contacts, X_up, *bias_motion(model, state, X_up))
         J = J[rows]
         M_inv = inverse_mass_matrix(model, state.joint_positions)
         step = -M_inv @ J.T @ np.linalg.solve(J @ M_inv @ J.T, error)
-        state = State._given(state.base_pose @ se3_exp(step[:6]), state.joint_positions + step[6:],
-                             state.base_twist, state.joint_velocities)
+        H, v = floating_base_of(state)
+        state = State._given(H @ se3_exp(step[:6]), state.joint_positions + step[6:], v, state.joint_velocities)
+        error = held_error(state)
+        largest = float(np.abs(error).max())
+    return state, before, largest
 
 
 @dataclass(frozen=True)

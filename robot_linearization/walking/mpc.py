@@ -38,7 +38,7 @@ from ..contacts import Contact
 from ..gait import Gait
 from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
-from ..model import Model, State
+from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
 from .scale import RobotScale
 
@@ -272,7 +272,9 @@ class WholeBodyMPC:
         for phase in gait.phases:
             feet = tuple(f for f in self.feet if f in phase.stance)
             self._linearize(x, np.zeros(n), feet, feet)
-            self._held(feet).impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
+            impacts = self._held(feet).impacts
+            if impacts is not None:
+                impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
         self._feet(_stacked([stand]))
 
     def _check_settings(self) -> None:
@@ -365,17 +367,16 @@ class WholeBodyMPC:
         landing = self._touchdowns.get((previous, contacts))
         if landing is None:
             landing = self._touchdowns[previous, contacts] = touchdown(previous, contacts)
-        if landing:
+        jump = None
+        if landing and held.impacts is not None:  # (a set a foot lands in holds that foot: it has its map)
             # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
             # with previous_contacts, docs/impacts.md)
             jump = held.impacts.impact_arrays(s, r, base_pose=H, base_twist=v)
-            v, r = jump.base_twist.copy(), jump.joint_velocities.copy()
-            lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
-            A_d = lin.A_d @ jump.A
-        else:
-            lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
-            A_d = lin.A_d.copy()
-        margins = held.margins(lin) if held.contacts else None
+            v, r = np.array(jump.base_twist, dtype=float), jump.joint_velocities.copy()  # (copies: ν⁺)
+        lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
+        assert lin.A_d is not None and lin.B_d is not None  # (the knots' Linearizer has their step)
+        A_d = lin.A_d @ jump.A if jump is not None else lin.A_d.copy()
+        margins = held.margins(lin) if held.margins is not None else None
         return (A_d, lin.B_d.copy(), margins, held.floor, (H, s, v, r),
                 np.concatenate([lin.base_acceleration, lin.joint_accelerations]))
 
@@ -508,11 +509,11 @@ class WholeBodyMPC:
         settings, K = self.settings, self.sizes[2]
         h, w = settings.knot_dt, self.weights
         # the base's reference: the measured position and heading at the base height, moving with the command
-        H0 = state.base_pose
+        H0, base_twist = floating_base_of(state)
         yaw = yaw_of(H0)
         reference0 = planar_pose(H0[0, 3], H0[1, 3], settings.ground + self.base_height, yaw)
         twist = np.array([self.velocity[0], self.velocity[1], 0.0, 0.0, 0.0, self.velocity[2]])
-        world_velocity = H0[:3, :3] @ state.base_twist[:3]
+        world_velocity = H0[:3, :3] @ base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
         base_poses = reference0 @ se3_exp_many(np.arange(K + 1)[:, None] * h * twist)
         if self._sole_contacts is not None:  # on soles, the base's reference stands over the soles that stand
@@ -521,12 +522,14 @@ class WholeBodyMPC:
                 stance = self.gait.phase_at(time + k * h + 1e-9)[0].stance
                 over = np.mean([self.foot_offsets[i] for i, f in enumerate(self.feet) if f in stance], axis=0)
                 base_poses[k, :2, 3] += base_poses[k, :2, :2] @ (over - middle)[:2]
-        swings, feet, landings = [], [], []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
+        swings: list[tuple] = []
+        feet: list[list[tuple]] = []
+        landings: list[tuple] = []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
         for k in range(K + 1):
             phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
             swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
                                 for foot in self.feet))
-            swinging = []
+            swinging: list[tuple] = []
             for i, swing in enumerate(swings[k]):
                 if k == 0 or swing is None:
                     continue
@@ -536,12 +539,12 @@ class WholeBodyMPC:
                 swinging.append((i, settings.ground + self.swing_height * math.sin(math.pi * fraction), None))
             feet.append(swinging)
         if landings:  # under the hip at touchdown, with Raibert's correction
-            k, entry, foot, seconds = (np.array(column) for column in zip(*landings))
+            knots, entries, landing_feet, seconds = (np.array(column) for column in zip(*landings))
             poses = reference0 @ se3_exp_many(seconds[:, None] * twist)
-            points = (poses[:, :3, :3] @ self.foot_offsets[foot][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
-                + 0.5 * self._stance_durations[foot][:, None] * command_world[:2] \
+            points = (poses[:, :3, :3] @ self.foot_offsets[landing_feet][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
+                + 0.5 * self._stance_durations[landing_feet][:, None] * command_world[:2] \
                 + self.raibert * (world_velocity - command_world)[:2]
-            for knot, j, point in zip(k, entry, points):
+            for knot, j, point in zip(knots, entries, points):
                 feet[knot][j] = feet[knot][j][:2] + (point,)
         scales = np.ones(K + 1)
         scales[K] = w["terminal"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gait import TROT
-from ..model import Model
+from ..coupling import AnyModel
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import effort_limits, load_urdf
 
@@ -31,7 +31,7 @@ class Walker:
 
     name: str
     urdf: str
-    model: Model
+    model: AnyModel
     feet: tuple
     posture: dict
     effort_limits: np.ndarray
@@ -81,5 +81,5 @@ def srdf_posture(path: str, state: str, joint_names) -> dict:
     for group_state in ET.parse(path).getroot().iter("group_state"):
         if group_state.get("name") == state:
             values = {joint.get("name"): joint.get("value") for joint in group_state.iter("joint")}
-            return {name: float(values[name]) for name in joint_names if name in values}
+            return {name: float(value) for name in joint_names if (value := values.get(name)) is not None}
     raise ValueError(f"{path}: no group_state named {state!r}")

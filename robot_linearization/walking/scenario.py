@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..gait import TROT, Gait
-from ..model import Model, State
+from ..model import Model, State, floating_base_of
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import effort_limits, load_urdf
 from .ground import GroundSimulation, standing_state
@@ -134,10 +134,10 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
         while pending and pending[0].time <= now + 1e-9:
             push = pending.pop(0)
             s = simulation.state
-            extra = s.base_pose[:3, :3].T @ np.array(push.velocity, dtype=float)
-            simulation.state = State(base_pose=s.base_pose, joint_positions=s.joint_positions,
-                                     base_twist=s.base_twist + np.r_[extra, 0.0, 0.0, 0.0],
-                                     joint_velocities=s.joint_velocities)
+            H, v = floating_base_of(s)
+            extra = H[:3, :3].T @ np.array(push.velocity, dtype=float)
+            simulation.state = State(base_pose=H, joint_positions=s.joint_positions,
+                                     base_twist=v + np.r_[extra, 0.0, 0.0, 0.0], joint_velocities=s.joint_velocities)
         command = command_at(segments, now)
         mpc.command(*command)
         try:
@@ -145,14 +145,13 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
         except MPCError as error:
             log.error = f"t = {now:.3f} s: {error}"
             break
-        s = simulation.state
-        pose = s.base_pose
+        pose, twist = floating_base_of(simulation.state)
         log.time.append(now)
         log.command.append(command)
         log.position.append(pose[:3, 3].copy())
         log.yaw.append(yaw_of(pose))
-        log.velocity.append(pose[:3, :3] @ s.base_twist[:3])
-        log.yaw_rate.append((pose[:3, :3] @ s.base_twist[3:])[2])
+        log.velocity.append(pose[:3, :3] @ twist[:3])
+        log.yaw_rate.append((pose[:3, :3] @ twist[3:])[2])
         heights = simulation.foot_heights()
         log.foot_heights.append([heights[f] for f in feet])
         log.torques.append(result.torques)
@@ -166,8 +165,9 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
             log.drift.append(simulation.drift)
             log.corrections.append(simulation.correction)
         log.held.append(simulation.held)
-        if simulation.state.base_pose[2, 3] < 0.5 * height:
-            log.error = f"t = {simulation.time:.3f} s: the base fell to {simulation.state.base_pose[2, 3]:.3f} m"
+        base_height = floating_base_of(simulation.state)[0][2, 3]
+        if base_height < 0.5 * height:
+            log.error = f"t = {simulation.time:.3f} s: the base fell to {base_height:.3f} m"
             break
     log.violations = simulation.violations
     return log
