@@ -42,6 +42,8 @@ DEFAULT_VARIABLE = "ROBOT_LINEARIZATION_KERNEL"
 "auto" when unset (e.g. "generic" on a machine that must never compile in the background)."""
 
 _log = logging.getLogger("robot_linearization")
+_BUILDING = threading.Lock()
+"""Held while this process waits for a background build (Takeover): one at a time."""
 
 
 _DEFAULT = os.environ.get(DEFAULT_VARIABLE) or "auto"  # (read once, as numba reads its NUMBA_* variables)
@@ -95,7 +97,9 @@ class Takeover:
             if c_compiler() is None:
                 raise GenerationError("no C compiler found (set CC, or install gcc)")
             if cached(model, contacts, kind) is None:
-                problem = build_elsewhere(model, contacts, kind)
+                with _BUILDING:  # (one build process at a time from this process: the others wait here)
+                    problem = build_elsewhere(model, contacts, kind) if cached(model, contacts, kind) is None \
+                        else None
                 if problem is not None:
                     raise GenerationError(problem)
             kernel = generated(model, contacts, kind)

@@ -214,3 +214,42 @@ def test_a_damaged_library_is_never_loaded_and_is_built_again(damage, rng, cache
     assert json.loads(path.with_suffix(".json").read_text())["size"] == len(data)
     state = random_state(model, rng)
     _equal(fast.linearize(state), rl.Linearizer(model, kernel="generic").linearize(state))
+
+
+@needs_compiler
+def test_background_builds_run_one_at_a_time_in_a_process_and_on_the_machine(rng, cache, monkeypatch):
+    """kernel="auto" on several contact sets (an MPC's) starts one build process at a time, not one per
+    set; and a build process waits for the machine's build slot (background.lock in the cache) while
+    another process holds it, so that several robots' builds do not take every core at once."""
+    from robot_linearization.codegen import background
+    from robot_linearization.codegen.build import file_lock
+
+    running, most = [0], [0]
+
+    def counting_build(model, contacts, kind):
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        running[0] -= 1
+        return "not built here (the test's stand-in)"
+
+    model = random_tree(rng, 5)
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel_choice, "build_elsewhere", counting_build)
+        takeovers = [kernel_choice.Takeover(model, contacts, "constrained")
+                     for contacts in (as_contacts(["b2"]), as_contacts(["b3"]), as_contacts(["b2", "b4"]))]
+        assert all(t.wait(30) for t in takeovers)
+    assert most[0] == 1 and all(t.kernel is None and "stand-in" in t.problem for t in takeovers)
+
+    cache.mkdir()
+    with file_lock(str(cache / "background")):  # another process's build holds the machine's slot
+        started = time.monotonic()
+        build = subprocess.Popen([sys.executable, "-c", "import sys; from robot_linearization.codegen.background "
+                                  "import build_elsewhere; sys.path.insert(0, sys.argv[1]); from conftest import "
+                                  "random_tree; import numpy as np; "
+                                  "print(build_elsewhere(random_tree(np.random.default_rng(5), 4), (), 'linearize'))",
+                                  os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True, cwd=cache.parent)
+        time.sleep(5)
+        assert build.poll() is None and _libraries(cache) == []  # (it waits for the slot)
+    assert build.communicate(timeout=600)[0] == "None\n" and len(_libraries(cache)) == 1
+    assert time.monotonic() - started >= 5

@@ -45,12 +45,15 @@ def main() -> int:
     os.nice(19)  # (the lowest priority: the robot's own work comes first)
     model, contacts, kind, largest = pickle.load(sys.stdin.buffer)
     from . import kernels
-    from .build import GenerationError
+    from .build import GenerationError, cache_directory, file_lock
 
     kernels.GENERATED_OPERATIONS = largest  # (the parent's bound)
 
     try:
-        kernels.library(model, contacts, kind)
+        # one background build at a time on the machine (an MPC's contact sets, several robots' nodes:
+        # each its own gcc at once would take every core and gigabytes); the others wait their turn
+        with file_lock(os.path.join(cache_directory(), "background")):
+            kernels.library(model, contacts, kind)
     except GenerationError as error:
         print(str(error).replace("\n", " "), file=sys.stderr)
         return REFUSED

@@ -210,8 +210,9 @@ def cached(model: Model, contacts: tuple, kind: str) -> Library | None:
 
 
 @contextlib.contextmanager
-def _locked(base: str):
-    """An exclusive lock on one kernel's files, across processes (flock on ``base``.lock)."""
+def file_lock(base: str):
+    """An exclusive lock across processes: flock on ``base``.lock (one kernel's files; background.py's
+    build slot)."""
     os.makedirs(os.path.dirname(base), exist_ok=True)
     with open(base + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -234,7 +235,7 @@ def build(model: Model, contacts: tuple, kind: str, what: str, make_source) -> L
     base = os.path.join(directory, prefix + request_key(model, contacts, kind))
     if c_compiler() is None:
         raise GenerationError("no C compiler found (set CC, or install gcc)")
-    with _locked(base):
+    with file_lock(base):
         library = cached(model, contacts, kind)  # (built by another process while this one waited)
         if library is not None:
             return library
@@ -301,8 +302,9 @@ class CacheEntry:
     created: str
 
 
-_OURS = re.compile(r"^[a-z]+-[A-Za-z0-9_.]+-[a-z0-9]+-[0-9a-f]{24}\.(so|json|lock)$")
-"""The names of this package's files in the cache (anything else there is left alone)."""
+_OURS = re.compile(r"^([a-z]+-[A-Za-z0-9_.]+-[a-z0-9]+-[0-9a-f]{24}\.(so|json|lock)|background\.lock)$")
+"""The names of this package's files in the cache, the background builds' lock included (anything else
+there is left alone)."""
 
 
 def cache_entries(directory: str | None = None) -> list[CacheEntry]:
