@@ -144,15 +144,21 @@ class TypedCall:
     of arrays, from Python), so after the first call, through the dispatcher, this calls that
     compiled version's entry directly.  Its caller guarantees the types: the same structures
     and :func:`~robot_linearization.arguments.kernel_ready` arrays of the same shapes (numba
-    unboxes an array by its pointer and shape, so anything else would be misread)."""
+    unboxes an array by its pointer and shape, so anything else would be misread).  ``dispatcher``
+    may be a functools.partial of one, whose bound leading arguments go first (a generated
+    kernel's address: codegen/kernels.py)."""
 
     def __init__(self, dispatcher):
+        self._bound: tuple = ()
+        if isinstance(dispatcher, functools.partial):  # (a generated kernel's entry with its address bound)
+            dispatcher, self._bound = dispatcher.func, dispatcher.args
         self.dispatcher = dispatcher
         self._entry = None
 
     def __call__(self, *args):
         if self._entry is not None:
-            return self._entry(*args)
+            return self._entry(*self._bound, *args)
+        args = self._bound + args
         result = self.dispatcher(*args)
         overloads = getattr(self.dispatcher, "overloads", None)  # (None: NUMBA_DISABLE_JIT, a plain function)
         if overloads is not None:

@@ -1,15 +1,21 @@
 """The generated kernels loaded in a process: a model's linearization, free or on a contact set, and
-its impact map, each its cached shared library (build.py) with a small numba entry around it that
-checks the state and takes the Euler step as the generic kernels do (compiled in the process that
-loads it, well under a second: the function's address is that process's)."""
+its impact map, each its cached shared library (build.py) behind a numba entry that checks the state
+and takes the Euler step as the generic kernels do.  The entries take the C function's address as an
+argument (one entry per kind for every robot, compiled once per machine and cached as the generic
+kernels are), so that loading a kernel compiles nothing: a takeover costs its caller no GIL."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import threading
 import weakref
 
-from numba import njit
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
+from ..compiled import kernel
 from ..discretization import euler_step_into, euler_step_jacobians_into
 from ..model import Model, first_invalid_state, invalid_state
 from .build import GenerationError, Library, build
@@ -77,9 +83,10 @@ class GeneratedKernel:
 
     def __init__(self, model: Model, library: Library):
         self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
-        function = library.function()
-        self.call = _entry(function, model.floating_base)  # (the entry holds the function's address only)
-        self.call_states = _states_entry(function, model.floating_base)
+        self._function = library.function()  # (held: the library stays loaded while its address is used)
+        address = _address(self._function)
+        self.call = functools.partial(generated_linearize_into, address, model.floating_base)
+        self.call_states = functools.partial(generated_linearize_states_into, address, model.floating_base)
 
 
 class GeneratedContactKernel:
@@ -95,82 +102,95 @@ class GeneratedContactKernel:
 
     def __init__(self, model: Model, kind: str, library: Library):
         self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
-        function = library.function()
-        self.call = (_impact_entry(function) if kind == "impact"
-                     else _constrained_entry(function, model.floating_base))
+        self._function = library.function()
+        address = _address(self._function)
+        self.call = (functools.partial(generated_impact_into, address) if kind == "impact"
+                     else functools.partial(generated_constrained_linearize_into, address, model.floating_base))
 
 
-def _impact_entry(function):
-    """impact_into with the generated function in its place (compiled here, not cached); e is handed
-    over in the scratch's last entry."""
-    @njit(nogil=True, error_model="numpy")
-    def generated_impact_into(scratch, state, e, out):
-        problem = invalid_state(*state)
-        if problem != 0:
-            return -10 - problem
-        M_inv, A, impulses, d_impulses, nu_plus = out
-        last = scratch.shape[0] - 1
-        scratch[last] = e
-        return function(state[0].ctypes, state[1].ctypes, state[2].ctypes, state[3].ctypes, scratch[last:].ctypes,
-                        M_inv.ctypes, A.ctypes, impulses.ctypes, d_impulses.ctypes, nu_plus.ctypes, scratch.ctypes)
-    return generated_impact_into
+def _address(function) -> int:
+    """The address of a ctypes function."""
+    return ctypes.cast(function, ctypes.c_void_p).value
 
 
-def _constrained_entry(function, floating_base: bool):
-    """constrained_linearize_into with the generated function in its place (compiled here, not cached)."""
-    @njit(nogil=True, error_model="numpy")
-    def generated_constrained_linearize_into(scratch, state, out, dt):
-        problem = invalid_state(*state)
-        if problem != 0:
-            return -10 - problem
-        pose, s, twist, r, tau = state
-        A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, A_d, B_d = out
-        status = function(pose.ctypes, s.ctypes, twist.ctypes, r.ctypes, tau.ctypes, A.ctypes, B.ctypes,
-                          M_inv.ctypes, nu_dot.ctypes, forces.ctypes, d_forces.ctypes, d_forces_dtau.ctypes,
-                          scratch.ctypes)
-        if status == 0 and dt > 0.0:
-            euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
-        return status
-    return generated_constrained_linearize_into
+@intrinsic
+def _call_at(typingctx, address, arrays):
+    """``(*address)(p_1, …, p_k)``: the generated C function at ``address`` (int) on the data pointers
+    of ``arrays`` (a tuple of k contiguous arrays), its int status (build.Library: k pointers in)."""
+    if not isinstance(address, types.Integer) or not isinstance(arrays, types.BaseTuple) \
+            or not all(isinstance(a, types.Array) for a in arrays.types):
+        return None
+
+    def codegen(context, builder, signature, arguments):
+        address_value, tuple_value = arguments
+        byte_pointer = ir.IntType(8).as_pointer()
+        pointers = [builder.bitcast(context.make_array(array)(context, builder,
+                                                             builder.extract_value(tuple_value, i)).data, byte_pointer)
+                    for i, array in enumerate(arrays.types)]
+        function_type = ir.FunctionType(ir.IntType(32), [byte_pointer] * len(pointers))
+        return builder.call(builder.inttoptr(address_value, function_type.as_pointer()), pointers)
+
+    return types.int32(address, arrays), codegen
 
 
-def _entry(function, floating_base: bool):
-    """linearize_into with the generated function in place of linearize_state_into (compiled
-    here, not cached: the function's address is this process's)."""
-    @njit(nogil=True, error_model="numpy")
-    def generated_linearize_into(scratch, state, out, dt):
-        problem = invalid_state(*state)
-        if problem != 0:
-            return -10 - problem
-        pose, s, twist, r, tau = state
-        A, B, M_inv, nu_dot, A_d, B_d = out
-        status = function(pose.ctypes, s.ctypes, twist.ctypes, r.ctypes, tau.ctypes, A.ctypes, B.ctypes,
-                          M_inv.ctypes, nu_dot.ctypes, scratch.ctypes)
-        if dt > 0.0:
-            euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
-        return status
-    return generated_linearize_into
+@kernel
+def generated_impact_into(address, scratch, state, e, out):
+    """impact_into with the generated function at ``address`` in its place; e is handed over in the
+    scratch's last entry."""
+    problem = invalid_state(*state)
+    if problem != 0:
+        return -10 - problem
+    M_inv, A, impulses, d_impulses, nu_plus = out
+    last = scratch.shape[0] - 1
+    scratch[last] = e
+    return _call_at(address, (state[0], state[1], state[2], state[3], scratch[last:], M_inv, A, impulses, d_impulses,
+                              nu_plus, scratch))
 
 
-def _states_entry(function, floating_base: bool):
-    """linearize_states_into with the generated function in place of linearize_state_into (compiled
-    here, not cached)."""
-    @njit(nogil=True, error_model="numpy")
-    def generated_linearize_states_into(scratch, states, out, dt):
-        base_poses, joint_positions, base_twists, joint_velocities, torques = states
-        A, B, M_inv, accelerations, status, A_d, B_d = out
-        invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
-        if invalid[1] != 0:
-            return invalid
-        for k in range(joint_positions.shape[0]):
-            status[k] = function(base_poses[k].ctypes, joint_positions[k].ctypes, base_twists[k].ctypes,
-                                 joint_velocities[k].ctypes, torques[k].ctypes, A[k].ctypes, B[k].ctypes,
-                                 M_inv[k].ctypes, accelerations[k].ctypes, scratch.ctypes)
-        if dt > 0.0:
-            euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+@kernel
+def generated_constrained_linearize_into(address, floating_base, scratch, state, out, dt):
+    """constrained_linearize_into with the generated function at ``address`` in its place."""
+    problem = invalid_state(*state)
+    if problem != 0:
+        return -10 - problem
+    pose, s, twist, r, tau = state
+    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau, A_d, B_d = out
+    status = _call_at(address, (pose, s, twist, r, tau, A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau,
+                                scratch))
+    if status == 0 and dt > 0.0:
+        euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
+    return status
+
+
+@kernel
+def generated_linearize_into(address, floating_base, scratch, state, out, dt):
+    """linearize_into with the generated function at ``address`` in place of linearize_state_into."""
+    problem = invalid_state(*state)
+    if problem != 0:
+        return -10 - problem
+    pose, s, twist, r, tau = state
+    A, B, M_inv, nu_dot, A_d, B_d = out
+    status = _call_at(address, (pose, s, twist, r, tau, A, B, M_inv, nu_dot, scratch))
+    if dt > 0.0:
+        euler_step_into(A, B, twist, nu_dot, floating_base, dt, A_d, B_d)
+    return status
+
+
+@kernel
+def generated_linearize_states_into(address, floating_base, scratch, states, out, dt):
+    """linearize_states_into with the generated function at ``address`` in place of
+    linearize_state_into (a horizon of K states)."""
+    base_poses, joint_positions, base_twists, joint_velocities, torques = states
+    A, B, M_inv, accelerations, status, A_d, B_d = out
+    invalid = first_invalid_state(base_poses, joint_positions, base_twists, joint_velocities, torques)
+    if invalid[1] != 0:
         return invalid
-    return generated_linearize_states_into
-
+    for k in range(joint_positions.shape[0]):
+        status[k] = _call_at(address, (base_poses[k], joint_positions[k], base_twists[k], joint_velocities[k],
+                                       torques[k], A[k], B[k], M_inv[k], accelerations[k], scratch))
+    if dt > 0.0:
+        euler_step_jacobians_into(A, B, base_twists, accelerations, floating_base, dt, A_d, B_d)
+    return invalid
 
 
 _loaded: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
