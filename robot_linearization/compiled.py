@@ -148,7 +148,7 @@ class TypedCall:
     may be a functools.partial of one, whose bound leading arguments go first (a generated
     kernel's address: codegen/kernels.py)."""
 
-    def __init__(self, dispatcher):
+    def __init__(self, dispatcher) -> None:
         self._bound: tuple = ()
         if isinstance(dispatcher, functools.partial):  # (a generated kernel's entry with its address bound)
             dispatcher, self._bound = dispatcher.func, dispatcher.args

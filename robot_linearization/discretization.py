@@ -21,7 +21,7 @@ flow of ż = A z + B w over dt with w held, by one matrix exponential.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -32,9 +32,24 @@ from .compiled import kernel
 from .coupling import AnyModel
 from .model import State
 
-if TYPE_CHECKING:
-    from .linearization import Linearization
-    from .linearizer import Linearizer
+
+
+class Linearized(Protocol):
+    """What :func:`discretize` reads of a linearization: a :class:`~robot_linearization.Linearization`
+    (one state or a horizon) or a filled :class:`~robot_linearization.Linearizer` (the layer above
+    this one, which it does not import)."""
+
+    @property
+    def A(self) -> NDArray[np.float64]: ...
+
+    @property
+    def B(self) -> NDArray[np.float64]: ...
+
+    @property
+    def base_acceleration(self) -> NDArray[np.float64] | None: ...
+
+    @property
+    def state(self) -> State | tuple[State, ...] | None: ...
 
 METHODS = ("euler", "zoh")
 """discretize's methods: the Jacobians of integrator.step (semi-implicit Euler), or the
@@ -197,7 +212,7 @@ def se3_right_jacobian(xi: ArrayLike) -> NDArray[np.float64]:
     return J
 
 
-def discretize(model: AnyModel, linearization: Linearization | Linearizer, dt: float, method: str = "euler"
+def discretize(model: AnyModel, linearization: Linearized, dt: float, method: str = "euler"
                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(A_d, B_d): the discrete-time linearization over one step of ``dt`` [s] at the
     state(s), torques (and contacts) of ``linearization``; z⁺ = A_d z + B_d w, with z

@@ -13,7 +13,7 @@ import functools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,8 +23,27 @@ from .compiled import TypedCall, kernel
 from .joints import Joint
 from .spatial import position_quaternion_pose_into, quaternion_rotation
 
-if TYPE_CHECKING:
-    from .coupling import AnyModel
+
+
+class RobotModel(Protocol):
+    """What a state is checked and read against: a :class:`Model`, or a CoupledModel (coupling.py,
+    which builds on this module), whose joints are its independent ones."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def floating_base(self) -> bool: ...
+
+    @property
+    def joint_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_joints(self) -> int: ...
+
+    @property
+    def n_velocities(self) -> int: ...
+
 
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -166,7 +185,7 @@ class State:
         return self
 
     @classmethod
-    def from_named(cls, model: AnyModel, *, joint_positions: dict, joint_velocities: dict | None = None,
+    def from_named(cls, model: RobotModel, *, joint_positions: dict, joint_velocities: dict | None = None,
                    base_position: ArrayLike = (0.0, 0.0, 0.0), base_orientation: ArrayLike = (0.0, 0.0, 0.0, 1.0),
                    base_twist: ArrayLike = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> "State":
         """A state from what a robot gives: joints **by name** (dicts {joint: value};
@@ -209,7 +228,7 @@ class State:
                                                                          what="[linear; angular] in the base frame"),
                    joint_velocities=r)
 
-    def check(self, model: AnyModel, name: str = "state") -> "State":
+    def check(self, model: RobotModel, name: str = "state") -> "State":
         """Raise ValueError unless this state fits ``model`` and is finite.
 
         ``name``: the argument's name the error message uses.  Returns the state itself."""
@@ -224,7 +243,7 @@ def floating_base_of(state: State) -> tuple[NDArray[np.float64], NDArray[np.floa
     return state.base_pose, state.base_twist
 
 
-def check_state(model: AnyModel, state: State, name: str = "state") -> "State":
+def check_state(model: RobotModel, state: State, name: str = "state") -> "State":
     """``state`` if it is a finite :class:`State` of ``model`` (its base kind and joint
     count); ValueError naming ``name`` otherwise."""
     stack_states(check_model(model), [state], name=name)
@@ -298,7 +317,7 @@ def first_invalid_state(poses: NDArray[np.float64], joint_positions: NDArray[np.
 _FIXED_BASE_POSE, _FIXED_BASE_TWIST = np.eye(4), np.zeros(6)  # (read by the kernels, never written)
 
 
-def state_arrays(model: AnyModel, state: State, joint_torques: ArrayLike | None) -> tuple:
+def state_arrays(model: RobotModel, state: State, joint_torques: ArrayLike | None) -> tuple:
     """One state and its torques τ (n,) as the single-state kernels take them: (base pose
     (4, 4), s (n,), base twist (6,), r (n,), τ (n,)), the State's own arrays (a fixed base:
     the identity and zeros), τ as float64 (None: zeros).  Shapes are checked here (ValueError
@@ -320,7 +339,7 @@ def state_arrays(model: AnyModel, state: State, joint_torques: ArrayLike | None)
 _POSE_OF_POSITION_QUATERNION = TypedCall(position_quaternion_pose_into)  # (always two (7,), (4, 4) float64 arrays)
 
 
-def given_arrays(model: AnyModel, joint_positions: ArrayLike, joint_velocities: ArrayLike,
+def given_arrays(model: RobotModel, joint_positions: ArrayLike, joint_velocities: ArrayLike,
                  joint_torques: ArrayLike | None, base_pose: ArrayLike | None, base_twist: ArrayLike | None,
                  pose_buffer: NDArray[np.float64]) -> tuple:
     """One state as the single-state kernels take it, (base pose (4, 4), s (n,), base twist (6,),
@@ -371,7 +390,7 @@ def given_arrays(model: AnyModel, joint_positions: ArrayLike, joint_velocities: 
     return pose, s, twist, r, tau
 
 
-def stack_states(model: AnyModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
+def stack_states(model: RobotModel, states: Sequence[State], joint_torques: ArrayLike | None = None, *,
                  check_values: bool = True, name: str = "state"
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                             NDArray[np.float64]]:

@@ -109,8 +109,11 @@ class GeneratedContactKernel:
 
 
 def _address(function) -> int:
-    """The address of a ctypes function."""
-    return ctypes.cast(function, ctypes.c_void_p).value
+    """The address of a ctypes function (GenerationError for a null one)."""
+    address = ctypes.cast(function, ctypes.c_void_p).value
+    if not address:
+        raise GenerationError(f"the generated function {function!r} has no address")
+    return address
 
 
 @intrinsic
