@@ -432,6 +432,7 @@ def stack_states(model: RobotModel, states: Sequence[State], joint_torques: Arra
     else:
         poses, twists = np.broadcast_to(np.eye(4), (K, 4, 4)), np.zeros((K, 6))
     poses = np.ascontiguousarray(poses, dtype=float)
+    torques: NDArray[np.float64]
     if joint_torques is None:
         torques = np.zeros((K, n))
     else:

@@ -28,6 +28,7 @@ import time as _time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 import scipy.sparse as sp
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
@@ -256,7 +257,7 @@ class WholeBodyMPC:
         self._sole_contacts = tuple(Contact(f, "6d") for f in self.feet) if gait.contact == "6d" else None
         # each foot's point in its body's axes
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
-        self.velocity = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
+        self.velocity: NDArray[np.float64] = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self._contact_sets: dict = {}  # feet -> _Held
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
