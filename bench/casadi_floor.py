@@ -699,10 +699,10 @@ def codegen_floor(model, states, torques, repeat: int = 250, rounds: int = 40, b
 
 def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import benchmark  # (bench/benchmark.py: the robots, their random states, Pinocchio's inputs)
+    import benchmark_robots  # (the robots, their random states, Pinocchio's inputs)
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robots", nargs="*", default=["solo12", "talos"], choices=list(benchmark.ROBOTS))
+    parser.add_argument("--robots", nargs="*", default=["solo12", "talos"], choices=list(benchmark_robots.ROBOTS))
     parser.add_argument("--method", choices=METHODS, default="analytic")
     parser.add_argument("--states", type=int, default=5, help="random states per robot")
     parser.add_argument("--repeat", type=int, default=250, help="calls per timing round")
@@ -718,13 +718,13 @@ def main() -> None:
           + (f"Pinocchio {pin.__version__}'s bare computeABADerivatives called from Python in the same rounds"
              if pin else "no Pinocchio (not installed)"))
     for name in args.robots:
-        path, floating, options = benchmark.ROBOTS[name]
+        path, floating, options = benchmark_robots.ROBOTS[name]
         model = rl.load_urdf(path, floating_base=floating, **options)
-        states = benchmark.random_states(model, rng, args.states)
+        states = benchmark_robots.random_states(model, rng, args.states)
         torques = [rng.normal(size=model.n_joints) for _ in states]
         beside = {}
         if pin is not None and not isinstance(model, rl.CoupledModel):
-            pipeline = benchmark.PinocchioPipeline(path, model)
+            pipeline = benchmark_robots.PinocchioPipeline(path, model)
             inputs = [pipeline.inputs(state, tau) for state, tau in zip(states, torques)]
             pmodel, pdata = pipeline.pmodel, pipeline.pipeline.data
             beside["pin"] = lambda k: pin.computeABADerivatives(pmodel, pdata, *inputs[k])
