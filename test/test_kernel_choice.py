@@ -253,3 +253,30 @@ def test_background_builds_run_one_at_a_time_in_a_process_and_on_the_machine(rng
         assert build.poll() is None and _libraries(cache) == []  # (it waits for the slot)
     assert build.communicate(timeout=600)[0] == "None\n" and len(_libraries(cache)) == 1
     assert time.monotonic() - started >= 5
+
+
+@needs_compiler
+def test_a_background_build_stopped_by_sigterm_leaves_no_compiler_and_no_partial_library(cache):
+    """SIGTERM to a background build process (a user's pkill, a shutdown) while its compiler runs: the
+    process ends, its compiler (driver, cc1, as) with it, and no library, whole or partial, is left."""
+    import pickle
+    import signal
+
+    model = random_tree(np.random.default_rng(3), 14)  # (a few seconds of gcc)
+    build = subprocess.Popen([sys.executable, "-m", "robot_linearization.codegen.background"], stdin=subprocess.PIPE,
+                             stderr=subprocess.PIPE, cwd=cache.parent)
+    build.stdin.write(pickle.dumps((model, (), "linearize", 10 ** 9), protocol=4))
+    build.stdin.close()
+    def compilers():  # (the compiler's processes name the library they write: X.so.<pid>.partial)
+        return subprocess.run(["pgrep", "-f", str(cache)], capture_output=True, text=True).stdout.split()
+
+    deadline = time.monotonic() + 300
+    while not compilers():
+        assert build.poll() is None and time.monotonic() < deadline, build.stderr.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # (cc1 under way)
+    build.send_signal(signal.SIGTERM)
+    assert build.wait(timeout=60) != 0
+    time.sleep(0.5)
+    left = [p.name for p in cache.iterdir() if p.name.endswith((".so", ".partial"))]
+    assert left == [] and compilers() == [], (left, compilers())

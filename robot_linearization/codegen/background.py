@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 
 REFUSED = 3
@@ -41,8 +42,14 @@ def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
     return f"the background build failed (exit status {done.returncode}){': ' + lines[-1] if lines else ''}"
 
 
+def _stop(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
     os.nice(19)  # (the lowest priority: the robot's own work comes first)
+    # stopped (SIGTERM), the build ends as on an error: its compiler killed, nothing half-written left
+    signal.signal(signal.SIGTERM, _stop)
     model, contacts, kind, largest = pickle.load(sys.stdin.buffer)
     from . import kernels
     from .build import GenerationError, cache_directory, file_lock

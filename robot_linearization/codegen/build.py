@@ -31,6 +31,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import weakref
 from dataclasses import dataclass
@@ -278,11 +279,20 @@ def _compile(source: str, path: str, flags: tuple) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
     try:
-        done = subprocess.run([compiler, *COMPILE_FLAGS, *flags, "-x", "c", "-", "-o", partial, "-lm"],
-                              input=source.encode(), capture_output=True, timeout=600)
-        if done.returncode != 0:
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            raise GenerationError(f"{compiler} failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
+        # (a session of its own: stopped, the compiler goes with its cc1 and as, not only its driver)
+        with subprocess.Popen([compiler, *COMPILE_FLAGS, *flags, "-x", "c", "-", "-o", partial, "-lm"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True) as process:
+            try:
+                _, stderr = process.communicate(source.encode(), timeout=600)
+            except BaseException:  # a timeout, Ctrl-C, a stop signal (background.py makes SIGTERM one)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                raise
+        if process.returncode != 0:
+            lines = stderr.decode(errors="replace").strip().splitlines()
+            raise GenerationError(f"{compiler} failed: {lines[-1] if lines else f'exit status {process.returncode}'}")
         os.replace(partial, path)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise GenerationError(f"{compiler}: {error}") from None
