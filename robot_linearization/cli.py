@@ -320,8 +320,10 @@ def cache_command(args) -> int:
         print(f"no generated kernels in {directory}")
         return 0
     for entry in entries:
+        timed = (f", {entry.timing['generated_us']:.1f} µs a call against the generic {entry.timing['generic_us']:.1f}"
+                 if entry.timing else "")
         print(f"{entry.robot}: {entry.what}, {entry.operations} operations, {_size(entry.bytes)}, built {entry.created}"
-              f"  ({entry.name})")
+              f"{timed}  ({entry.name})")
     print(f"{len(entries)} kernels, {_size(sum(e.bytes for e in entries))}, in {directory}")
     return 0
 

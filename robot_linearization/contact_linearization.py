@@ -216,19 +216,17 @@ def eliminate_into(model, data, contacts, M_inv, gravity_acceleration, d_nu, d_f
     J, JM_inv, L, d_accel, derivatives = contacts.J, contacts.JM_inv, contacts.L, contacts.d_accel, data.derivatives
     w = d_nu.shape[1]
     d_nu[:] = 0.0
-    tree_multiply_add_into(model, data, M_inv, derivatives, 1.0, d_nu)  # Y, in d_nu until the last step
+    # d_nu = −Y, then −Y + M⁻¹Jᵀ ∂λ: the products' signs flip each term exactly (no pass negates Y)
+    tree_multiply_add_into(model, data, M_inv, derivatives, -1.0, d_nu)
     if model.floating_base:
         for row in range(3):
             for q in range(3):
-                d_nu[row, 3 + q] -= skew_entry(gravity_acceleration[:3], row, q)
+                d_nu[row, 3 + q] += skew_entry(gravity_acceleration[:3], row, q)
     for i in range(d_forces.shape[0]):
         for c in range(w):
             d_forces[i, c] = -d_accel[i, c]
-    multiply_add_into(J, d_nu, 1.0, d_forces)
+    multiply_add_into(J, d_nu, -1.0, d_forces)
     cholesky_solve_into(L, d_forces)
-    for row in range(d_nu.shape[0]):
-        for c in range(w):
-            d_nu[row, c] = -d_nu[row, c]
     multiply_add_into(JM_inv.T, d_forces, 1.0, d_nu)  # M⁻¹Jᵀ = (J M⁻¹)ᵀ
 
 
@@ -289,15 +287,9 @@ def constrained_linearize_into(contacts, state, out, dt):
         for col in range(n):
             d_forces_dtau[i, col] = -JM_inv[i, off + col]
     cholesky_solve_into(contacts.L, d_forces_dtau)
-    B[:] = 0.0
-    for row in range(N):
-        for col in range(n):
-            B[N + row, col] = M_inv[row, off + col]
-        for i in range(m):
-            factor = JM_inv[i, row]
-            if factor != 0.0:
-                for col in range(n):
-                    B[N + row, col] += factor * d_forces_dtau[i, col]
+    B[:N] = 0.0
+    B[N:] = M_inv[:, off:]
+    multiply_add_into(JM_inv.T, d_forces_dtau, 1.0, B[N:])  # ∂ν̇/∂τ = M⁻¹[0; I] + M⁻¹Jᵀ ∂λ/∂τ
     total = (finite_sum(A) + finite_sum(B) + finite_sum(M_inv) + finite_sum(accelerations) + finite_sum(forces)
              + finite_sum(d_forces) + finite_sum(d_forces_dtau))
     if not np.isfinite(total):

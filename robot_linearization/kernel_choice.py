@@ -8,9 +8,10 @@ rl.impact, rl.linearize_trajectory, rl.Linearizer and rl.ImpactMap (and the node
 - "auto" (the default, unless $ROBOT_LINEARIZATION_KERNEL says otherwise): the generic kernel
   answers from the first call while the generated one is built in another process at the lowest
   priority (codegen/background.py; it holds neither this process's GIL nor its locks), then loaded
-  and warmed on a thread of its own; it takes over at the next call, with the same bits.  One INFO
-  line on the 'robot_linearization' logger says when it takes over, or why it cannot (no C
-  compiler, a robot it does not cover).
+  and warmed on a thread of its own; it takes over at the next call, with the same bits, if it is
+  faster: the build timed it against the generic kernel (codegen/timing.py).  One INFO line on the
+  'robot_linearization' logger says when it takes over, or why it does not (no C compiler, a robot
+  it does not cover, slower here).
 
 Everything a caller needs is a :class:`Takeover` per model, contact set and kind, shared by the
 whole process.
@@ -28,8 +29,7 @@ import numpy as np
 
 from .arguments import choice
 from .compiled import TypedCall
-from .discretization import NO_STEP
-from .codegen import GenerationError, c_compiler, generated
+from .codegen import GenerationError, c_compiler, generated, timing
 from .codegen.background import build_elsewhere
 from .codegen.build import cached
 from .model import Model
@@ -96,12 +96,12 @@ class Takeover:
         try:
             if c_compiler() is None:
                 raise GenerationError("no C compiler found (set CC, or install gcc)")
-            if cached(model, contacts, kind) is None:
+            if _untimed(model, contacts, kind):
                 with _BUILDING:  # (one build process at a time from this process: the others wait here)
-                    problem = build_elsewhere(model, contacts, kind) if cached(model, contacts, kind) is None \
-                        else None
+                    problem = build_elsewhere(model, contacts, kind) if _untimed(model, contacts, kind) else None
                 if problem is not None:
                     raise GenerationError(problem)
+            _check_it_pays(cached(model, contacts, kind))
             kernel = generated(model, contacts, kind)
             _warm(kernel, model, contacts, kind)
         except GenerationError as error:
@@ -117,29 +117,31 @@ class Takeover:
             self._done.set()
 
 
-def _warm(kernel, model: Model, contacts: tuple, kind: str) -> None:
-    """Call ``kernel`` once on arrays of the types its callers pass (a state at rest), so that its numba
-    entry is compiled here, on this thread, not in a caller's cycle."""
-    from .algorithms.constrained_dynamics import contact_arrays  # (the contact set's sizes)
+def _untimed(model: Model, contacts: tuple, kind: str) -> bool:
+    """Whether the kernel is not in the cache yet, or not yet timed against the generic one."""
+    library = cached(model, contacts, kind)
+    return library is None or library.timing is None
 
-    n, N = model.n_joints, model.n_velocities
-    state = (np.eye(4), np.zeros(n), np.zeros(6), np.zeros(n), np.zeros(n))
+
+def _check_it_pays(library) -> None:
+    """GenerationError, saying so with the figures, where ``library`` (build.Library) was timed slower
+    than the generic kernel when it was built (codegen/timing.py)."""
+    figures = library.timing if library is not None else None
+    if figures and figures["generated_us"] >= figures["generic_us"]:
+        raise GenerationError(f"the generated kernel runs no faster here ({figures['generated_us']:.1f} against "
+                              f"{figures['generic_us']:.1f} µs per call, timed when it was built)")
+
+
+def _warm(kernel, model: Model, contacts: tuple, kind: str) -> None:
+    """Call ``kernel`` once on arrays of the types its callers pass, so that its numba entry is compiled
+    here, on this thread, not in a caller's cycle."""
+    state, outputs = timing.arguments(model, contacts, kind)
     scratch = np.empty(kernel.scratch_size)
+    timing.call(kernel, scratch, state, outputs, kind)
     if kind == "linearize":
-        kernel.call(scratch, state, (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N))
-                    + NO_STEP, 0.0)
         kernel.call_states(scratch, tuple(x[None] for x in state),
-                           (np.empty((1, 2 * N, 2 * N)), np.empty((1, 2 * N, n)), np.empty((1, N, N)),
-                            np.empty((1, N)), np.empty(1, dtype=np.int64), np.empty((0, 0, 0)), np.empty((0, 0, 0))),
-                           0.0)
-        return
-    m = contact_arrays(model, contacts).m
-    if kind == "impact":
-        kernel.call(scratch, state, 0.0, (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m),
-                                          np.empty((m, 2 * N)), np.empty(N)))
-    else:
-        kernel.call(scratch, state, (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N),
-                                     np.empty(m), np.empty((m, 2 * N)), np.empty((m, n))) + NO_STEP, 0.0)
+                           tuple(x[None] for x in outputs[:4]) + (np.empty(1, dtype=np.int64), np.empty((0, 0, 0)),
+                                                                  np.empty((0, 0, 0))), 0.0)
 
 
 _takeovers: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()

@@ -134,12 +134,17 @@ def test_the_cache_command_lists_the_generated_kernels_and_clears_only_them(tmp_
     assert main(["cache", "list"]) == 0
     assert capsys.readouterr().out == f"no generated kernels in {cache}\n"
     model = rl.load_urdf(bundled_urdf_path())
-    assert rl.ImpactMap(model, rl.robots.BUNDLED_FEET[:2], kernel="generated").kernel == "generated"
+    impact_map = rl.ImpactMap(model, rl.robots.BUNDLED_FEET[:2], kernel="generated")
+    assert impact_map.kernel == "generated"
     (cache / "notes.txt").write_text("the user's")
     assert main(["cache", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("rl_quadruped: the impact map of model 'rl_quadruped' on 2 contacts, ")
     assert " operations, " in lines[0] and "KiB" in lines[0] and lines[-1].startswith("1 kernels, ")
+    assert " µs a call" not in lines[0]  # (built in this process: not timed)
+    codegen.build.record_timing(model, impact_map.contacts, "impact", {"generated_us": 6.25, "generic_us": 11.5})
+    assert main(["cache", "list"]) == 0
+    assert ", 6.2 µs a call against the generic 11.5  (" in capsys.readouterr().out.splitlines()[0]
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out.startswith("removed 3 files (")
     assert sorted(p.name for p in cache.iterdir()) == ["notes.txt"]

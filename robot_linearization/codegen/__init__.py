@@ -1,5 +1,5 @@
 """Robot-specific kernels: one model's linearization, free or on a contact set, and its impact
-map, traced into straight-line C.
+map, traced into straight-line C around a few loops.
 
 The generic kernels (free_linearization.linearize_state_into, contact_linearization.
 constrained_linearize_into, impact_map.impact_into) walk the tree in loops and read the model's
@@ -26,25 +26,28 @@ order:
   vectorises;
 - on a contact set, J M⁻¹ Jᵀ's Cholesky factorisation with its pivot test and the solves with it
   (constrained_dynamics.contact_forces_into, cholesky_solve_into);
+- the two passes whose work grows as the number of bodies times the tree's depth: the IMMAmb
+  (inverse_mass_matrix_into) and the derivatives' backward pass (base_frame_backward_into), loops
+  over the bodies that stay in the caches, where straight-line code would not (traced, they were half
+  of a 50-joint robot's code);
 - the status: a singular pivot (forward_dynamics.singular_pivot), a degenerate contact set or an
   overflow, as the generic kernels report them (where a kernel on a contact set has no result, its
   caller runs the generic one, which says why).
 
-The code grows with the robot, and so does its compile time:
-- solo12: 22 000 operations, 15 s of ``cc -O2`` (on its four feet: the impact map 17 000, 4 s;
-  the constrained linearization 38 000, 9 s);
-- talos_reduced: 63 000 operations, 15–45 s; its impact map on two soles 50 000, 25–35 s; its
-  constrained linearization on them 111 000, 40–75 s, and 1.35× slower than the generic kernel:
-  its code no longer fits the caches.
-
-So a model whose trace exceeds kernels.GENERATED_OPERATIONS is left to the generic kernel.
+What stays straight-line grows as the robot's bodies, and so does its compile time (about a second
+of ``cc -O2`` per 1 500 operations on a 2-core machine): solo12 about 20 000 operations, talos 36 000
+free, 55 000 on its two soles, talos_full (50 joints) 51 000.  kernels.GENERATED_OPERATIONS bounds what
+is compiled (the compiler's budget).  Whether a kernel pays is measured, not guessed: the background
+build times it against the generic kernel (timing.py), and ``kernel="auto"`` hands over only to a
+faster one.
 
 The parts: tracer.py (the passes run on traced values), c_writer.py (the trace as C, with the
 routines of runtime.c and runtime_contacts.c), build.py (the compiler and the on-disk cache, one
 library per robot, contact set, kind and instruction set, shared safely between processes),
 kernels.py (a library loaded in a process, with a small numba entry that checks the state and
 takes the Euler step as the generic kernels do), background.py (the build in another process, at
-low priority, for ``kernel="auto"``: robot_linearization.kernel_choice).
+low priority, for ``kernel="auto"``: robot_linearization.kernel_choice), timing.py (its call timed
+against the generic kernel's, in that process).
 """
 
 from .build import GenerationError, cache_directory, c_compiler

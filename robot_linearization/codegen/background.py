@@ -2,8 +2,9 @@
 that keeps working meanwhile (robot_linearization.kernel_choice, ``kernel="auto"``): it never holds
 the parent's GIL or locks.  The parent writes the pickled (model, contacts, kind, largest trace) to its stdin;
 the kernel goes into the cache (build.py: under the kernel's lock, so a second process needing it
-waits for this one).  Exit status 0: built (or found); REFUSED: it cannot be built here, the reason
-in one line on stderr."""
+waits for this one), then its call is timed against the generic kernel's and the figures kept in its
+record (timing.py), where the parent reads whether it pays.  Exit status 0: built (or found) and
+timed; REFUSED: it cannot be built here, the reason in one line on stderr."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ def main() -> int:
     # stopped (SIGTERM), the build ends as on an error: its compiler killed, nothing half-written left
     signal.signal(signal.SIGTERM, _stop)
     model, contacts, kind, largest = pickle.load(sys.stdin.buffer)
-    from . import kernels
-    from .build import GenerationError, cache_directory, file_lock
+    from . import kernels, timing
+    from .build import GenerationError, cache_directory, file_lock, record_timing
 
     kernels.GENERATED_OPERATIONS = largest  # (the parent's bound)
 
@@ -60,7 +61,9 @@ def main() -> int:
         # one background build at a time on the machine (an MPC's contact sets, several robots' nodes:
         # each its own gcc at once would take every core and gigabytes); the others wait their turn
         with file_lock(os.path.join(cache_directory(), "background")):
-            kernels.library(model, contacts, kind)
+            if kernels.library(model, contacts, kind).timing is None:
+                kernel = kernels.generated(model, contacts, kind)
+                record_timing(model, contacts, kind, timing.timings(kernel, model, contacts, kind) or {})
     except GenerationError as error:
         print(str(error).replace("\n", " "), file=sys.stderr)
         return REFUSED

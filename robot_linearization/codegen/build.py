@@ -158,13 +158,15 @@ def _prefix(model: Model, contacts: tuple, kind: str) -> str:
 class Library:
     """A generated kernel's shared library in the cache, as its record (.json) describes it: ``path``,
     its C function ``symbol`` taking ``pointers`` pointers, the scratch doubles it needs
-    (``scratch_size``), the trace's ``operations``."""
+    (``scratch_size``), the trace's ``operations``; ``timing``: its call against the generic kernel's
+    (timing.timings, {} where there was no verdict), None until measured."""
 
     path: str
     symbol: str
     pointers: int
     scratch_size: int
     operations: int
+    timing: dict | None = None
 
     def function(self):
         """The ctypes function (int, of ``pointers`` pointers); GenerationError if it cannot be loaded."""
@@ -201,7 +203,8 @@ def cached(model: Model, contacts: tuple, kind: str) -> Library | None:
         path = base + ".so"
         if os.path.getsize(path) != record["size"] or _sha256(path) != record["sha256"]:
             raise ValueError("its bytes are not the recorded ones")
-        return Library(path, record["symbol"], record["pointers"], record["scratch_size"], record["operations"])
+        return Library(path, record["symbol"], record["pointers"], record["scratch_size"], record["operations"],
+                       record.get("timing"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -252,22 +255,39 @@ def build(model: Model, contacts: tuple, kind: str, what: str, make_source) -> L
         except GenerationError:
             _remove(base + ".lock")
             raise
-        record = {"what": what, "robot": model.name, "kind": kind, "operations": operations,
-                  "scratch_size": scratch_size, "symbol": symbol, "pointers": pointers,
-                  "size": os.path.getsize(base + ".so"), "sha256": _sha256(base + ".so"),
-                  "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-        partial = f"{base}.json.{os.getpid()}.partial"
-        try:
-            with open(partial, "w", encoding="utf-8") as f:
-                json.dump(record, f)
-            os.replace(partial, base + ".json")
-        finally:
-            _remove(partial)
+        _write_record(base, {"what": what, "robot": model.name, "kind": kind, "operations": operations,
+                             "scratch_size": scratch_size, "symbol": symbol, "pointers": pointers,
+                             "size": os.path.getsize(base + ".so"), "sha256": _sha256(base + ".so"),
+                             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     for name in os.listdir(directory):  # the older versions of this kernel (another version of the package)
         if name.startswith(prefix) and not name.startswith(os.path.basename(base)) \
                 and name.endswith((".so", ".json", ".lock")):
             _remove(os.path.join(directory, name))
     return Library(base + ".so", symbol, pointers, scratch_size, operations)
+
+
+def _write_record(base: str, record: dict) -> None:
+    """``record`` as the kernel's ``base``.json, written under another name and renamed into place."""
+    partial = f"{base}.json.{os.getpid()}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(partial, base + ".json")
+    finally:
+        _remove(partial)
+
+
+def record_timing(model: Model, contacts: tuple, kind: str, timing: dict) -> None:
+    """Keep ``timing`` (timing.timings') in the record of the cached kernel, under its lock (nothing
+    where it is not in the cache)."""
+    base = os.path.join(cache_directory(), _prefix(model, contacts, kind) + request_key(model, contacts, kind))
+    with file_lock(base):
+        try:
+            with open(base + ".json", encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return
+        _write_record(base, {**record, "timing": timing})
 
 
 def _compile(source: str, path: str, flags: tuple) -> None:
@@ -310,6 +330,7 @@ class CacheEntry:
     operations: int
     bytes: int  # of its files (library, record, lock)
     created: str
+    timing: dict | None = None  # Library.timing's
 
 
 _OURS = re.compile(r"^([a-z]+-[A-Za-z0-9_.]+-[a-z0-9]+-[0-9a-f]{24}\.(so|json|lock)|background\.lock)$")
@@ -333,7 +354,7 @@ def cache_entries(directory: str | None = None) -> list[CacheEntry]:
             with open(base + ".json", encoding="utf-8") as f:
                 record = json.load(f)
             entries.append(CacheEntry(name, record["robot"], record["what"], record["operations"], size,
-                                      record["created"]))
+                                      record["created"], record.get("timing")))
         except (OSError, ValueError, KeyError):
             entries.append(CacheEntry(name, "?", "no readable record: rebuilt at its next use", 0, size, "?"))
     return entries

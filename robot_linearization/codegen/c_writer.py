@@ -29,26 +29,65 @@ _RUNTIME_CONTACTS = _read("runtime_contacts.c")
 """The routines of the kernels on a contact set (runtime_contacts.c): J M⁻¹ Jᵀ's Cholesky and solves."""
 
 
-def _contact_forces_call(b: str, m: int, N: int) -> str:
-    J, M_inv, free, drift = 0, m * N, m * N + N * N, m * N + N * N + N
-    JM_inv, L = drift + m, drift + m + m * N
-    forces, accelerations = L + m * m, L + m * m + m
-    return (f"{b}[{accelerations + N}] = rl_contact_forces({b} + {J}, {b} + {M_inv}, {b} + {free}, {b} + {drift}, "
-            f"{b} + {JM_inv}, {b} + {L}, {b} + {forces}, {b} + {accelerations}, {m}, {N});")
+def _contact_forces_call(pointers: list, block: int, m: int, N: int) -> str:
+    J, M_inv, free, drift = pointers
+    JM_inv = block + m * N + N * N + N + m
+    L, forces, accelerations = JM_inv + m * N, JM_inv + m * N + m * m, JM_inv + m * N + m * m + m
+    return (f"w[{accelerations + N}] = rl_contact_forces({J}, {M_inv}, {free}, {drift}, w + {JM_inv}, w + {L}, "
+            f"w + {forces}, w + {accelerations}, {m}, {N});")
 
 
-_RUNTIME_CALLS: dict[str, tuple[Callable[..., int], Callable[..., str]]] = {
-    # kind -> (block size, C call on block b) of its sizes; the tracer places the results
+_RUNTIME_CALLS: dict[str, tuple[Callable[..., int], Callable[..., list], Callable[..., str]]] = {
+    # kind -> (block size, input segments [(doubles, read only)], C call on the segments' pointers and the
+    # block's start in w) of its sizes; the tracer places the results in the block after its inputs
     "multiply_add": (lambda p, q, w, sign: int(p * q + q * w + p * w),
-                     lambda b, p, q, w, sign: f"rl_multiply_add({b}, {b} + {int(p * q)}, {int(p)}, {int(q)}, {int(w)}, "
-                                              f"{int(w)}, {_literal(sign)}, {b} + {int(p * q + q * w)}, {int(w)});"),
+                     lambda p, q, w, sign: [(int(p * q), True), (int(q * w), True), (int(p * w), False)],
+                     lambda pointers, block, p, q, w, sign: f"rl_multiply_add({pointers[0]}, {pointers[1]}, {int(p)}, "
+                                                            f"{int(q)}, {int(w)}, {int(w)}, {_literal(sign)}, "
+                                                            f"{pointers[2]}, {int(w)});"),
     "cholesky_solve": (lambda m, c: int(m * m + m * c),
-                       lambda b, m, c: f"rl_cholesky_solve({b}, {b} + {int(m * m)}, {int(m)}, {int(c)});"),
+                       lambda m, c: [(int(m * m), True), (int(m * c), False)],
+                       lambda pointers, block, m, c: f"rl_cholesky_solve({pointers[0]}, {pointers[1]}, {int(m)}, "
+                                                     f"{int(c)});"),
     "contact_forces": (lambda m, N: int(2 * m * N + N * N + 2 * N + 2 * m + m * m + 1),
-                       lambda b, m, N: _contact_forces_call(b, int(m), int(N))),
+                       lambda m, N: [(int(m * N), True), (int(N * N), True), (int(N), True), (int(m), True)],
+                       lambda pointers, block, m, N: _contact_forces_call(pointers, block, int(m), int(N))),
+    "inverse_mass_matrix": (lambda bodies, N, floating: int(27 * bodies + 6 * N + 36 + N * N + 12 * bodies * N),
+                            lambda bodies, N, floating: [(int(21 * bodies + 6 * N + 36), False)],
+                            lambda pointers, block, bodies, N, floating: f"rl_inverse_mass_matrix(w + {block}, "
+                                                                         f"{int(bodies)}, {int(N)}, {int(floating)});"),
+    "base_frame_backward": (lambda bodies, N, *flags: int(80 * bodies + 48 * N + 2 * N * N),
+                            lambda bodies, N, *flags: [(int(80 * bodies + 24 * N), False)],
+                            lambda pointers, block, bodies, N, *flags: f"rl_base_frame_backward(w + {block}, "
+                            f"{int(bodies)}, {int(N)}, " + ", ".join(str(int(flag)) for flag in flags) + ");"),
 }
-"""What a trace may leave to a runtime routine (tracer._runtime_products); a contact_forces block ends with
-its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ)."""
+"""What a trace may leave to a runtime routine (tracer._runtime_products, _runtime_sweeps); a contact_forces
+block ends with its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ).  A read-only input that already lies
+in w, whole and in order (a routine's result), is read where it lies; any other is copied into the
+block."""
+
+
+def _copies(destination: str, start: int, sources: list) -> list:
+    """C statements ``destination[start + j] = sources[j]`` (each ("w", address in w), ("c", constant) or
+    ("x", C expression)), runs of consecutive addresses or of one constant as loops: a routine's block
+    filled, or its results written out, in a few bytes of code rather than a statement per double."""
+    lines, j = [], 0
+    while j < len(sources):
+        kind, value = sources[j]
+        run = 1
+        while j + run < len(sources) and sources[j + run][0] == kind != "x" and \
+                sources[j + run][1] == (value + run if kind == "w" else value):
+            run += 1
+        if run >= 4:
+            what = f"w[{value} + k]" if kind == "w" else _literal(value)
+            lines.append(f"for (int k = 0; k < {run}; k++) {destination}[{start + j} + k] = {what};")
+        else:
+            lines.extend(f"{destination}[{start + j + r}] = "
+                         f"{f'w[{value + r}]' if kind == 'w' else _literal(value) if kind == 'c' else sources[j + r][1]};"
+                         for r in range(run))
+        j += run
+    return lines
+
 
 _ARGUMENTS = ("const double *restrict pose, const double *restrict s, const double *restrict twist, "
               "const double *restrict r, const double *restrict tau, double *restrict A, double *restrict B, "
@@ -101,7 +140,8 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
         if operation == "in":
             continue
         for kind, index in operands:
-            if kind == "n" and part[index] != part[k] and index not in slots and index not in blocks:
+            if kind == "n" and part[index] != part[k] and index not in slots and index not in blocks \
+                    and operations[index][0] != "solved":  # (a routine's result stays in its block)
                 slots[index] = size
                 size += 1
 
@@ -113,40 +153,75 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
             return f"w[{blocks[operations[v][1][0][1]] + int(operations[v][1][1][1])}]"
         return f"w[{slots[v]}]" if v in slots else f"t{v}"
 
+    def source(x):
+        kind, v = x
+        if kind == "c":
+            return "c", v
+        if operations[v][0] == "solved":
+            return "w", blocks[operations[v][1][0][1]] + int(operations[v][1][1][1])
+        return "x", value(x)
+
+    results: dict = {}  # routine -> [(region, flat index, address in w)] of its results that regions receive
+    for k in order:
+        if operations[k][0] == "solved" and k in writes:
+            address = source(("n", k))[1]
+            results.setdefault(operations[k][1][0][1], []).extend((region, i, address) for region, i in writes[k])
+
+    def written(k):
+        """The statements writing routine k's results into the regions, right after it, in runs."""
+        lines, entries = [], sorted(results.get(k, ()))
+        j = 0
+        while j < len(entries):
+            region, first, _ = entries[j]
+            run = 1
+            while j + run < len(entries) and entries[j + run][:2] == (region, first + run):
+                run += 1
+            lines.extend(_copies(f"({region})", first, [("w", address) for _, _, address in entries[j:j + run]]))
+            j += run
+        return lines
+
     parts: list[list[str]] = [[] for _ in range(max(part.values(), default=0) + 1)]
     for k in order:
         operation, operands = operations[k]
         kind, *sizes = operation.split()
         lines = parts[part[k]]
         if operation == "solved":
-            target = value(("n", k))
-        elif operation == "factor6":
-            lines.append(f"{{ double *LU = w + {blocks[k]}; "
-                         + " ".join(f"LU[{j}] = {value(x)};" for j, x in enumerate(operands))
-                         + " rl_factor6(LU, LU + 36); }")
+            continue  # (its value lies in its routine's block; the regions received it right after the routine)
+        if operation == "factor6":
+            lines.extend(_copies("w", blocks[k], [source(x) for x in operands]))
+            lines.append(f"rl_factor6(w + {blocks[k]}, w + {blocks[k] + 36});")
             continue
-        elif operation == "solve6":
+        if operation == "solve6":
             factor = blocks[operands[0][1]]
-            lines.append(f"{{ double *x = w + {blocks[k]}; "
-                         + " ".join(f"x[{j}] = {value(x)};" for j, x in enumerate(operands[1:]))
-                         + f" rl_solve6(w + {factor}, w + {factor + 36}, x); }}")
+            lines.extend(_copies("w", blocks[k], [source(x) for x in operands[1:]]))
+            lines.append(f"rl_solve6(w + {factor}, w + {factor + 36}, w + {blocks[k]});")
+            lines.extend(written(k))
             continue
-        elif kind in _RUNTIME_CALLS:
-            lines.append(f"{{ double *b = w + {blocks[k]}; "
-                         + " ".join(f"b[{j}] = {value(x)};" for j, x in enumerate(operands))
-                         + " " + _RUNTIME_CALLS[kind][1]("b", *map(float, sizes)) + " }")
+        if kind in _RUNTIME_CALLS:
+            numbers = list(map(float, sizes))
+            pointers, start = [], 0
+            for count, read_only in _RUNTIME_CALLS[kind][1](*numbers):
+                sources = [source(x) for x in operands[start:start + count]]
+                if read_only and sources and sources[0][0] == "w" \
+                        and all(entry == ("w", sources[0][1] + j) for j, entry in enumerate(sources)):
+                    pointers.append(f"w + {sources[0][1]}")  # (read where it lies)
+                else:
+                    lines.extend(_copies("w", blocks[k] + start, sources))
+                    pointers.append(f"w + {blocks[k] + start}")
+                start += count
+            lines.append(_RUNTIME_CALLS[kind][2](pointers, blocks[k], *numbers))
+            lines.extend(written(k))
             continue
+        if operation == "in":
+            expression = f"{operands[0]}[{operands[1]}]"
+        elif operation == "neg":
+            expression = f"-{value(operands[0])}"
+        elif operation in ("sin", "cos"):
+            expression = f"{operation}({value(operands[0])})"
         else:
-            if operation == "in":
-                expression = f"{operands[0]}[{operands[1]}]"
-            elif operation == "neg":
-                expression = f"-{value(operands[0])}"
-            elif operation in ("sin", "cos"):
-                expression = f"{operation}({value(operands[0])})"
-            else:
-                expression = f"{value(operands[0])} {operation} {value(operands[1])}"
-            target = f"w[{slots[k]}]" if k in slots else f"t{k}"
-            lines.append(f"{target if k in slots else 'const double ' + target} = {expression};")
+            expression = f"{value(operands[0])} {operation} {value(operands[1])}"
+        target = f"w[{slots[k]}]" if k in slots else f"t{k}"
+        lines.append(f"{target if k in slots else 'const double ' + target} = {expression};")
         lines.extend(f"({region})[{i}] = {target};" for region, i in writes.get(k, ()))
     return parts, constants, size, len(live)
 

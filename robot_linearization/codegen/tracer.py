@@ -244,6 +244,29 @@ def _runtime_products(graph: _Graph) -> dict:
             "contact_forces_into": contact_forces}
 
 
+def _runtime_sweeps(graph: _Graph) -> dict:
+    """inverse_mass_matrix_into and base_frame_backward_into (the IMMAmb and the derivatives' backward
+    pass) as runtime routines of the trace (runtime.c: rl_inverse_mass_matrix, rl_base_frame_backward),
+    loops in the C: their work grows as n times the tree's depth (straight-line, half of a 50-joint
+    robot's trace), their inputs and outputs as n and N²."""
+    def inverse_mass_matrix(model, data, M_inv):
+        n_bodies, N = data.U.shape[0], M_inv.shape[0]
+        inputs = (model.parent, model.subtree_end, data.R, data.t, data.axes, data.I_A[0], data.U, data.D)
+        _runtime_call(graph, f"inverse_mass_matrix {n_bodies} {N} {int(model.floating_base)}", inputs,
+                      (M_inv, data.U_base), sum(np.size(array) for array in inputs))
+
+    def backward(model, data, with_base_pose, velocity_columns):
+        n_bodies, N, columns = data.f.shape[0], data.derivatives.shape[0], data.columns
+        moving = any(type(x) is Traced or x != 0.0 for x in data.v.ravel())  # (as the pass decides it traced)
+        inputs = (model.parent, model.subtree_end, data.axes, columns[0], columns[1], columns[2], data.f, data.Y,
+                  data.Y_rate)
+        _runtime_call(graph, f"base_frame_backward {n_bodies} {N} {int(model.floating_base)} {int(moving)} "
+                             f"{int(model.rigid_inertias)} {int(with_base_pose)} {int(velocity_columns)}", inputs,
+                      (data.f, data.Y, data.Y_rate, *columns[3:7], data.derivatives), 2 * n_bodies + 24 * N)
+
+    return {"inverse_mass_matrix_into": inverse_mass_matrix, "base_frame_backward_into": backward}
+
+
 def trace(model: Model) -> SimpleNamespace:
     """linearize_state_into traced on ``model`` (module docstring): the graph, the outputs A
     (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) as arrays of traced values and constants, the
@@ -259,7 +282,7 @@ def trace(model: Model) -> SimpleNamespace:
     def product(model, data, M_inv, D, sign, out):
         found.product = (D.copy(), sign)
 
-    replacements = {**_runtime_factorisation(graph), "singular_pivot": pivots,
+    replacements = {**_runtime_factorisation(graph), **_runtime_sweeps(graph), "singular_pivot": pivots,
                     "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
     if derivative_products(model) == DENSE_PRODUCTS:  # (else the product is traced like the rest)
         replacements["tree_multiply_add_into"] = product
@@ -287,7 +310,8 @@ def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments) -> Simp
         return -1  # (none: the C tests them, _contacts_c_source)
 
     passes = _python_passes({"singular_pivot": pivots, "invalid_state": lambda *state: 0,
-                             "finite_sum": lambda x: 0.0, **_runtime_factorisation(graph), **_runtime_products(graph)})
+                             "finite_sum": lambda x: 0.0, **_runtime_factorisation(graph), **_runtime_products(graph),
+                             **_runtime_sweeps(graph)})
     data = _traced_workspace(model)
     arrays = contact_arrays(model, contacts)
     k, m, N = len(arrays.contacts), arrays.m, model.n_velocities
