@@ -531,3 +531,22 @@ def test_constrained_linearization_at_a_bad_state_or_on_a_degenerate_set_gives_t
     with pytest.raises(rl.ContactError) as got:
         fast.linearize(state)
     assert str(got.value) == str(expected.value) and "\n" not in str(got.value)
+
+
+@pytest.mark.parametrize("robot, contacts", [("talos_full_v2.urdf", ()),
+                                             ("talos_reduced.urdf", ("left_sole_link:6d", "right_sole_link:6d"))])
+def test_the_largest_robots_trace_within_the_compilers_budget(robot, contacts):
+    """talos_full (50 joints) free and talos on its two soles are generated: the passes that grow as the
+    bodies times the depth are loops (runtime.c), so what stays straight-line is within
+    GENERATED_OPERATIONS, with room (their traces were 97 000 and 111 000 operations when traced whole)."""
+    import example_robot_data
+
+    from robot_linearization.codegen.kernels import _source
+    from robot_linearization.contacts import as_contacts
+
+    path = os.path.join(example_robot_data.getModelPath("talos_data/robots/" + robot), "talos_data/robots/", robot)
+    model = rl.load_urdf(path, mimic_joints="independent")
+    kind = "constrained" if contacts else "linearize"
+    source, operations, *_ = _source(model, as_contacts(contacts), kind)
+    assert operations < 60_000 < codegen.kernels.GENERATED_OPERATIONS
+    assert source.count("rl_inverse_mass_matrix(w + ") == source.count("rl_base_frame_backward(w + ") == 1
