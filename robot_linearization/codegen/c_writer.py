@@ -108,13 +108,18 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
     on: the runtime routines' blocks, and the values crossing parts —, the operations kept)."""
     operations = graph.operations
     writes: dict = {}  # operation -> [(region, flat index)]; constants written at the start
-    constants = []
+    constants: list = []
     for region, array in regions.items():
-        for k, entry in enumerate(array.ravel()):
-            if type(entry) is Traced:
-                writes.setdefault(entry.index, []).append((region, k))
+        run: list = []  # (flat index, constant) of consecutive entries
+        for k, entry in enumerate([*array.ravel(), None]):
+            if type(entry) is Traced or entry is None:
+                if entry is not None:
+                    writes.setdefault(entry.index, []).append((region, k))
+                if run:
+                    constants.extend(_copies(f"({region})", run[0][0], [("c", value) for _, value in run]))
+                run = []
             else:
-                constants.append(f"({region})[{k}] = {_literal(float(entry))};")
+                run.append((k, float(entry)))
     live, stack = set(), list(writes)
     while stack:
         k = stack.pop()
