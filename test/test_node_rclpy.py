@@ -192,9 +192,9 @@ def test_an_input_path_that_silently_stops_receiving_is_reported_within_a_second
     appearing."""
     real_take = node_module.WaitSetTaker.take
 
-    def nothing_but_the_probe(self, timeout_ns):  # the self-test passes, the inputs never arrive
+    def nothing_but_the_probe(self, timeout_ns, waking=None):  # the self-test passes, the inputs never arrive
         if any(sub.topic_name.endswith("_input_path_probe") for sub in self.subscriptions):
-            yield from real_take(self, timeout_ns)
+            yield from real_take(self, timeout_ns, waking)
         else:
             time.sleep(timeout_ns * 1e-9)
     monkeypatch.setattr(node_module.WaitSetTaker, "take", nothing_but_the_probe)
