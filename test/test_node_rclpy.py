@@ -192,9 +192,9 @@ def test_an_input_path_that_silently_stops_receiving_is_reported_within_a_second
     appearing."""
     real_take = node_module.WaitSetTaker.take
 
-    def nothing_but_the_probe(self, timeout_ns):  # the self-test passes, the inputs never arrive
+    def nothing_but_the_probe(self, timeout_ns, waking=None):  # the self-test passes, the inputs never arrive
         if any(sub.topic_name.endswith("_input_path_probe") for sub in self.subscriptions):
-            yield from real_take(self, timeout_ns)
+            yield from real_take(self, timeout_ns, waking)
         else:
             time.sleep(timeout_ns * 1e-9)
     monkeypatch.setattr(node_module.WaitSetTaker, "take", nothing_but_the_probe)
@@ -786,6 +786,31 @@ def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_tak
     time.sleep(0.2)
     order += [index for index, _ in taken]
     assert order == [1, 0, 0, 1, 1]  # (0: odometry, 1: joint states)
+    node.destroy_node()
+
+
+def test_the_input_thread_is_woken_by_joint_states_and_takes_the_odometry_queued_before_them(ros):
+    """The input thread waits on joint states only while none waits for its odometry (node.InputLoop):
+    an odometry message alone does not end the wait (it is taken when the wait ends), a joint state
+    does, and the odometry queued before it comes first — one wake per cycle, not one per message."""
+    node = rclpy.create_node("waking_test")
+    odometry_sub, joint_state_sub = (node.create_subscription(t, topic, lambda _: None, 10, raw=True)
+                                     for t, topic in ((Odometry, "/waking_test/odom"),
+                                                      (JointState, "/waking_test/joint_states")))
+    odometry_pub = node.create_publisher(Odometry, "/waking_test/odom", 10)
+    joint_state_pub = node.create_publisher(JointState, "/waking_test/joint_states", 10)
+    factory = RclpyFactory()
+    taker = node_module.WaitSetTaker(node, [odometry_sub, joint_state_sub])
+    odometry_pub.publish(odometry_message(factory, 1, "odom", "base_link", np.eye(4), np.zeros(6)))
+    time.sleep(0.2)
+    start = time.monotonic()
+    assert [index for index, _ in taker.take(500_000_000, waking=(1,))] == [0]
+    assert time.monotonic() - start > 0.45  # (not woken by the odometry)
+    odometry_pub.publish(odometry_message(factory, 2, "odom", "base_link", np.eye(4), np.zeros(6)))
+    joint_state_pub.publish(joint_state_message(factory, 2, MODEL.joint_names, np.zeros(12), np.zeros(12)))
+    start = time.monotonic()
+    assert [index for index, _ in taker.take(5_000_000_000, waking=(1,))] == [0, 1]
+    assert time.monotonic() - start < 1.0
     node.destroy_node()
 
 

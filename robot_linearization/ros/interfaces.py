@@ -168,32 +168,37 @@ class LinearizationCdr:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        # per field, in order: (name, kind, where its number(s) go, what the layout took it to be)
-        self._plan: list[tuple] = []
+        self._fields = 0  # how many fields the layout has
+        # what decided the layout: [(name, the text, flag or label list)], [(name, the array's size)]
+        self._texts: list[tuple[str, Any]] = []
+        self._sizes: list[tuple[str, int]] = []
+        # where the numbers go: [(name, a float64 view into the buffer)], [(name, offset, struct.Struct)];
+        # the header's stamp at offset self._stamp
+        self._arrays: list[tuple[str, np.ndarray]] = []
+        self._packed: list[tuple[str, int, struct.Struct]] = []
+        self._stamp, self._frame = 0, ""
 
     def __call__(self, output, frame_id: str) -> bytes:
         values = linearization_values(output, frame_id)
-        if len(values) != len(self._plan):
+        if len(values) != self._fields or values["header"][1] != self._frame:
             return self._lay_out(values)
-        buffer = self._buffer
-        for name, kind, where, laid_out in self._plan:
+        for name, laid_out in self._texts:
+            if values[name] != laid_out:
+                return self._lay_out(values)
+        for name, size in self._sizes:
             value = values[name]
-            if kind == "array":
-                if (0 if value is None else value.size) != laid_out:
-                    return self._lay_out(values)
-                if laid_out:
-                    where[:] = value.reshape(-1)
-            elif kind == "text":
-                if value != laid_out:
-                    return self._lay_out(values)
-            elif kind == "header":
-                if value[1] != laid_out:
-                    return self._lay_out(values)
-                _STAMP.pack_into(buffer, where, *value[0])
-            elif kind == "double":
-                _DOUBLE.pack_into(buffer, where, value)
-            else:  # base_pose, base_twist: two sequences of doubles, packed by the Struct ``kind``
-                kind.pack_into(buffer, where, *value[0], *value[1])
+            if (0 if value is None else value.size) != size:
+                return self._lay_out(values)
+        buffer = self._buffer
+        _STAMP.pack_into(buffer, self._stamp, *values["header"][0])
+        for name, view in self._arrays:
+            view[:] = values[name].reshape(-1)
+        for name, offset, packer in self._packed:
+            value = values[name]
+            if packer is _DOUBLE:
+                packer.pack_into(buffer, offset, value)
+            else:  # base_pose, base_twist: two sequences of doubles
+                packer.pack_into(buffer, offset, *value[0], *value[1])
         return bytes(buffer)
 
     def _lay_out(self, values: dict) -> bytes:
@@ -201,7 +206,8 @@ class LinearizationCdr:
         after the 4-byte encapsulation header), noting where each number went and what decided the
         layout (a string's text, a flag, an array's size)."""
         buffer = bytearray(b"\x00\x01\x00\x00")  # CDR_LE
-        plan: list[tuple[str, str | struct.Struct, int | None, Any]] = []  # (what decided the layout: by kind)
+        texts: list[tuple[str, Any]] = []  # (a flag, a text, a label list)
+        sizes, arrays, packed = [], [], []
 
         def write(data: bytes, alignment: int = 1) -> int:
             buffer.extend(bytes(-(len(buffer) - 4) % alignment))
@@ -211,31 +217,33 @@ class LinearizationCdr:
         for name, value in values.items():
             if name == "header":
                 (sec, nanosec), frame = value
-                plan.append((name, "header", write(_STAMP.pack(sec, nanosec), 4), frame))
+                self._stamp, self._frame = write(_STAMP.pack(sec, nanosec), 4), frame
                 write(_string_cdr(frame), 4)
             elif name in ("base_pose", "base_twist"):
                 packer = _DOUBLES[len(value[0]) + len(value[1])]
-                plan.append((name, packer, write(packer.pack(*value[0], *value[1]), 8), None))
+                packed.append((name, write(packer.pack(*value[0], *value[1]), 8), packer))
             elif isinstance(value, bool):  # (a flag that goes with sizes: floating base, touchdown)
                 write(b"\x01" if value else b"\x00")
-                plan.append((name, "text", None, value))
+                texts.append((name, value))
             elif isinstance(value, float):
-                plan.append((name, "double", write(_DOUBLE.pack(value), 8), None))
+                packed.append((name, write(_DOUBLE.pack(value), 8), _DOUBLE))
             elif isinstance(value, str):
                 write(_string_cdr(value), 4)
-                plan.append((name, "text", None, value))
+                texts.append((name, value))
             elif isinstance(value, (tuple, list)):
                 write(_strings_cdr(tuple(value)), 4)
-                plan.append((name, "text", None, value))
+                texts.append((name, value))
             else:
                 data = b"" if value is None else np.ascontiguousarray(value, dtype="<f8").tobytes()
                 write(_UINT32.pack(len(data) // 8), 4)
-                plan.append((name, "array", write(data, 8) if data else None, len(data) // 8))
+                sizes.append((name, len(data) // 8))
+                if data:
+                    arrays.append((name, write(data, 8)))
         # the arrays are written through views into the buffer, which keeps its size from now on
-        self._plan = [(name, kind, np.frombuffer(buffer, dtype="<f8", count=laid_out, offset=where)
-                       if kind == "array" and where is not None else where, laid_out)  # (None: an empty array)
-                      for name, kind, where, laid_out in plan]
-        self._buffer = buffer
+        self._arrays = [(name, np.frombuffer(buffer, dtype="<f8", count=size, offset=where))
+                        for (name, where), size in zip(arrays, [size for _, size in sizes if size])]
+        self._texts, self._sizes, self._packed, self._buffer = texts, sizes, packed, buffer
+        self._fields = len(values)
         return bytes(buffer)
 
 

@@ -117,33 +117,33 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
     Extra joints are ignored; missing or duplicated names, a non-empty array whose
     length differs from ``name``, and NaN/inf raise InputError.
     """
-    names = tuple(msg.name)
+    names = tuple(msg.name)  # (a tuple already: itself)
     count = len(names)
-    fields = {"position": np.asarray(msg.position, dtype=float), "velocity": np.asarray(msg.velocity, dtype=float),
-              "effort": np.asarray(msg.effort, dtype=float)}
-    absent = {field for field in ("velocity", "effort") if len(fields[field]) == 0 and count > 0}
-    for field, values in fields.items():
-        if field not in absent and len(values) != count:
+    arrays = [np.asarray(msg.position, dtype=float), np.asarray(msg.velocity, dtype=float),
+              np.asarray(msg.effort, dtype=float)]
+    for field, values in zip(_FIELDS, arrays):
+        if len(values) != count and (field == "position" or len(values) or not count):
             raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
     order = _joint_order(names, tuple(joint_names))
-    out = {}
-    for field, values in fields.items():
-        if field in absent:
-            out[field] = np.zeros(len(joint_names))
+    out: list = []
+    assumed = []
+    for field, values in zip(_FIELDS, arrays if need_effort else arrays[:2]):
+        if count and not len(values):  # (velocity or effort, not measured)
+            out.append(np.zeros(len(joint_names)))
+            assumed.append(_ASSUMED[field])
             continue
         values = values[order]
         # (a finite sum: all finite, NaN and inf propagate; a sum that overflows: each is checked)
-        if (field != "effort" or need_effort) and not (math.isfinite(values.sum()) or np.isfinite(values).all()):
+        if not (math.isfinite(values.sum()) or np.isfinite(values).all()):
             bad = [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))][:5]
             raise InputError(f"joint_states {field} of {bad} is NaN or inf")
-        out[field] = values
-    assumed = []
-    if "velocity" in absent:
-        assumed.append("joint_states carries no velocities: linearizing at zero joint velocity")
-    if need_effort and "effort" in absent:
-        assumed.append("joint_states carries no efforts: linearizing at zero joint torques (use_effort)")
-    return JointStateReading(out["position"], out["velocity"], out["effort"] if need_effort else None,
-                             tuple(assumed))
+        out.append(values)
+    return JointStateReading(out[0], out[1], out[2] if need_effort else None, tuple(assumed))
+
+
+_FIELDS = ("position", "velocity", "effort")
+_ASSUMED = {"velocity": "joint_states carries no velocities: linearizing at zero joint velocity",
+            "effort": "joint_states carries no efforts: linearizing at zero joint torques (use_effort)"}
 
 
 @functools.lru_cache(maxsize=16)
@@ -231,6 +231,15 @@ def _cdr_order(raw) -> str | None:
     return None if len(raw) < 4 or raw[0] != 0 or raw[1] > 1 else "<>"[raw[1] == 0]
 
 
+def _structs(layout: str) -> dict:
+    """{byte order: struct.Struct(order + layout)} for both orders: made once, not per message."""
+    return {order: struct.Struct(order + layout) for order in "<>"}
+
+
+_UINT32, _STAMP = _structs("I"), _structs("iI")
+_POSE_DOUBLES, _TWIST_DOUBLES = _structs("7d"), _structs("6d")
+
+
 def _aligned(offset: int, size: int) -> int:
     """``offset`` rounded up to a multiple of ``size``, counted after the 4-byte encapsulation."""
     return offset + (-(offset - 4) % size)
@@ -239,7 +248,7 @@ def _aligned(offset: int, size: int) -> int:
 def _string_at(raw, offset: int, order: str):
     """(text, offset after it) of the CDR string at ``offset``."""
     offset = _aligned(offset, 4)
-    (size,) = struct.unpack_from(order + "I", raw, offset)
+    (size,) = _UINT32[order].unpack_from(raw, offset)
     offset += 4
     return bytes(raw[offset:offset + max(size - 1, 0)]).decode(), offset + size
 
@@ -250,15 +259,17 @@ def _header_at_start(raw):
     order = _cdr_order(raw)
     if order is None:
         return None
-    sec, nanosec = struct.unpack_from(order + "iI", raw, 4)
-    _, offset = _string_at(raw, 12, order)
-    return order, sec * 1_000_000_000 + nanosec, offset
+    sec, nanosec = _STAMP[order].unpack_from(raw, 4)
+    (size,) = _UINT32[order].unpack_from(raw, 12)  # header.frame_id, not needed: skipped
+    if len(raw) < 16 + size:
+        raise ValueError("header.frame_id runs past the end")
+    return order, sec * 1_000_000_000 + nanosec, 16 + size
 
 
 def _doubles_at(raw, offset: int, order: str):
     """(float64 array viewing ``raw``, offset after it) of the CDR sequence<double> at ``offset``."""
     offset = _aligned(offset, 4)
-    (count,) = struct.unpack_from(order + "I", raw, offset)
+    (count,) = _UINT32[order].unpack_from(raw, offset)
     offset = _aligned(offset + 4, 8) if count else offset + 4
     return np.frombuffer(raw, dtype=order + "f8", count=count, offset=offset), offset + 8 * count
 
@@ -268,8 +279,9 @@ class CdrInputs:
     :class:`JointStateFields` and :class:`OdometryFields`.  What rclpy would do is build
     the Python message (≈ 15 and 40 µs for talos' joint states and an odometry); here
     the numbers are read in place, and the joint names, which a robot repeats in every
-    message, are decoded only when their bytes change.  None for an encoding this does
-    not read; InputError for a truncated message."""
+    message, are decoded only when their bytes change (the same tuple is then handed on,
+    so that its joint order is looked up once).  None for an encoding this does not read;
+    InputError for a truncated message."""
 
     def __init__(self):
         self._names = (b"", ())  # (the names section's bytes, the names) of the last joint state
@@ -282,10 +294,10 @@ class CdrInputs:
             order, stamp, offset = header
             start = _aligned(offset, 4)
             section, names = self._names
-            if section and bytes(raw[start:start + len(section)]) == section:
+            if section and raw[start:start + len(section)] == section:
                 offset = start + len(section)
             else:
-                (count,) = struct.unpack_from(order + "I", raw, start)
+                (count,) = _UINT32[order].unpack_from(raw, start)
                 offset, decoded = start + 4, []
                 for _ in range(count):
                     text, offset = _string_at(raw, offset, order)
@@ -307,10 +319,14 @@ class CdrInputs:
             order, stamp, offset = header
             child_frame_id, offset = _string_at(raw, offset, order)
             # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles, no gaps
-            values = np.frombuffer(raw, dtype=order + "f8", count=85, offset=_aligned(offset, 8)).tolist()
+            start = _aligned(offset, 8)
+            if len(raw) < start + 85 * 8:
+                raise ValueError(f"{len(raw)} bytes, the odometry's numbers end at byte {start + 85 * 8}")
+            pose = _POSE_DOUBLES[order].unpack_from(raw, start)
+            twist = _TWIST_DOUBLES[order].unpack_from(raw, start + 43 * 8)
         except (struct.error, ValueError, UnicodeDecodeError) as e:
             raise InputError(f"odometry message is truncated or malformed ({e})") from None
-        return OdometryFields(stamp, child_frame_id, values[0:3], values[3:7], values[43:49])
+        return OdometryFields(stamp, child_frame_id, pose[:3], pose[3:], twist)
 
 
 def pose_quaternion(H: np.ndarray) -> tuple:

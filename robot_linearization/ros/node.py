@@ -100,23 +100,21 @@ class WaitSetTaker:
 
         self.subscriptions = subscriptions
         self.wait_set = rclpy_implementation.WaitSet(len(subscriptions), 0, 0, 0, 0, 0, node.context.handle)
-        self.pointers = [sub.handle.pointer for sub in subscriptions]
 
-    def take(self, timeout_ns: int):
-        """Wait up to ``timeout_ns`` and yield (index, message) of everything that arrived, and of
-        what arrives while it is taken, one message at a time, each from the first subscription
-        that has one: the first is asked again before every message of the others.  (Drained one
-        subscription after the other, joint states that keep arriving while a backlog is worked off
-        would race ahead of their odometry, which would then come too late to pair with them.)"""
-        self.wait_set.clear_entities()
-        for sub in self.subscriptions:
-            self.wait_set.add_subscription(sub.handle)
-        self.wait_set.wait(timeout_ns)
-        ready = self.wait_set.get_ready_entities("subscription")
-        if not any(pointer in ready for pointer in self.pointers):
-            return
+    def take(self, timeout_ns: int, waking=None):
+        """Wait up to ``timeout_ns`` for a message of the subscriptions ``waking`` (their indices; default:
+        all) and yield (index, message) of everything that arrived, and of what arrives while it is
+        taken, one message at a time, each from the first subscription that has one: the first is
+        asked again before every message of the others.  (Drained one subscription after the other,
+        joint states that keep arriving while a backlog is worked off would race ahead of their
+        odometry, which would then come too late to pair with them.)"""
+        wait_set, subscriptions = self.wait_set, self.subscriptions
+        wait_set.clear_entities()
+        for index in range(len(subscriptions)) if waking is None else waking:
+            wait_set.add_subscription(subscriptions[index].handle)
+        wait_set.wait(timeout_ns)
         while True:
-            for index, sub in enumerate(self.subscriptions):
+            for index, sub in enumerate(subscriptions):
                 taken = sub.handle.take_message(sub.msg_type, sub.raw)
                 if taken is not None:
                     break
@@ -163,9 +161,11 @@ class InputLoop(threading.Thread):
     and /diagnostics.  With the executor path it only does that first load.
     """
 
-    def __init__(self, node: "LinearizationNode", subscriptions, first_description: str, serve: bool):
+    def __init__(self, node: "LinearizationNode", subscriptions, waking: tuple, first_description: str,
+                 serve: bool):
         super().__init__(name="linearization inputs", daemon=True)
         self.node, self.subscriptions, self.first_description = node, subscriptions, first_description
+        self.waking = waking  # the indices of the subscriptions that wake the loop while no joint state waits
         self.serve = serve
         self.running = True
 
@@ -191,8 +191,12 @@ class InputLoop(threading.Thread):
         if dropped:
             self.node.get_logger().info(f"{dropped} joint_states and odom messages that arrived while the robot "
                                         "description loaded were not linearized")
+        pipeline = self.node.pipeline
         while self.running and self.node.context.ok():
-            for index, message in taker.take(100_000_000):  # 0.1 s: shutdown is noticed within it
+            # odometry wakes the loop only while a joint state waits for it; otherwise it is taken, first,
+            # when the joint state of its stamp wakes the loop (sent after it): one wake per cycle
+            waking = None if pipeline.waiting else self.waking
+            for index, message in taker.take(100_000_000, waking):  # 0.1 s: shutdown is noticed within it
                 handlers[index](message)
                 if not self.running:
                     break
@@ -282,7 +286,7 @@ class LinearizationNode(Node):
                               clock=steady)
         # odometry first: of a backlog (the node late by a few cycles), each joint state then finds its own
         # odometry, instead of pairing with an older one while its own waits behind the newer joint states
-        self.input_loop = InputLoop(self, [(odometry, on_odometry), (joint_states, on_joint_state)],
+        self.input_loop = InputLoop(self, [(odometry, on_odometry), (joint_states, on_joint_state)], (1,),
                                     settings.description, serve=fast)
         self.input_loop.start()
         self.get_logger().info("ready")
