@@ -38,42 +38,48 @@ def _contact_forces_call(pointers: list, block: int, m: int, N: int) -> str:
 
 
 _RUNTIME_CALLS: dict[str, tuple[Callable[..., int], Callable[..., list], Callable[..., str]]] = {
-    # kind -> (block size, input segments [(doubles, read only)], C call on the segments' pointers and the
-    # block's start in w) of its sizes; the tracer places the results in the block after its inputs
+    # kind -> (block size, input segments [(doubles, mode)], C call on the segments' pointers and the
+    # block's start in w) of its sizes; the tracer places the results in the block after its inputs.  A
+    # segment's mode: "in", read only, from anywhere in w; "block", read only, in the block; "rw", changed
+    # there
     "multiply_add": (lambda p, q, w, sign: int(p * q + q * w + p * w),
-                     lambda p, q, w, sign: [(int(p * q), True), (int(q * w), True), (int(p * w), False)],
+                     lambda p, q, w, sign: [(int(p * q), "in"), (int(q * w), "in"), (int(p * w), "rw")],
                      lambda pointers, block, p, q, w, sign: f"rl_multiply_add({pointers[0]}, {pointers[1]}, {int(p)}, "
                                                             f"{int(q)}, {int(w)}, {int(w)}, {_literal(sign)}, "
                                                             f"{pointers[2]}, {int(w)});"),
     "cholesky_solve": (lambda m, c: int(m * m + m * c),
-                       lambda m, c: [(int(m * m), True), (int(m * c), False)],
+                       lambda m, c: [(int(m * m), "in"), (int(m * c), "rw")],
                        lambda pointers, block, m, c: f"rl_cholesky_solve({pointers[0]}, {pointers[1]}, {int(m)}, "
                                                      f"{int(c)});"),
     "contact_forces": (lambda m, N: int(2 * m * N + N * N + 2 * N + 2 * m + m * m + 1),
-                       lambda m, N: [(int(m * N), True), (int(N * N), True), (int(N), True), (int(m), True)],
+                       lambda m, N: [(int(m * N), "in"), (int(N * N), "in"), (int(N), "in"), (int(m), "in")],
                        lambda pointers, block, m, N: _contact_forces_call(pointers, block, int(m), int(N))),
     "inverse_mass_matrix": (lambda bodies, N, floating: int(27 * bodies + 6 * N + 36 + N * N + 12 * bodies * N),
-                            lambda bodies, N, floating: [(int(21 * bodies + 6 * N + 36), False)],
+                            lambda bodies, N, floating: [(int(21 * bodies + 6 * N + 36), "block")],
                             lambda pointers, block, bodies, N, floating: f"rl_inverse_mass_matrix(w + {block}, "
                                                                          f"{int(bodies)}, {int(N)}, {int(floating)});"),
     "base_frame_backward": (lambda bodies, N, *flags: int(80 * bodies + 48 * N + 2 * N * N),
-                            lambda bodies, N, *flags: [(int(80 * bodies + 24 * N), False)],
+                            lambda bodies, N, *flags: [(int(2 * bodies + 24 * N), "block"), (int(78 * bodies), "rw")],
                             lambda pointers, block, bodies, N, *flags: f"rl_base_frame_backward(w + {block}, "
                             f"{int(bodies)}, {int(N)}, " + ", ".join(str(int(flag)) for flag in flags) + ");"),
 }
 """What a trace may leave to a runtime routine (tracer._runtime_products, _runtime_sweeps); a contact_forces
-block ends with its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ).  A read-only input that already lies
-in w, whole and in order (a routine's result), is read where it lies; any other is copied into the
-block."""
+block ends with its status (1.0, or 0.0 for a singular J M⁻¹ Jᵀ).  An "in" input that already lies in
+w, whole and in order (a routine's result), is read where it lies; any other is copied into the block,
+where a value the straight-line code computes is stored at once when nothing reads it after a routine
+changed it (_straight_line)."""
 
 
 def _copies(destination: str, start: int, sources: list) -> list:
     """C statements ``destination[start + j] = sources[j]`` (each ("w", address in w), ("c", constant) or
-    ("x", C expression)), runs of consecutive addresses or of one constant as loops: a routine's block
+    ("x", C expression); none where it lies there already), runs of consecutive addresses or of one constant as loops: a routine's block
     filled, or its results written out, in a few bytes of code rather than a statement per double."""
     lines, j = [], 0
     while j < len(sources):
         kind, value = sources[j]
+        if kind == "w" and destination == "w" and value == start + j:  # (stored there already)
+            j += 1
+            continue
         run = 1
         while j + run < len(sources) and sources[j + run][0] == kind != "x" and \
                 sources[j + run][1] == (value + run if kind == "w" else value):
@@ -139,7 +145,21 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
         elif kind in _RUNTIME_CALLS:
             blocks[k] = size
             size += _RUNTIME_CALLS[kind][0](*map(float, sizes))
+    # a value copied into a routine's block is stored there when it is computed (read there by the others),
+    # unless something reads it after a routine changed it there
+    last_read = {index: position for position, k in enumerate(order) if operations[k][0] != "in"
+                 for kind, index in operations[k][1] if kind == "n"}
     slots = {}
+    for position, k in enumerate(order):
+        kind, *sizes = operations[k][0].split()
+        if kind in _RUNTIME_CALLS:
+            start = blocks[k]
+            for count, mode in _RUNTIME_CALLS[kind][1](*map(float, sizes)):
+                for j, (operand, index) in enumerate(operations[k][1][start - blocks[k]:start - blocks[k] + count]):
+                    if operand == "n" and index not in slots and operations[index][0] != "solved" \
+                            and (mode != "rw" or last_read[index] == position):
+                        slots[index] = start + j
+                start += count
     for k in order:
         operation, operands = operations[k]
         if operation == "in":
@@ -164,7 +184,7 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
             return "c", v
         if operations[v][0] == "solved":
             return "w", blocks[operations[v][1][0][1]] + int(operations[v][1][1][1])
-        return "x", value(x)
+        return ("w", slots[v]) if v in slots else ("x", value(x))
 
     results: dict = {}  # routine -> [(region, flat index, address in w)] of its results that regions receive
     for k in order:
@@ -205,9 +225,9 @@ def _straight_line(graph: _Graph, regions: dict, size: int) -> tuple[list, list,
         if kind in _RUNTIME_CALLS:
             numbers = list(map(float, sizes))
             pointers, start = [], 0
-            for count, read_only in _RUNTIME_CALLS[kind][1](*numbers):
+            for count, mode in _RUNTIME_CALLS[kind][1](*numbers):
                 sources = [source(x) for x in operands[start:start + count]]
-                if read_only and sources and sources[0][0] == "w" \
+                if mode == "in" and sources and sources[0][0] == "w" \
                         and all(entry == ("w", sources[0][1] + j) for j, entry in enumerate(sources)):
                     pointers.append(f"w + {sources[0][1]}")  # (read where it lies)
                 else:
