@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk as _syrk  # C ← αAAᵀ + βC, the upper triangle
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
 from ..arguments import positive_number, real_array
@@ -505,19 +506,27 @@ class WholeBodyMPC:
         ½ yᵀHy + gᵀy + const: (H, g) = (RᵀR, Rᵀρ) of the stacked least-squares rows R = [E_k Γ_k] and
         ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
         residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (r, N), f (r,)):
-        f + F δz_k[:N] (the swing feet).  (One symmetric product RᵀR instead of a backward recursion of
-        the cost-to-go through the A_k: about half the arithmetic, in one call.)"""
+        f + F δz_k[:N] (the swing feet).  (Symmetric products RᵀR instead of a backward recursion of
+        the cost-to-go through the A_k: about half the arithmetic; one per torque group, over the
+        columns its knots' Γ_k reach, the rest being zero: a third of it again.)"""
         two_N, n, K = self.sizes
         size = Gamma.shape[2]
         root = np.sqrt(weights)
-        R = (Gamma[1:] * root[:, :, None]).reshape(K * two_N, size)
-        H, g = R.T @ R, R.T @ (root * (residuals + d[1:])).ravel()
+        rho = root * (residuals + d[1:])
+        H, g = np.zeros((size, size), order="F"), np.zeros(size)  # (H: its upper triangle, then mirrored)
+        reached = np.array([self._reached(k) for k in range(1, K + 1)])
+        for end in np.unique(reached):
+            knots = np.flatnonzero(reached == end)
+            R = (Gamma[knots + 1, :, :end] * root[knots, :, None]).reshape(-1, end)
+            H[:end, :end] = _syrk(1.0, R.T, 1.0, H[:end, :end], overwrite_c=True)
+            g[:end] += R.T @ rho[knots].ravel()
         if foot_rows:
             N = two_N // 2
             R = np.concatenate([F @ Gamma[k, :N] for k, F, _ in foot_rows])
-            H += R.T @ R
+            H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
             g += R.T @ np.concatenate([f + F @ d[k, :N] for k, F, f in foot_rows])
-        return H, g
+        upper = np.triu(H)
+        return upper + np.triu(upper, 1).T, g
 
     def references(self, time: float, state: State, contacts_now=None) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References), the feet

@@ -52,7 +52,8 @@ class Log:
     the step's projection removed, ``turns`` [rad] the largest angle it turned a held sole by, and
     ``pressure_margins``: (time, sole, the margin [m] of its centre of pressure inside its rectangle)
     of each held sole (ground.sole_dynamics).
-    violations: the ground's (ground.Violation); error: why the MPC stopped, if it did;
+    violations: the ground's (ground.Violation); touchdowns: (time, feet) of each contact the
+    ground closed (ground.GroundSimulation.touchdowns); error: why the MPC stopped, if it did;
     first_plan: the timings of the plan made at rest before the start.
 
     Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
@@ -80,6 +81,7 @@ class Log:
     turns: list = field(default_factory=list)
     pressure_margins: list = field(default_factory=list)  # (time, sole, margin)
     violations: list = field(default_factory=list)
+    touchdowns: list = field(default_factory=list)
     error: str | None = None
     first_plan: dict | None = None  # the timings of the plan made before the start
 
@@ -179,5 +181,5 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
         if base_height < 0.5 * height:
             log.error = f"t = {simulation.time:.3f} s: the base fell to {base_height:.3f} m"
             break
-    log.violations = simulation.violations
+    log.violations, log.touchdowns = simulation.violations, simulation.touchdowns
     return log
