@@ -289,7 +289,8 @@ def main() -> None:
           f"thread), from the plan the MPC started from (cost {start_cost:.4g}):")
     print(f"  the MPC's QP (one Gauss-Newton step, hard margins):   cost {mpc_cost:.4g} in "
           f"{sum(result.timings.values()) * 1e3:.1f} ms")
-    print(f"  Crocoddyl FDDP (pyramid as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
+    barrier = "wrench cone" if robot.sole_size is not None else "pyramid"
+    print(f"  Crocoddyl FDDP (the {barrier} as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
           f"{elapsed * 1e3:.1f} ms, {elapsed / iterations * 1e3:.2f} ms per iteration")
     one = crocoddyl.SolverFDDP(problem)
     started = time.perf_counter()

@@ -13,8 +13,8 @@ impacts), and solves one QP with the contact margins as constraints; the robot, 
 (walking/ground.py), gets its first torque; the first plan is made at rest, before the start.
 Prints how well it followed, what a cycle costs (median, 99th percentile, largest, the cycles
 over the 10 ms of 100 Hz) and how far the held feet drifted; draws the base velocity against the
-command, the foot heights, the contact forces against their cones and the time per cycle into
-FIGURE (a new file).
+command, the foot heights, the contact forces against their cones (on soles, also how far inside
+its sole each wrench's centre of pressure lay) and the time per cycle into FIGURE (a new file).
 
 Run: python examples/mpc_trot.py [FIGURE.png] [--robot bundled|solo12|anymal|talos] [--seconds S]
 (exit status 1 if the robot falls)
@@ -40,7 +40,8 @@ def figure(log, path: str, title: str) -> None:
     heading = np.array(log.yaw)
     forward = velocity[:, 0] * np.cos(heading) + velocity[:, 1] * np.sin(heading)
     lateral = -velocity[:, 0] * np.sin(heading) + velocity[:, 1] * np.cos(heading)
-    fig, axes = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    soles = bool(log.pressure_margins)
+    fig, axes = plt.subplots(5 if soles else 4, 1, figsize=(10, 13.5 if soles else 11), sharex=True)
     axes[0].plot(time, forward, label="forward [m/s]")
     axes[0].plot(time, command[:, 0], "--", label="commanded forward")
     axes[0].plot(time, lateral, label="lateral [m/s]")
@@ -62,12 +63,20 @@ def figure(log, path: str, title: str) -> None:
     axes[2].set_ylim(0, 1.0)
     axes[2].set_ylabel("|f_t| / f_n")
     axes[2].legend(loc="upper right", fontsize=8)
+    if soles:  # each received wrench's centre of pressure: how far inside its sole
+        for foot in log.feet:
+            samples = np.array([(t, margin) for t, name, margin in log.pressure_margins if name == foot])
+            if len(samples):
+                axes[3].plot(samples[:, 0], samples[:, 1] * 1e3, ".", markersize=1, label=foot)
+        axes[3].axhline(0.0, color="k", linestyle="--", label="the sole's edge")
+        axes[3].set_ylabel("centre of pressure:\nmargin [mm]")
+        axes[3].legend(loc="upper right", fontsize=8)
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
-    axes[3].stackplot(time, timings.T, labels=["linearization", "QP assembly", "solve"])
-    axes[3].axhline(10.0, color="k", linestyle="--", label="10 ms (100 Hz)")
-    axes[3].set_ylabel("ms per cycle")
-    axes[3].set_xlabel("time [s]")
-    axes[3].legend(loc="upper right", fontsize=8)
+    axes[-1].stackplot(time, timings.T, labels=["linearization", "QP assembly", "solve"])
+    axes[-1].axhline(10.0, color="k", linestyle="--", label="10 ms (100 Hz)")
+    axes[-1].set_ylabel("ms per cycle")
+    axes[-1].set_xlabel("time [s]")
+    axes[-1].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=60)
 
@@ -117,6 +126,9 @@ def main() -> int:
     print(f"held feet: at most {max(log.drift) * 1e3:.2g} {unit} from where they are held after a step's "
           f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}"
           + (f" and turned a sole by up to {max(log.turns) * 1e3:.2f} mrad" if soles else ""))
+    if soles:
+        print(f"every wrench a sole received: its centre of pressure at least "
+              f"{min(margin for _, _, margin in log.pressure_margins) * 1e3:.2f} mm inside the sole")
     print(f"largest dynamics residual {max(log.dynamics_residual):.1e}, "
           f"smallest planned margin {min(log.min_margin):.1e}")
     kinds = {}
