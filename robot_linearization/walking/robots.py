@@ -49,7 +49,7 @@ def sole_settings(sole_size) -> MPCSettings:
     acceleration on the position, and the plan of a light foot at the end of a long leg rang,
     landing it tilted by up to 0.2 rad), a torque held over 8 knots (40 ms), a swing of 5 % of the leg
     length, and the swinging sole's tilt and the feet's heights weighted 1000× and 10× the default
-    (it lands flat, to 0.2 mrad, and on time, to 4 ms)."""
+    (it lands flat, to 0.3 mrad, and on time, to 4 ms)."""
     return MPCSettings(knot_dt=0.005, knots=40, torque_hold=8, swing_lift=0.05, sole_size=tuple(sole_size),
                        weights={**MPCSettings().weights, "sole": 400000.0, "foot_height": 40000.0})
 
