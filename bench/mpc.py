@@ -1,10 +1,11 @@
 """Benchmark: one cycle of the whole-body MPC (robot_linearization/walking/mpc.py), and Crocoddyl's
 FDDP on the same horizon and cost.
 
-    .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal] [--seconds 3] [--at 1.2]
+    .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal|talos] [--seconds 3] [--at 1.2]
 
-Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp; example-robot-data for solo12 and
-ANYmal C).  Runs the robot's trot (forward at 0.3 m/s; walking/robots.py) for --seconds on one core
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp; example-robot-data for solo12,
+ANYmal C and Talos).  Runs the robot's gait and settings (walking/robots.py: a quadruped's trot
+forward at 0.3 m/s, Talos's walk on its soles at 0.1 m/s) for --seconds on one core
 (the process is pinned to it) and prints the median time of a cycle split into linearization, QP
 assembly and solve, its 90th and 99th percentiles, its largest, and how many cycles exceed the 10 ms
 of 100 Hz control (and the time of the first plan, made at rest before the start), and the time
@@ -13,9 +14,12 @@ cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet he
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
 posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
 costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a quadratic barrier
-(FDDP has no inequalities), and solves it with FDDP warm-started from the plan the MPC started that
-cycle from.  Prints its iterations, time per iteration and the cost it reaches, beside the cost of
-the MPC's own plan of that cycle in the same problem.
+(FDDP has no inequalities); on soles, 6d contacts and impulses, the wrench cone of the planned sole
+(friction, centre of pressure, its yaw moment) as the barrier, and a swinging sole's tilt and
+heading as the rotation residual log(R*ᵀR) (the MPC's rows to first order), and solves it with
+FDDP warm-started from the plan the MPC started that cycle from.  Prints its iterations, time per
+iteration and the cost it reaches, beside the cost of the MPC's own plan of that cycle in the same
+problem.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
-from robot_linearization.gait import Gait  # noqa: E402
 from robot_linearization.walking import mpc as mpc_module  # noqa: E402
 from robot_linearization.walking.robots import WALKERS, walker  # noqa: E402
 from robot_linearization.walking.scenario import Segment, walk  # noqa: E402
@@ -59,7 +62,7 @@ class Recorder(mpc_module.WholeBodyMPC):
         result = super().solve(time, state, contacts_now, held_now)
         Recorder.kept = dict(time=time, state=state, shifted=shifted, result=result, mpc=self,
                                  knots=self._knot_contacts(time, contacts_now, held_now),
-                                 references=self.references(time, state))
+                                 references=self.references(time, state, contacts_now))
         return result
 
 
@@ -126,14 +129,27 @@ def crocoddyl_problem(kept, model, urdf):
             weights = [0.0, 0.0, ref.foot_height_weight] if landing is None else \
                 [ref.foot_xy_weight, ref.foot_xy_weight, ref.foot_height_weight]
             add(f"foot_{i}", crocoddyl.ResidualModelFrameTranslation(state, foot_ids[i], target, nu), weights)
+            if soles:  # flat, turning to the base reference's heading when it lands (mpc._sole_rows)
+                fraction, remaining = ref.swings[k][i] or (1.0, 0.0)
+                heading = mpc_module.yaw_of(ref.base_poses[0]) + ref.twist[5] * (k * h + remaining)
+                rotation = mpc_module.planar_pose(0.0, 0.0, 0.0, heading)[:3, :3]
+                add(f"sole_{i}", crocoddyl.ResidualModelFrameRotation(state, foot_ids[i], rotation, nu),
+                    ref.sole_weight * np.array([1.0, 1.0, fraction ** 2]))
+
+    soles = mpc.gait.contact == "6d"
 
     def contact_set(feet, impulse=False):
         group = crocoddyl.ImpulseModelMultiple(state) if impulse else crocoddyl.ContactModelMultiple(state, nu)
         for foot in feet:
             i = mpc.feet.index(foot)
-            item = crocoddyl.ImpulseModel3D(state, foot_ids[i], pin.LOCAL_WORLD_ALIGNED) if impulse else \
-                crocoddyl.ContactModel3D(state, foot_ids[i], np.zeros(3), pin.LOCAL_WORLD_ALIGNED, nu,
-                                         np.array([0.0, 0.0]))
+            if soles:  # (a sole's wrench in its own axes, where its centre of pressure is bounded)
+                item = crocoddyl.ImpulseModel6D(state, foot_ids[i], pin.LOCAL) if impulse else \
+                    crocoddyl.ContactModel6D(state, foot_ids[i], pin.SE3.Identity(), pin.LOCAL, nu,
+                                             np.array([0.0, 0.0]))
+            else:
+                item = crocoddyl.ImpulseModel3D(state, foot_ids[i], pin.LOCAL_WORLD_ALIGNED) if impulse else \
+                    crocoddyl.ContactModel3D(state, foot_ids[i], np.zeros(3), pin.LOCAL_WORLD_ALIGNED, nu,
+                                             np.array([0.0, 0.0]))
             (group.addImpulse if impulse else group.addContact)(foot, item)
         return group
 
@@ -154,10 +170,16 @@ def crocoddyl_problem(kept, model, urdf):
             raise RuntimeError("--at: choose a cycle that does not start with a touchdown")
         costs.addCost("torque", crocoddyl.CostModelResidual(state, crocoddyl.ResidualModelControl(state, nu)),
                       ref.torque_weight / h)
-        for foot in contacts:  # the planned forces' pyramid, as a barrier
-            cone = crocoddyl.FrictionCone(np.eye(3), settings.friction, mpc_module.FACETS, True,
-                                          mpc.min_normal_force)
-            residual = crocoddyl.ResidualModelContactFrictionCone(state, foot_ids[mpc.feet.index(foot)], cone, nu)
+        for foot in contacts:  # the planned forces' pyramid (a sole's wrench cone), as a barrier
+            frame = foot_ids[mpc.feet.index(foot)]
+            if soles:
+                cone = crocoddyl.WrenchCone(np.eye(3), settings.friction, np.array(mpc._planned_sole),
+                                            mpc_module.FACETS, True, mpc.min_normal_force)
+                residual = crocoddyl.ResidualModelContactWrenchCone(state, frame, cone, nu)
+            else:
+                cone = crocoddyl.FrictionCone(np.eye(3), settings.friction, mpc_module.FACETS, True,
+                                              mpc.min_normal_force)
+                residual = crocoddyl.ResidualModelContactFrictionCone(state, frame, cone, nu)
             bounds = crocoddyl.ActivationBounds(cone.lb, cone.ub)
             costs.addCost(f"cone_{foot}", crocoddyl.CostModelResidual(
                 state, crocoddyl.ActivationModelQuadraticBarrier(bounds), residual), 1e2 / h)
@@ -187,7 +209,8 @@ def trajectories(problem, kept, model, states, torques, x_of, u_of, knot_node):
         if k > 0 and set(contacts) - set(previous):
             xs.append(x_of(states[k]))
             us.append(np.zeros(0))
-            xs.append(x_of(rl.impact(model, states[k], list(contacts)).state))
+            kind = kept["mpc"].gait.contact
+            xs.append(x_of(rl.impact(model, states[k], [rl.Contact(f, kind) for f in contacts]).state))
         else:
             xs.append(x_of(states[k]))
         us.append(u_of(torques[k]))
@@ -197,7 +220,7 @@ def trajectories(problem, kept, model, states, torques, x_of, u_of, knot_node):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robot", choices=[name for name in WALKERS if name != "talos"], default="bundled")
+    parser.add_argument("--robot", choices=WALKERS, default="bundled")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
     args = parser.parse_args()
@@ -210,14 +233,16 @@ def main() -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     Recorder.at = args.at
     robot = walker(args.robot)
-    log = walk(robot.model, robot.feet, Gait.trot(robot.feet, robot.posture), robot.effort_limits, args.seconds,
-               (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorder)
+    speed = 0.3 if robot.sole_size is None else 0.1
+    log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds,
+               (Segment(0.0, (speed, 0.0, 0.0)),), (), settings=robot.settings, mpc_class=Recorder)
     if log.error:
-        raise SystemExit(f"the trot stopped: {log.error}")
+        raise SystemExit(f"the {robot.gait.name} stopped: {log.error}")
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
     total = timings.sum(axis=1)
-    settings = mpc_module.MPCSettings()
-    print(f"machine: {os.cpu_count()} cores; the MPC on {robot.name} trotting at 0.3 m/s, "
+    settings = robot.settings
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end; the MPC on "
+          f"{robot.name} ({robot.gait.name}, {robot.gait.contact} contacts) at {speed:g} m/s, "
           f"{len(total)} cycles; {settings.knots} knots of {settings.knot_dt * 1e3:g} ms, torques held over "
           f"{settings.torque_hold}")
     print(f"one cycle (median ms): linearization {np.median(timings[:, 0]):.2f}, QP assembly "
@@ -248,7 +273,8 @@ def main() -> None:
     xs_mpc, us_mpc = trajectories(problem, kept, model, result.states, result.torques_plan, x_of, u_of, knot_node)
     mpc_cost = problem.calc(xs_mpc, us_mpc)
     start_cost = problem.calc(xs0, us0)
-    ours = {name: mpc.cost(kept["time"], kept["state"], states, torques) for name, (states, torques) in
+    ours = {name: mpc.cost(kept["time"], kept["state"], states, torques, kept["knots"][0][0])
+            for name, (states, torques) in
             (("start", kept["shifted"]), ("plan", (result.states, result.torques_plan)))}
     print(f"\nthe cost in both measures (a check that the two problems are the same): the plan the MPC started "
           f"from {ours['start']:.6g} (ours) {start_cost:.6g} (Crocoddyl's), its new plan {ours['plan']:.6g} "
@@ -263,7 +289,8 @@ def main() -> None:
           f"thread), from the plan the MPC started from (cost {start_cost:.4g}):")
     print(f"  the MPC's QP (one Gauss-Newton step, hard margins):   cost {mpc_cost:.4g} in "
           f"{sum(result.timings.values()) * 1e3:.1f} ms")
-    print(f"  Crocoddyl FDDP (pyramid as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
+    barrier = "wrench cone" if robot.sole_size is not None else "pyramid"
+    print(f"  Crocoddyl FDDP (the {barrier} as a barrier), {iterations} iterations: cost {solver.cost:.4g} in "
           f"{elapsed * 1e3:.1f} ms, {elapsed / iterations * 1e3:.2f} ms per iteration")
     one = crocoddyl.SolverFDDP(problem)
     started = time.perf_counter()

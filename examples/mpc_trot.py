@@ -3,8 +3,9 @@ bundled robot, 0.3 m/s for the others), a turn in place at 0.5 rad/s from 4 s, t
 from 7 s; 10 s in all.  --robot: the bundled quadruped (default), solo12 or anymal (ANYmal C), the
 last two from example-robot-data, with their SRDF's standing posture and the MPC's default
 settings (in each robot's units, walking/scale.py).  --robot talos: Talos (example-robot-data)
-stands on its two soles (6d contacts, their centres of pressure kept in 0.2 m × 0.1 m) for the
-10 s, pushed sideways by 0.2 m/s at 2.5 s: it does not walk yet (docs/mpc.md).
+walks on its two soles (6d contacts, their centres of pressure kept in 0.2 m × 0.1 m, its gait
+and settings from walking/robots.py): stepping in place, forward at 0.1 m/s from 2 s, turning at
+0.25 rad/s as it walks from 6 s (scenario.WALK_TURN).
 
 Every 10 ms the MPC (robot_linearization/walking/mpc.py, docs/mpc.md) linearizes the robot along
 its previous plan at 20 knots of 15 ms with the exact step Jacobians (through the touchdowns'
@@ -12,8 +13,8 @@ impacts), and solves one QP with the contact margins as constraints; the robot, 
 (walking/ground.py), gets its first torque; the first plan is made at rest, before the start.
 Prints how well it followed, what a cycle costs (median, 99th percentile, largest, the cycles
 over the 10 ms of 100 Hz) and how far the held feet drifted; draws the base velocity against the
-command, the foot heights, the contact forces against their cones and the time per cycle into
-FIGURE (a new file).
+command, the foot heights, the contact forces against their cones (on soles, also how far inside
+its sole each wrench's centre of pressure lay) and the time per cycle into FIGURE (a new file).
 
 Run: python examples/mpc_trot.py [FIGURE.png] [--robot bundled|solo12|anymal|talos] [--seconds S]
 (exit status 1 if the robot falls)
@@ -25,11 +26,8 @@ import sys
 
 import numpy as np
 
-from robot_linearization.gait import Gait
-from robot_linearization.walking.robots import walker
-from robot_linearization.walking.mpc import MPCSettings
-from robot_linearization.walking.robots import WALKERS
-from robot_linearization.walking.scenario import LATERAL_PUSH, TROT_TURN_PUSH, Push, Segment, walk
+from robot_linearization.walking.robots import WALKERS, walker
+from robot_linearization.walking.scenario import LATERAL_PUSH, TROT_TURN_PUSH, WALK_TURN, Push, walk
 
 
 def figure(log, path: str, title: str) -> None:
@@ -42,7 +40,8 @@ def figure(log, path: str, title: str) -> None:
     heading = np.array(log.yaw)
     forward = velocity[:, 0] * np.cos(heading) + velocity[:, 1] * np.sin(heading)
     lateral = -velocity[:, 0] * np.sin(heading) + velocity[:, 1] * np.cos(heading)
-    fig, axes = plt.subplots(4, 1, figsize=(10, 11), sharex=True)
+    soles = bool(log.pressure_margins)
+    fig, axes = plt.subplots(5 if soles else 4, 1, figsize=(10, 13.5 if soles else 11), sharex=True)
     axes[0].plot(time, forward, label="forward [m/s]")
     axes[0].plot(time, command[:, 0], "--", label="commanded forward")
     axes[0].plot(time, lateral, label="lateral [m/s]")
@@ -64,12 +63,20 @@ def figure(log, path: str, title: str) -> None:
     axes[2].set_ylim(0, 1.0)
     axes[2].set_ylabel("|f_t| / f_n")
     axes[2].legend(loc="upper right", fontsize=8)
+    if soles:  # each received wrench's centre of pressure: how far inside its sole
+        for foot in log.feet:
+            samples = np.array([(t, margin) for t, name, margin in log.pressure_margins if name == foot])
+            if len(samples):
+                axes[3].plot(samples[:, 0], samples[:, 1] * 1e3, ".", markersize=1, label=foot)
+        axes[3].axhline(0.0, color="k", linestyle="--", label="the sole's edge")
+        axes[3].set_ylabel("centre of pressure:\nmargin [mm]")
+        axes[3].legend(loc="upper right", fontsize=8)
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
-    axes[3].stackplot(time, timings.T, labels=["linearization", "QP assembly", "solve"])
-    axes[3].axhline(10.0, color="k", linestyle="--", label="10 ms (100 Hz)")
-    axes[3].set_ylabel("ms per cycle")
-    axes[3].set_xlabel("time [s]")
-    axes[3].legend(loc="upper right", fontsize=8)
+    axes[-1].stackplot(time, timings.T, labels=["linearization", "QP assembly", "solve"])
+    axes[-1].axhline(10.0, color="k", linestyle="--", label="10 ms (100 Hz)")
+    axes[-1].set_ylabel("ms per cycle")
+    axes[-1].set_xlabel("time [s]")
+    axes[-1].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=60)
 
@@ -85,14 +92,14 @@ def main() -> int:
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds: expected a duration in (0, 60], got {args.seconds:g}")
     robot = walker(args.robot)
-    if robot.sole_size is not None:  # a humanoid: it stands
-        gait, segments, push = (Gait.stand(robot.feet, robot.posture, contact="6d"),
-                                (Segment(0.0, (0.0, 0.0, 0.0)),), (Push(2.5, (0.0, 0.2, 0.0)),))
+    soles = robot.sole_size is not None
+    if soles:  # a humanoid: it walks and turns
+        segments, push = WALK_TURN, ()
     else:
-        gait, segments = Gait.trot(robot.feet, robot.posture), TROT_TURN_PUSH
+        segments = TROT_TURN_PUSH
         push = LATERAL_PUSH if args.robot == "bundled" else (Push(2.5, (0.0, 0.3, 0.0)),)
-    log = walk(robot.model, robot.feet, gait, robot.effort_limits, args.seconds, segments, push,
-               settings=MPCSettings(sole_size=robot.sole_size))
+    log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds, segments, push,
+               settings=robot.settings)
     if not log.time:
         print(f"stopped: {log.error}", file=sys.stderr)
         return 1
@@ -101,20 +108,27 @@ def main() -> int:
     total = timings.sum(axis=1)
     print(f"walked {time[-1] + 0.01:.2f} s: base at {np.round(log.position[-1], 3).tolist()} m, "
           f"heading {np.degrees(log.yaw[-1]):.0f}°")
-    steady = (time > 1.5) & (time < 2.5)
-    if steady.any() and robot.sole_size is None:
-        print(f"forward speed 1.5–2.5 s: {velocity[steady, 0].mean():.3f} m/s (command 0.3)")
-    turning = (time > 5.5) & (time < 7.0)
-    if turning.any() and robot.sole_size is None:
-        print(f"yaw rate 5.5–7 s: {np.mean(np.array(log.yaw_rate)[turning]):.3f} rad/s (command 0.5)")
+    heading = np.array(log.yaw)
+    forward = velocity[:, 0] * np.cos(heading) + velocity[:, 1] * np.sin(heading)
+    # the settled windows (a humanoid's: whole steps of 0.8 s)
+    windows = (((3.2, 6.0, 0.1, "forward speed", "m/s"), (7.6, 10.0, 0.25, "yaw rate", "rad/s")) if soles else
+               ((1.5, 2.5, 0.3, "forward speed", "m/s"), (5.5, 7.0, 0.5, "yaw rate", "rad/s")))
+    for (start, end, commanded, what, unit), values in zip(windows, (forward, np.array(log.yaw_rate))):
+        inside = (time >= start) & (time < end)
+        if inside.any():
+            print(f"{what} {start:g}–{end:g} s: {values[inside].mean():.3f} {unit} (command {commanded:g})")
     print(f"MPC cycle: median {np.median(total):.1f} ms (linearization {np.median(timings[:, 0]):.1f}, "
           f"QP assembly {np.median(timings[:, 1]):.1f}, solve {np.median(timings[:, 2]):.1f}), "
           f"{1e3 / np.median(total):.0f} Hz; 99th percentile {np.percentile(total, 99):.1f} ms, largest "
           f"{total.max():.1f} ms, {np.count_nonzero(total > 10.0)} of {len(total)} cycles over 10 ms (the first "
           f"plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.1f} ms)")
-    unit = "mm or mrad (a sole's tilt)" if robot.sole_size is not None else "mm"
+    unit = "mm or mrad (a sole's tilt)" if soles else "mm"
     print(f"held feet: at most {max(log.drift) * 1e3:.2g} {unit} from where they are held after a step's "
-          f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}")
+          f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}"
+          + (f" and turned a sole by up to {max(log.turns) * 1e3:.2f} mrad" if soles else ""))
+    if soles:
+        print(f"every wrench a sole received: its centre of pressure at least "
+              f"{min(margin for _, _, margin in log.pressure_margins) * 1e3:.2f} mm inside the sole")
     print(f"largest dynamics residual {max(log.dynamics_residual):.1e}, "
           f"smallest planned margin {min(log.min_margin):.1e}")
     kinds = {}

@@ -2,8 +2,11 @@
 settings (walking/scale.py gives them the robot's units): solo12 (2.5 kg) and ANYmal C (52 kg),
 from example-robot-data, trot forward at 0.3 m/s, reject a lateral push of 0.3 m/s and turn in
 place at 0.5 rad/s; their held feet stay within 0.5 mm of where they are held (the ground's
-projection, walking/ground.py) and every force they receive lies in its cone.  A gait or a
-setting that does not fit is refused in one line."""
+projection, walking/ground.py) and every force they receive lies in its cone.  Talos, on its two
+soles (6d contacts, its walk and settings from walking/robots.py), stands and takes a push, and
+steps, walks forward at 0.1 m/s and turns at 0.25 rad/s: on time, its soles landing flat (the
+projection turns none by 1 mrad), every wrench it receives pushing, in its cone, its centre of
+pressure inside the sole.  A gait or a setting that does not fit is refused in one line."""
 
 import logging
 import os
@@ -137,6 +140,7 @@ def test_a_scale_that_is_not_positive_is_refused_in_one_line(field, value, messa
     (MPCSettings(weights={**MPCSettings().weights, "torque": -1.0}), r"^weights\['torque'\]: expected a "
                                                                      r"non-negative number"),
     (MPCSettings(weights={"torque": 1.0}), r"^weights: no 'base_xy': expected base_xy, "),
+    (MPCSettings(sole_margin=-0.001), r"^sole_margin: expected a non-negative number"),
 ])
 def test_settings_that_cannot_work_are_refused_in_one_line(solo, settings, message):
     gait = Gait.trot(solo.feet, solo.posture)
@@ -234,6 +238,15 @@ def test_soles_without_their_size_are_refused_in_one_line():
     assert "\n" not in str(error.value)
 
 
+def test_a_sole_margin_that_leaves_no_room_is_refused_in_one_line():
+    robot = walker("talos")
+    with pytest.raises(ValueError, match=r"^sole_margin: 0\.05 m leaves no room for the centre of pressure in a "
+                                         r"sole of \(0\.2, 0\.1\) m$") as error:
+        WholeBodyMPC(robot.model, robot.gait, robot.feet, robot.effort_limits,
+                     MPCSettings(sole_size=robot.sole_size, sole_margin=0.05))
+    assert "\n" not in str(error.value)
+
+
 def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
     """The MPC's rows of a swinging sole (its tilt, the horizontal components of R e_z, and its heading
     less the base reference's) and their Jacobian in z_q: the geometric finite differences of the
@@ -262,3 +275,60 @@ def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
         ahead, behind = rows(perturb(robot.model, state, z))[0], rows(perturb(robot.model, state, -z))[0]
         derivative = (ahead - behind) / (2 * epsilon)
         np.testing.assert_allclose(J[:, column], derivative, atol=1e-7)
+
+
+TALOS_WALK = (Segment(0.0, (0.0, 0.0, 0.0)), Segment(0.8, (0.1, 0.0, 0.0), 0.8),
+              Segment(2.4, (0.1, 0.0, 0.25), 0.4))
+"""Talos: a step in place, then forward at 0.1 m/s (ramped from 0.8 s to 1.6 s), turning at 0.25 rad/s as
+it walks from 2.4 s (ramped over 0.4 s)."""
+
+
+@pytest.fixture(scope="module")
+def talos_walking():
+    """Talos walking 4 s on its soles (walking/robots.py: its walk and sole_settings) through TALOS_WALK."""
+    logging.getLogger("robot_linearization").setLevel(logging.ERROR)
+    robot = walker("talos")
+    log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, 4.0, TALOS_WALK, (),
+               settings=robot.settings, friction=FRICTION)
+    return robot, log
+
+
+def test_talos_steps_walks_forward_and_turns(talos_walking):
+    """Within 0.05 m/s and 0.05 rad/s of the command over a whole step (0.8 s) once each is reached; its
+    soles take turns: a touchdown every 0.8 s, each within 10 ms of the schedule."""
+    robot, log = talos_walking
+    assert log.error is None, log.error
+    time, velocity, heading = np.array(log.time), np.array(log.velocity), np.array(log.yaw)
+    forward = velocity[:, 0] * np.cos(heading) + velocity[:, 1] * np.sin(heading)
+    walking = (time >= 1.6) & (time < 2.4)
+    assert abs(forward[walking].mean() - 0.1) < 0.05, forward[walking].mean()
+    turning = (time >= 3.2) & (time < 4.0)
+    assert abs(np.mean(np.array(log.yaw_rate)[turning]) - 0.25) < 0.05, np.mean(np.array(log.yaw_rate)[turning])
+    assert abs(forward[turning].mean() - 0.1) < 0.05, forward[turning].mean()
+    assert np.abs(np.array(log.position)[:, 2] - log.position[0][2]).max() < 0.03  # it does not sink
+    landed = [(t, feet) for t, feet in log.touchdowns if t > 0.0]
+    assert [feet for _, feet in landed] == [(robot.feet[0],), (robot.feet[1],), (robot.feet[0],), (robot.feet[1],)]
+    assert all(abs(t - 0.8 * (i + 1)) < 0.01 for i, (t, _) in enumerate(landed)), landed
+
+
+def test_talos_soles_land_flat_and_stay_where_they_landed(talos_walking):
+    """After every step each held sole is within 0.5 mm and 0.5 mrad of where it is held; the
+    projection laid each landing sole flat by turning it less than 1 mrad (the landing is
+    physical: its soles arrive flat); no swinging sole went below the ground."""
+    _, log = talos_walking
+    assert max(log.drift) < DRIFT, max(log.drift)
+    assert max(log.turns) < 1e-3, max(log.turns)
+    assert max(log.corrections) < 1e-3, max(log.corrections)  # (the ground's tolerance at a touchdown)
+    assert not [v for v in log.violations if v.what in ("off the ground", "below the ground")]
+
+
+def test_talos_receives_wrenches_its_soles_can_give(talos_walking):
+    """Every wrench the ground gave a sole pushes, lies in the friction cone and has its centre of
+    pressure inside the sole (its margin ≥ 0)."""
+    _, log = talos_walking
+    assert not log.violations, log.violations[:3]
+    assert log.pressure_margins and len(log.pressure_margins) == len(log.forces)
+    for time_, sole, margin in log.pressure_margins:
+        assert margin >= 0.0, (time_, sole, margin)
+    for time_, sole, wrench in log.forces:
+        assert wrench[2] > 0 and np.hypot(*wrench[:2]) <= FRICTION * wrench[2], (time_, sole, wrench)

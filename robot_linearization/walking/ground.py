@@ -166,7 +166,9 @@ def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, fricti
     (world-aligned): (ν̇ (N,), {sole: the wrench [f; m] (6,) on the robot, world axes at the sole's
     origin, N and N m}, [(sole, what, amount)] of each wrench the ground could not give: "pulls"
     (f_n < 0, by ``amount`` [N]), "slides" (‖f_t‖ beyond μ f_n, μ = ``friction``, by [N]) or "tips"
-    (its centre of pressure beyond the sole's rectangle ``sole_size`` (length, width) [m], by [m])).
+    (its centre of pressure beyond the sole's rectangle ``sole_size`` (length, width) [m], by [m]),
+    {sole: its centre of pressure's margin, the distance [m] inside the nearest edge of the
+    rectangle (negative: beyond it; −inf for a sole that pulls)}).
     The ground holds the soles whatever the wrench: a sole that would lift, slide or tip is
     reported, not simulated.  ValueError / ContactError in one line from rl's constrained dynamics
     for torques (n,) or soles that do not fit the model.
@@ -177,21 +179,23 @@ def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, fricti
     nu_dot, wrenches = constrained_forward_dynamics(model, state, torques, [Contact(f, "6d") for f in soles])
     half = 0.5 * np.asarray(sole_size, dtype=float)
     rotations = frame_poses(model, state, list(soles))[:, :3, :3]
-    forces, issues = {}, []
+    forces, issues, margins = {}, [], {}
     for i, sole in enumerate(soles):
         wrench = forces[sole] = wrenches[6 * i:6 * i + 6].copy()
         f_n = wrench[2]
         if f_n < 0.0:
             issues.append((sole, "pulls", -f_n))
+            margins[sole] = -np.inf
             continue
         if np.hypot(wrench[0], wrench[1]) > friction * f_n:
             issues.append((sole, "slides", float(np.hypot(wrench[0], wrench[1]) - friction * f_n)))
         moment = rotations[i].T @ wrench[3:]  # in the sole's axes (it lies flat: its z is the normal)
         pressure = np.array([-moment[1], moment[0]]) / max(f_n, 1e-12)
         beyond = float(np.max(np.abs(pressure) - half))
+        margins[sole] = -beyond
         if beyond > 0.0:
             issues.append((sole, "tips", beyond))
-    return nu_dot, forces, issues
+    return nu_dot, forces, issues, margins
 
 
 def held_feet_projected(model: Model, state: State, contacts, rows, anchors, *, tolerance: float = 1e-10,
@@ -256,10 +260,15 @@ class GroundSimulation:
     step.  friction μ: of the cone the received forces are checked against.  restitution e of
     the touchdowns.  tolerance [m]: how close to the ground a foot closes its contact.
     ``state`` (rl.State), ``time`` [s] and ``held`` (the feet in contact over the last step)
-    describe where it is; ``touchdowns`` lists (time, feet) of every impact.  A held foot is held
-    where it closed its contact, on the ground (a sliding one: on the ground): after each step the
-    configuration is projected there (:func:`held_feet_projected`); ``correction`` [m]: how far the
-    step had taken the held feet from there, ``drift`` [m]: how far they are after the projection.
+    describe where it is (soles it starts on are laid flat first); ``touchdowns`` lists (time,
+    feet) of every impact.  A held foot is held where it closed its contact, on the ground (a
+    sliding one: on the ground): after each step the configuration is projected there
+    (:func:`held_feet_projected`); ``correction`` [m]: how far the step had taken the held feet
+    from there, ``drift`` [m]: how far they are after the projection,
+    ``turned`` [rad]: the largest angle the projection turns a held sole by (a sole that lands
+    tilted is laid flat: a landing that is not physical unless this is small);
+    ``pressure_margins``: {sole: the margin [m] of its centre of pressure over the last step}
+    (:func:`sole_dynamics`).
     """
 
     def __init__(self, model: Model, gait: Gait, state: State, *, feet, height: float = 0.0, dt: float = 0.002,
@@ -274,9 +283,13 @@ class GroundSimulation:
         self.touchdowns: list[tuple[float, tuple]] = []
         self.violations: list[Violation] = []
         self.forces: dict = {}  # foot -> the force (3,) it received over the last step [N]
+        self.pressure_margins: dict = {}  # sole -> its centre of pressure's margin over the last step [m]
         # foot -> where it is held (3,) [m], in the world: where it closed its contact, on the ground
         self.anchors = {foot: self._on_ground(foot) for foot in self.held}
-        self.correction, self.drift = 0.0, 0.0
+        if self.held and gait.contact == "6d":  # the soles it stands on laid flat (a posture may tilt them)
+            self.state = held_feet_projected(model, state, [Contact(f, "6d") for f in self.held],
+                                             range(6 * len(self.held)), [self.anchors[f] for f in self.held])[0]
+        self.correction, self.drift, self.turned = 0.0, 0.0, 0.0
 
     def _scheduled(self, time: float | None = None) -> set:
         return {c.frame for c in self.gait.contacts_at(self.time if time is None else time)}
@@ -304,6 +317,7 @@ class GroundSimulation:
         """One step of dt with joint torques τ (n,) held over it (:func:`ground_dynamics`)."""
         model, state = self.model, self.state
         held = self.contacts_now()
+        self.pressure_margins = {}
         soles = self.gait.contact == "6d"
         contacts = [Contact(f, self.gait.contact) for f in held]
         closing = tuple(f for f in held if f not in self.held)
@@ -311,7 +325,8 @@ class GroundSimulation:
             state = impact(model, state, contacts, self.restitution).state
             self.touchdowns.append((self.time, closing))
         if contacts and soles:
-            nu_dot, forces, issues = sole_dynamics(model, state, torques, held, self.friction, self.sole_size)
+            nu_dot, forces, issues, self.pressure_margins = sole_dynamics(model, state, torques, held, self.friction,
+                                                                          self.sole_size)
             modes, excess = {foot: "sticks" for foot in held}, {}
             self.violations += [Violation(self.time, foot, what, amount) for foot, what, amount in issues]
         elif contacts:
@@ -326,12 +341,16 @@ class GroundSimulation:
         rows = list(range(6 * len(held))) if soles else [
             3 * i + axis for i, foot in enumerate(held)
             for axis in {"sticks": (0, 1, 2), "slides": (2,), "lets go": ()}[modes[foot]]]
-        self.correction = self.drift = 0.0
+        self.correction = self.drift = self.turned = 0.0
         if rows:
             state = contact_velocities_zeroed(model, state, contacts, rows)
             # each held foot where it is held: a new or sliding one where the step put it, on the ground
             anchors = {foot: self.anchors[foot] if foot in self.anchors and modes[foot] == "sticks"
                        else self._on_ground(foot, state) for foot in held}
+            if soles:  # how far the projection turns each sole (a new one: flat, about its heading)
+                poses = frame_poses(model, state, list(held))
+                self.turned = max(float(np.linalg.norm(so3_log(pose[:3, :3] @ anchors[foot][:3, :3].T)))
+                                  for pose, foot in zip(poses, held))
             state, self.correction, self.drift = held_feet_projected(model, state, contacts, rows,
                                                                      [anchors[foot] for foot in held])
         self.state, self.held = state, tuple(f for f in held if modes[f] != "lets go")

@@ -11,9 +11,10 @@ states and δτ_k (n) of the torques::
 
 with A_d, B_d the exact Jacobians of rl.step's semi-implicit Euler at (x̄_k, τ̄_k) (a touchdown's
 knot: through its impact), c_k = step(x̄_k, τ̄_k) ⊖ x̄_{k+1} the defect of the shifted plan, and
-m the friction pyramid and unilateral margins of λ (rl.contact_margins).  The residuals r track
-a base pose and twist that follow the command, the gait's posture, the swing feet's height
-profile and landing points, and small torques.  Each torque perturbation is held over
+m the friction pyramid and unilateral margins of λ (and a sole's centre of pressure,
+rl.contact_margins).  The residuals r track a base pose and twist that follow the command, the
+gait's posture, the swing feet's height profile and landing points (a sole's also at the knot it
+lands, flat, turning to its landing heading over its swing), and small torques.  Each torque perturbation is held over
 ``torque_hold`` knots (δτ_k = y_m) and the dynamics are condensed (δz_k = Γ_k y + d_k), leaving a
 dense QP in the M·n held torques y with the limits as a box (ProxSuite's dense solver; OSQP on
 request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ̄_0 + δτ_0.
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk as _syrk  # C ← αAAᵀ + βC, the upper triangle
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
 from ..arguments import positive_number, real_array
@@ -68,7 +70,9 @@ class MPCSettings:
     ``weights``: 1/σ² of each residual without units (scale.WEIGHTS; RobotScale.weights gives them
     units); ``scale``: the robot's size (scale.RobotScale; None: the model's, standing in the gait's
     posture); ``sole_size``: (length, width) [m] of the rectangle the centre of pressure of a sole
-    held flat (a gait of "6d" contacts) is kept in, required for one; ``blas_threads``: the
+    held flat (a gait of "6d" contacts) is kept in, required for one, and ``sole_margin`` [m] how far
+    inside its edges the planned centre of pressure stays (as the inner friction pyramid: the
+    wrench a sole receives between knots moves it); ``blas_threads``: the
     threads numpy's BLAS may use within a cycle (1: the cycle's products are too small to share,
     and BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
     leaves numpy's setting alone).  WholeBodyMPC refuses, in one
@@ -89,6 +93,7 @@ class MPCSettings:
     blas_threads: int | None = 1
     scale: RobotScale | None = None
     sole_size: tuple | None = None
+    sole_margin: float = 0.005
     weights: dict = field(default_factory=lambda: {
         "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
@@ -102,7 +107,8 @@ class References:
     nothing): base_poses (K+1, 4, 4) in the world, at the base height, level, moving with the
     command; twist (6,) the commanded body twist [v; ω]; posture (n,); swings[k]: per foot, (the
     fraction of its swing done, seconds until it lands) or None in stance; feet[k]: (foot index,
-    height [m], landing (2,) in the world or None) of each swinging foot; scales (K+1,): each
+    height [m], landing (2,) in the world or None) of each swinging foot (and of each sole landing at
+    knot k, where its contact closes: on the ground, at its landing point, flat); scales (K+1,): each
     knot's weight (the terminal's); the weights (1/σ²) of each residual.
 
     The weights: ``pose_weights`` (6,) and ``twist_weights`` (6,) of the base's pose and twist
@@ -238,6 +244,10 @@ class WholeBodyMPC:
             raise ValueError(f"effort_limits: joint {joint!r} has no finite limit (its URDF gives none): give one "
                              "per joint")
         self._check_settings()
+        # the rectangle the planned centre of pressure of a sole stays in
+        sole_size = self.settings.sole_size
+        self._planned_sole = None if sole_size is None else \
+            tuple(float(side) - 2 * self.settings.sole_margin for side in sole_size)
         self.posture = gait.joint_posture(model.joint_names)
         stand = State(base_pose=np.eye(4), joint_positions=self.posture, base_twist=np.zeros(6),
                       joint_velocities=np.zeros(model.n_joints))
@@ -290,12 +300,16 @@ class WholeBodyMPC:
                 raise ValueError(f"{name}: expected a positive number{what}, got {value!r}")
         for name, unit in (("knot_dt", "s"), ("friction", ""), ("swing_lift", "leg lengths")):
             positive_number(getattr(settings, name), name, unit)
-        for name in ("min_normal_load", "raibert", "ground"):
+        for name in ("min_normal_load", "raibert", "ground", "sole_margin"):
             value = real_array(getattr(settings, name), name, (), what="a finite number")
             if value < 0 and name != "ground":
                 raise ValueError(f"{name}: expected a non-negative number, got {getattr(settings, name)!r}")
         if settings.base_height is not None:
             positive_number(settings.base_height, "base_height", "m")
+        if settings.sole_size is not None and not np.all(2 * settings.sole_margin < real_array(
+                settings.sole_size, "sole_size", (2,), what="(length, width) in m")):
+            raise ValueError(f"sole_margin: {settings.sole_margin:g} m leaves no room for the centre of pressure in a "
+                             f"sole of {settings.sole_size} m")
         if settings.scale is not None and not isinstance(settings.scale, RobotScale):
             raise ValueError(f"scale: expected a walking.scale.RobotScale or None, got {type(settings.scale).__name__}")
         threads = settings.blas_threads
@@ -387,7 +401,7 @@ class WholeBodyMPC:
         if held is None:
             contacts = tuple(Contact(f, self.gait.contact) for f in feet)
             margins = (MarginEvaluator(self.model, contacts, friction=self.settings.friction, facets=FACETS,
-                                       sole_size=self.settings.sole_size) if contacts else None)
+                                       sole_size=self._planned_sole) if contacts else None)
             floor = None if margins is None else np.array(
                 [self.min_normal_force if label.endswith(":unilateral") else 0.0
                  for label in margins.layout.labels])
@@ -416,22 +430,25 @@ class WholeBodyMPC:
         return rotations, J.reshape(K, f, 2, 3, -1)[:, :, 1].reshape(K, 3 * f, -1)
 
     def _sole_rows(self, ref: References, soles, k: int):
-        """The residuals (3s,) of the s soles swinging at knot k, and their Jacobian (3s, N): each
-        sole's tilt, the horizontal components of its z axis a = R e_z (d a = −[a]× J_ω δz), and its
-        heading ψ = atan2(R₁₀, R₀₀) less the base reference's (dψ = ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) /
-        (R₀₀² + R₁₀²), ω = J_ω δz), [rad]; None for point feet or no sole swinging."""
+        """The residuals (3s,) of the s soles swinging at knot k (or landing there), and their Jacobian
+        (3s, N): each sole's tilt, the horizontal components of its z axis a = R e_z (d a = −[a]× J_ω
+        δz), and φ (ψ − ψ*), φ the fraction of its swing done, ψ = atan2(R₁₀, R₀₀) its heading (dψ =
+        ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) / (R₀₀² + R₁₀²), ω = J_ω δz) and ψ* the base reference's heading
+        when it lands (a sole turns over its swing, not as it lifts), [rad]; None for point feet or
+        no sole swinging."""
         if soles is None or not ref.feet[k]:
             return None
         rotations, J_w = soles[0][k], soles[1][k]
-        heading = yaw_of(ref.base_poses[k])
         residuals, rows = [], []
         for i, _, _ in ref.feet[k]:
+            fraction, remaining = ref.swings[k][i] or (1.0, 0.0)  # (landing at knot k)
+            heading = yaw_of(ref.base_poses[0]) + ref.twist[5] * (k * self.settings.knot_dt + remaining)
             R, J = rotations[i], J_w[3 * i:3 * i + 3]
             a = R[:, 2]
             turned = math.atan2(R[1, 0], R[0, 0]) - heading
-            residuals += [a[0], a[1], math.remainder(turned, 2 * math.pi)]
+            residuals += [a[0], a[1], fraction * math.remainder(turned, 2 * math.pi)]
             rows += [a[2] * J[1] - a[1] * J[2], a[0] * J[2] - a[2] * J[0],  # −[a]× J, rows x, y
-                     J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2)]
+                     fraction * (J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2))]
         return np.array(residuals), np.array(rows)
 
     # ---- one cycle -----------------------------------------------------------------------------
@@ -450,7 +467,7 @@ class WholeBodyMPC:
         knots = self._knot_contacts(time, contacts_now, held_now)
         steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
         defects = _differences(tuple(a[1:] for a in x), following)
-        ref = self.references(time, state)
+        ref = self.references(time, state, contacts_now)
         feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(steps, defects)
@@ -491,23 +508,34 @@ class WholeBodyMPC:
         ½ yᵀHy + gᵀy + const: (H, g) = (RᵀR, Rᵀρ) of the stacked least-squares rows R = [E_k Γ_k] and
         ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
         residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (r, N), f (r,)):
-        f + F δz_k[:N] (the swing feet).  (One symmetric product RᵀR instead of a backward recursion of
-        the cost-to-go through the A_k: about half the arithmetic, in one call.)"""
+        f + F δz_k[:N] (the swing feet).  (Symmetric products RᵀR instead of a backward recursion of
+        the cost-to-go through the A_k: about half the arithmetic; one per torque group, over the
+        columns its knots' Γ_k reach, the rest being zero: a third of it again.)"""
         two_N, n, K = self.sizes
         size = Gamma.shape[2]
         root = np.sqrt(weights)
-        R = (Gamma[1:] * root[:, :, None]).reshape(K * two_N, size)
-        H, g = R.T @ R, R.T @ (root * (residuals + d[1:])).ravel()
+        rho = root * (residuals + d[1:])
+        H, g = np.zeros((size, size), order="F"), np.zeros(size)  # (H: its upper triangle, then mirrored)
+        reached = np.array([self._reached(k) for k in range(1, K + 1)])
+        for end in np.unique(reached):
+            knots = np.flatnonzero(reached == end)
+            R = (Gamma[knots + 1, :, :end] * root[knots, :, None]).reshape(-1, end)
+            H[:end, :end] = _syrk(1.0, R.T, 1.0, H[:end, :end], overwrite_c=True)
+            g[:end] += R.T @ rho[knots].ravel()
         if foot_rows:
             N = two_N // 2
             R = np.concatenate([F @ Gamma[k, :N] for k, F, _ in foot_rows])
-            H += R.T @ R
+            H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
             g += R.T @ np.concatenate([f + F @ d[k, :N] for k, F, f in foot_rows])
-        return H, g
+        upper = np.triu(H)
+        return upper + np.triu(upper, 1).T, g
 
-    def references(self, time: float, state: State) -> References:
-        """What the cost of the cycle at ``time`` from ``state`` tracks (References)."""
+    def references(self, time: float, state: State, contacts_now=None) -> References:
+        """What the cost of the cycle at ``time`` from ``state`` tracks (References), the feet
+        ``contacts_now`` holding now (None: those the gait schedules; a sole the gait schedules that
+        does not hold yet lands at knot 1)."""
         settings, K = self.settings, self.sizes[2]
+        held = {c.frame for c in self.gait.contacts_at(time)} if contacts_now is None else set(contacts_now)
         h, w = settings.knot_dt, self.weights
         # the base's reference: the measured position and heading at the base height, moving with the command
         H0, base_twist = floating_base_of(state)
@@ -532,9 +560,12 @@ class WholeBodyMPC:
                                 for foot in self.feet))
             swinging: list[tuple] = []
             for i, swing in enumerate(swings[k]):
-                if k == 0 or swing is None:
+                if k == 0 or swing is None and (self._sole_contacts is None or (
+                        self.feet[i] in held if k == 1 else swings[k - 1][i] is None)):
                     continue
-                fraction, remaining = swing
+                # (a sole landing at knot k, where its contact closes: the end of its swing, flat on the ground;
+                # point feet have no such cost: with it the quadrupeds' feet let go 1.1-3 times as often)
+                fraction, remaining = (1.0, 0.0) if swing is None else swing
                 if fraction >= 0.5:  # it aims at its landing point (below)
                     landings.append((k, len(swinging), i, k * h + remaining))
                 swinging.append((i, settings.ground + self.swing_height * math.sin(math.pi * fraction), None))
@@ -558,10 +589,11 @@ class WholeBodyMPC:
             posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
             foot_xy_weight=w["foot_xy"], torque_weight=w["torque"], sole_weight=w["sole"])
 
-    def cost(self, time: float, state: State, states, torques) -> float:
-        """The cost the cycle at ``time`` from ``state`` gives the plan ``states`` (K+1) and
-        ``torques`` (K, n): Σ_k ½‖r_k‖²_W of the residuals the QP linearizes (References)."""
-        ref, K = self.references(time, state), self.sizes[2]
+    def cost(self, time: float, state: State, states, torques, contacts_now=None) -> float:
+        """The cost the cycle at ``time`` from ``state`` (the feet ``contacts_now`` holding, as
+        :meth:`references` takes them) gives the plan ``states`` (K+1) and ``torques`` (K, n):
+        Σ_k ½‖r_k‖²_W of the residuals the QP linearizes (References)."""
+        ref, K = self.references(time, state, contacts_now), self.sizes[2]
         diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..gait import TROT
+from ..gait import TROT, Gait
 from ..coupling import AnyModel
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import effort_limits, load_urdf
+from .mpc import MPCSettings
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,9 @@ class Walker:
     (frame names; a quadruped's as front left, front right, hind left, hind right), its standing
     ``posture`` ({joint: angle [rad]}), its joints' ``effort_limits`` (n,) [N m] (its URDF's), and
     ``sole_size`` (length, width) [m] of the rectangle a sole's centre of pressure is kept in (a
-    robot on soles, "6d" contacts; None for feet).
+    robot on soles, "6d" contacts; None for feet); ``gait``: how it walks (gait.Gait: a
+    quadruped's trot, a humanoid's walk on its soles) and ``settings`` the MPC's (walking/mpc.py)
+    for it (:func:`sole_settings` on soles).
 
     ``name``: the robot's name (that of :func:`walker`'s choice)."""
 
@@ -36,6 +39,19 @@ class Walker:
     posture: dict
     effort_limits: np.ndarray
     sole_size: tuple | None = None
+    gait: Gait | None = None
+    settings: MPCSettings = field(default_factory=MPCSettings)
+
+
+def sole_settings(sole_size) -> MPCSettings:
+    """The MPC's settings for a robot on soles of ``sole_size`` (length, width) [m]: knots of 5 ms (a
+    0.2 s horizon; over a knot of 15 ms the semi-implicit Euler puts twice the effect of an
+    acceleration on the position, and the plan of a light foot at the end of a long leg rang,
+    landing it tilted by up to 0.2 rad), a torque held over 8 knots (40 ms), a swing of 5 % of the leg
+    length, and the swinging sole's tilt and the feet's heights weighted 1000× and 10× the default
+    (it lands flat, to 0.3 mrad, and on time, to 4 ms)."""
+    return MPCSettings(knot_dt=0.005, knots=40, torque_hold=8, swing_lift=0.05, sole_size=tuple(sole_size),
+                       weights={**MPCSettings().weights, "sole": 400000.0, "foot_height": 40000.0})
 
 
 # name -> (URDF and SRDF below example-robot-data's robots directory, the SRDF's standing state, feet,
@@ -59,7 +75,7 @@ def walker(name: str) -> Walker:
     if name == "bundled":
         model = load_urdf(bundled_urdf_path())
         return Walker(name, bundled_urdf_path(), model, BUNDLED_FEET, dict(TROT.posture),
-                      effort_limits(bundled_urdf_path(), model.joint_names))
+                      effort_limits(bundled_urdf_path(), model.joint_names), gait=TROT)
     if name not in _EXAMPLE_ROBOTS:
         raise ValueError(f"robot {name!r}: expected one of {', '.join(WALKERS)}")
     try:
@@ -71,8 +87,13 @@ def walker(name: str) -> Walker:
     root = example_robot_data.getModelPath(urdf)
     urdf, srdf = os.path.join(root, urdf), os.path.join(root, srdf)
     model = load_urdf(urdf)
-    return Walker(name, urdf, model, feet, srdf_posture(srdf, state, model.joint_names),
-                  effort_limits(urdf, model.joint_names), sole_size)
+    posture = srdf_posture(srdf, state, model.joint_names)
+    if sole_size is None:
+        return Walker(name, urdf, model, feet, posture, effort_limits(urdf, model.joint_names),
+                      gait=Gait.trot(feet, posture))
+    return Walker(name, urdf, model, feet, posture, effort_limits(urdf, model.joint_names), sole_size,
+                  Gait.walk(feet, posture, contact="6d", period=1.6, support=0.3),
+                  sole_settings(sole_size))
 
 
 def srdf_posture(path: str, state: str, joint_names) -> dict:

@@ -37,6 +37,9 @@ TROT_TURN_PUSH = (Segment(0.0, (0.3, 0.0, 0.0)), Segment(4.0, (0.0, 0.0, 0.5)), 
 """The 10 s scenario: trot forward at 0.3 m/s, turn in place at 0.5 rad/s, trot in place."""
 LATERAL_PUSH = (Push(2.5, (0.0, 0.5, 0.0)),)
 """A lateral push of 0.5 m/s during the forward trot."""
+WALK_TURN = (Segment(0.0, (0.0, 0.0, 0.0)), Segment(2.0, (0.1, 0.0, 0.0)), Segment(6.0, (0.1, 0.0, 0.25)))
+"""A humanoid's 10 s: stepping in place, walking forward at 0.1 m/s from 2 s, turning at 0.25 rad/s as
+it walks from 6 s (each ramped over 1 s)."""
 
 
 @dataclass
@@ -45,9 +48,12 @@ class Log:
     world (3,) and yaw rate, foot heights (f,) of ``feet``, the feet held, the torques, the MPC's
     timings and iterations; per simulation step: the forces (a sole's wrench) each held foot
     received, and ``drift``: the largest distance [m] (or tilt [rad], a sole) of a held foot from
-    where it is held after the step (ground.GroundSimulation.drift) and ``corrections`` the largest
-    the step's projection removed.
-    violations: the ground's (ground.Violation); error: why the MPC stopped, if it did;
+    where it is held after the step (ground.GroundSimulation.drift), ``corrections`` the largest
+    the step's projection removed, ``turns`` [rad] the largest angle it turned a held sole by, and
+    ``pressure_margins``: (time, sole, the margin [m] of its centre of pressure inside its rectangle)
+    of each held sole (ground.sole_dynamics).
+    violations: the ground's (ground.Violation); touchdowns: (time, feet) of each contact the
+    ground closed (ground.GroundSimulation.touchdowns); error: why the MPC stopped, if it did;
     first_plan: the timings of the plan made at rest before the start.
 
     Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
@@ -72,7 +78,10 @@ class Log:
     forces: list = field(default_factory=list)  # (time, foot, force (3,))
     drift: list = field(default_factory=list)
     corrections: list = field(default_factory=list)
+    turns: list = field(default_factory=list)
+    pressure_margins: list = field(default_factory=list)  # (time, sole, margin)
     violations: list = field(default_factory=list)
+    touchdowns: list = field(default_factory=list)
     error: str | None = None
     first_plan: dict | None = None  # the timings of the plan made before the start
 
@@ -164,10 +173,13 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
             log.forces.extend((simulation.time, foot, force.copy()) for foot, force in simulation.forces.items())
             log.drift.append(simulation.drift)
             log.corrections.append(simulation.correction)
+            log.turns.append(simulation.turned)
+            log.pressure_margins.extend((simulation.time, sole, margin)
+                                        for sole, margin in simulation.pressure_margins.items())
         log.held.append(simulation.held)
         base_height = floating_base_of(simulation.state)[0][2, 3]
         if base_height < 0.5 * height:
             log.error = f"t = {simulation.time:.3f} s: the base fell to {base_height:.3f} m"
             break
-    log.violations = simulation.violations
+    log.violations, log.touchdowns = simulation.violations, simulation.touchdowns
     return log
