@@ -6,6 +6,7 @@ one Pinocchio's independently.  At a bad
 state it must give the same one-line error.  Where it cannot be built it must say so and
 run the generic kernel, leaving no file behind."""
 
+import copy
 import logging
 import os
 import threading
@@ -271,26 +272,31 @@ def test_compiled_once_then_loaded_from_the_cache(rng, tmp_path, monkeypatch, ca
         rl.Linearizer(random_tree(np.random.default_rng(seed), 4), kernel="generated")
         assert sum("compiling the generated kernel" in r.getMessage() for r in caplog.records) == 1
     (library,) = _libraries(tmp_path)
-    assert library.startswith("linearize-random_tree-") and library.endswith(".so")
+    assert library.startswith("linearize-random_tree_") and library.endswith(".so")
 
 
 @needs_compiler
 def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_others(rng, tmp_path, monkeypatch):
     """Another version of the package generates other C for the same robot: the cache keeps one
-    library per robot name, and never touches a file it did not write."""
+    library per robot, a robot of the same name but another model (talos_reduced and talos_full are
+    both 'talos') keeps its own, and a file it did not write is never touched."""
     monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
     (tmp_path / "notes.txt").write_text("the user's")
-    rl.Linearizer(random_tree(rng, 3), kernel="generated")
-    rl.Linearizer(_gimbal(rng), kernel="generated")
+    tree, namesake = random_tree(rng, 3), random_tree(rng, 4)
+    assert tree.name == namesake.name
+    for model in (tree, namesake, _gimbal(rng)):
+        rl.Linearizer(model, kernel="generated")
     older = _libraries(tmp_path)
+    assert len(older) == 3
     monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", codegen.build.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
-    rl.Linearizer(random_tree(rng, 3), kernel="generated")
+    rl.Linearizer(copy.deepcopy(tree), kernel="generated")  # (the same robot, in a new process as it were)
     newer = _libraries(tmp_path)
-    assert len(newer) == 2 and (tmp_path / "notes.txt").read_text() == "the user's"
+    assert len(newer) == 3 and (tmp_path / "notes.txt").read_text() == "the user's"
     assert {name[:-3] for name in newer} == {name.rsplit(".", 1)[0] for name in os.listdir(tmp_path)} - {"notes"}
-    robot = lambda names, name: [n for n in names if n.startswith(f"linearize-{name}-")]  # noqa: E731
-    assert robot(newer, "gimbal") == robot(older, "gimbal") and len(robot(older, "gimbal")) == 1
-    assert robot(newer, "random_tree") != robot(older, "random_tree") and len(robot(newer, "random_tree")) == 1
+    assert len(set(older) - set(newer)) == len(set(newer) - set(older)) == 1  # (the tree's, replaced)
+    replaced, = set(older) - set(newer)
+    assert replaced.startswith("linearize-random_tree_") and replaced.rsplit("-", 1)[0] == \
+        (set(newer) - set(older)).pop().rsplit("-", 1)[0]
 
 
 @needs_compiler

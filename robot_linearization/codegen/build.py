@@ -148,10 +148,11 @@ def request_key(model: Model, contacts: tuple, kind: str) -> str:
 
 
 def _prefix(model: Model, contacts: tuple, kind: str) -> str:
-    """The file names' start shared by the versions of one kernel: kind, robot (and contact set),
-    instruction set (no '-' within its parts: one prefix is no other's start)."""
+    """The file names' start shared by the versions of one kernel: kind, robot (its name and a digest of
+    the model, so that two robots of one name, e.g. talos_reduced and talos_full, keep a kernel each; and
+    the contact set), instruction set (no '-' within its parts: one prefix is no other's start)."""
     contact_set = f"_{hashlib.sha256(repr(contacts).encode()).hexdigest()[:8]}" if contacts else ""
-    return f"{kind}-{robot_name(model)}{contact_set}-{target_flags()[0]}-"
+    return f"{kind}-{robot_name(model)}_{model_fingerprint(model).hex()[:8]}{contact_set}-{target_flags()[0]}-"
 
 
 @dataclass(frozen=True)
