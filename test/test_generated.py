@@ -61,10 +61,21 @@ MODELS = {
 }
 
 
+@pytest.fixture(params=["straight-line sweeps", "looped sweeps"])
+def sweeps(request, monkeypatch, tmp_path):
+    """Both forms of the IMMAmb and the derivatives' backward pass in the generated C (kernels.LOOPS_FROM):
+    these robots are small enough for the straight-line form, so the loops are forced on them (their
+    libraries kept apart)."""
+    if request.param == "looped sweeps":
+        monkeypatch.setattr(codegen.kernels, "LOOPS_FROM", 0)
+        monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
+    return request.param
+
+
 @needs_compiler
 @pytest.mark.parametrize("step", [{}, {"dt": 2e-3}])
 @pytest.mark.parametrize("name", MODELS)
-def test_equal_to_the_generic_kernel_bit_for_bit(name, step, rng):
+def test_equal_to_the_generic_kernel_bit_for_bit(name, step, rng, sweeps):
     """At random states and at rest (where the generic sweep skips the inertia rates the generated
     code computes as zeros), through linearize and linearize_arrays."""
     model = MODELS[name](rng)
@@ -242,7 +253,7 @@ def test_passes_that_branch_on_the_state_run_the_generic_kernel(rng, monkeypatch
     and the generic kernel runs."""
     model = random_tree(rng, 3)
 
-    def branching(model):
+    def branching(model, loops):
         if codegen.tracer.Traced(codegen.tracer._Graph(), 0):
             pass
     monkeypatch.setattr(codegen.kernels, "trace", branching)
@@ -358,7 +369,7 @@ def _assert_same_impact(fast, generic):
 
 @needs_compiler
 @pytest.mark.parametrize("case", IMPACT_CASES)
-def test_impact_map_equal_to_the_generic_kernel_bit_for_bit(case, rng):
+def test_impact_map_equal_to_the_generic_kernel_bit_for_bit(case, rng, sweeps):
     """impact_into traced with its Cholesky, its solves and its dense products left to runtime routines
     (codegen.tracer._runtime_products): the same operations in the same order, so the same bits."""
     make, contacts, restitution = IMPACT_CASES[case]
@@ -499,7 +510,7 @@ def _assert_same_constrained(fast, generic):
 
 @needs_compiler
 @pytest.mark.parametrize("case", CONSTRAINED_CASES)
-def test_constrained_linearization_equal_to_the_generic_kernel_bit_for_bit(case, rng):
+def test_constrained_linearization_equal_to_the_generic_kernel_bit_for_bit(case, rng, sweeps):
     """constrained_linearize_into traced with its Cholesky, its solves and its dense products left to
     runtime routines: the same operations in the same order, so the same bits."""
     make, contacts, step = CONSTRAINED_CASES[case]

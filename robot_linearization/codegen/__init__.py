@@ -26,17 +26,17 @@ order:
   vectorises;
 - on a contact set, J M⁻¹ Jᵀ's Cholesky factorisation with its pivot test and the solves with it
   (constrained_dynamics.contact_forces_into, cholesky_solve_into);
-- the two passes whose work grows as the number of bodies times the tree's depth: the IMMAmb
-  (inverse_mass_matrix_into) and the derivatives' backward pass (base_frame_backward_into), loops
-  over the bodies that stay in the caches, where straight-line code would not (traced, they were half
-  of a 50-joint robot's code);
+- on a robot whose straight-line code would pass kernels.LOOPS_FROM operations, the two passes whose
+  work grows as the number of bodies times the tree's depth: the IMMAmb (inverse_mass_matrix_into)
+  and the derivatives' backward pass (base_frame_backward_into), loops over the bodies that stay in
+  the caches, where straight-line code would not (traced, they were half of a 50-joint robot's code);
 - the status: a singular pivot (forward_dynamics.singular_pivot), a degenerate contact set or an
   overflow, as the generic kernels report them (where a kernel on a contact set has no result, its
   caller runs the generic one, which says why).
 
 What stays straight-line grows as the robot's bodies, and so does its compile time (about a second
-of ``cc -O2`` per 1 500 operations on a 2-core machine): solo12 about 20 000 operations, talos 36 000
-free, 55 000 on its two soles, talos_full (50 joints) 51 000.  kernels.GENERATED_OPERATIONS bounds what
+of ``cc -O2`` per 1 500 operations on a 2-core machine): solo12 about 22 000 operations, talos 36 000
+free, 53 000 on its two soles, talos_full (50 joints) 51 000.  kernels.GENERATED_OPERATIONS bounds what
 is compiled (the compiler's budget).  Whether a kernel pays is measured, not guessed: the background
 build times it against the generic kernel (timing.py), and ``kernel="auto"`` hands over only to a
 faster one.

@@ -26,10 +26,18 @@ GENERATED_OPERATIONS = 250_000
 """The largest trace (operations) compiled: a budget for the compiler (about a second of ``cc -O2`` per
 1 500 operations on a 2-core machine, so at most about 3 minutes), not a guess at where the code stops
 paying, which is measured (timing.py).  With the IMMAmb and the derivatives' backward pass left to
-loops (runtime.c), the trace grows as the robot's bodies: talos 36 000 operations free, 55 000 on its
-two soles, talos_full (50 joints) 51 000; a chain of 50 joints about random axes 92 000.  A tree whose
+loops (runtime.c, from LOOPS_FROM on), the trace grows as the robot's bodies: talos 36 000 operations
+free, 53 000 on its two soles, talos_full (50 joints) 51 000; a chain of 50 joints about random axes
+92 000.  A tree whose
 derivatives' product goes without M⁻¹ (workspace.derivative_products, from N = 80 on) traces that
 product too, and exceeds it."""
+
+LOOPS_FROM = 45_000
+"""The trace (operations) from which the IMMAmb and the derivatives' backward pass are left to loops
+(tracer._runtime_sweeps): below it their straight-line code, the robot's constants folded in, is the
+faster (solo12's free kernel, 22 000 operations: 6.2 against 8.0 µs looped), above it the loops, which
+stay in the caches (talos's impact map on its soles, 50 000 straight-line: 27.7 against 23.0 µs;
+2026-11-27, quiet machine)."""
 
 KINDS = {"linearize": "the linearization", "impact": "the impact map", "constrained": "the constrained linearization"}
 """The kernels generated: kind -> what it computes (the name a compile's log line gives)."""
@@ -50,21 +58,27 @@ def _within_bounds(model: Model, operations: int) -> None:
 
 def _source(model: Model, contacts: tuple, kind: str) -> tuple:
     """(C source, operations, scratch doubles, symbol, pointers) of ``model``'s kernel of ``kind`` on
-    ``contacts``: traced and written out (GenerationError where that cannot be, or does not pay)."""
+    ``contacts``: traced and written out, its sweeps as loops where straight-line they would make it
+    longer than LOOPS_FROM (GenerationError where it cannot be made, or is over the budget)."""
+    written = _written(model, contacts, kind, False)
+    if written[1] > LOOPS_FROM:
+        written = _written(model, contacts, kind, True)
+    _within_bounds(model, written[1])
+    return written
+
+
+def _written(model: Model, contacts: tuple, kind: str, loops: bool) -> tuple:
     if kind == "linearize":
-        traced = _traced_or_refused(model, lambda: trace(model))
+        traced = _traced_or_refused(model, lambda: trace(model, loops))
         source, operations, scratch_size = c_source(traced, model.name)
-        symbol, pointers = "rl_linearize", 10
-    else:
-        traced = _traced_or_refused(model, (lambda: trace_impact(model, contacts)) if kind == "impact"
-                                    else (lambda: trace_constrained(model, contacts)))
-        source, operations, scratch_size = _contacts_c_source(traced, kind, model.name)
-        if kind == "impact":
-            scratch_size += 1  # (e's slot, after what the kernel uses: _impact_entry)
-        symbol, inputs = _CONTACT_KERNELS[kind]
-        pointers = len(inputs) + len(traced.regions) + 1
-    _within_bounds(model, operations)
-    return source, operations, scratch_size, symbol, pointers
+        return source, operations, scratch_size, "rl_linearize", 10
+    traced = _traced_or_refused(model, (lambda: trace_impact(model, contacts, loops)) if kind == "impact"
+                                else (lambda: trace_constrained(model, contacts, loops)))
+    source, operations, scratch_size = _contacts_c_source(traced, kind, model.name)
+    if kind == "impact":
+        scratch_size += 1  # (e's slot, after what the kernel uses: _impact_entry)
+    symbol, inputs = _CONTACT_KERNELS[kind]
+    return source, operations, scratch_size, symbol, len(inputs) + len(traced.regions) + 1
 
 
 def library(model: Model, contacts: tuple, kind: str) -> Library:

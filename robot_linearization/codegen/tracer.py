@@ -267,8 +267,9 @@ def _runtime_sweeps(graph: _Graph) -> dict:
     return {"inverse_mass_matrix_into": inverse_mass_matrix, "base_frame_backward_into": backward}
 
 
-def trace(model: Model) -> SimpleNamespace:
-    """linearize_state_into traced on ``model`` (module docstring): the graph, the outputs A
+def trace(model: Model, loops: bool = False) -> SimpleNamespace:
+    """linearize_state_into traced on ``model`` (module docstring; ``loops``: the sweeps left to loops,
+    :func:`_runtime_sweeps`): the graph, the outputs A
     (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) as arrays of traced values and constants, the
     product left to a loop (D (N, 2N), its sign) or None, and the articulated inertias and
     pivots singular_pivot reads (I_A (n+1, 6, 6), D (n+1,))."""
@@ -282,7 +283,7 @@ def trace(model: Model) -> SimpleNamespace:
     def product(model, data, M_inv, D, sign, out):
         found.product = (D.copy(), sign)
 
-    replacements = {**_runtime_factorisation(graph), **_runtime_sweeps(graph), "singular_pivot": pivots,
+    replacements = {**_runtime_factorisation(graph), **(_runtime_sweeps(graph) if loops else {}), "singular_pivot": pivots,
                     "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
     if derivative_products(model) == DENSE_PRODUCTS:  # (else the product is traced like the rest)
         replacements["tree_multiply_add_into"] = product
@@ -296,11 +297,11 @@ def trace(model: Model) -> SimpleNamespace:
                            pivots=found.pivots)
 
 
-def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments) -> SimpleNamespace:
+def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments, loops: bool) -> SimpleNamespace:
     """``kernel`` (a kernel on a contact set: impact_map.impact_into, contact_linearization.constrained_linearize_into)
     traced on ``model`` and ``contacts`` (a tuple of Contact), called with the traced contact set and
-    ``arguments(graph, state)`` (state: :func:`_traced_state`'s): the graph, the status of J M⁻¹ Jᵀ's
-    factorisation (1,) and what singular_pivot reads (as :func:`trace`)."""
+    ``arguments(graph, state)`` (state: :func:`_traced_state`'s), the sweeps left to loops where ``loops``:
+    the graph, the status of J M⁻¹ Jᵀ's factorisation (1,) and what singular_pivot reads (as :func:`trace`)."""
     graph = _Graph()
     graph.status = _TracedNumpy.empty(1)
     found = SimpleNamespace(pivots=None)
@@ -311,7 +312,7 @@ def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments) -> Simp
 
     passes = _python_passes({"singular_pivot": pivots, "invalid_state": lambda *state: 0,
                              "finite_sum": lambda x: 0.0, **_runtime_factorisation(graph), **_runtime_products(graph),
-                             **_runtime_sweeps(graph)})
+                             **(_runtime_sweeps(graph) if loops else {})})
     data = _traced_workspace(model)
     arrays = contact_arrays(model, contacts)
     k, m, N = len(arrays.contacts), arrays.m, model.n_velocities
@@ -326,23 +327,24 @@ def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments) -> Simp
     return SimpleNamespace(graph=graph, status=graph.status, pivots=found.pivots)
 
 
-def trace_impact(model: Model, contacts: tuple) -> SimpleNamespace:
+def trace_impact(model: Model, contacts: tuple, loops: bool = False) -> SimpleNamespace:
     """impact_map.impact_into traced on ``model`` and ``contacts`` (a tuple of Contact), the restitution e
-    an input as the state is (one kernel serves every e): :func:`_trace_on_contacts`'s, and the outputs
+    an input as the state is (one kernel serves every e; ``loops`` as :func:`trace`'s): :func:`_trace_on_contacts`'s, and the outputs
     (M_inv (N, N), A (2N, 2N), impulses (m,), d_impulses (m, 2N), nu_plus (N,)) as ``regions``, by their
     C names."""
     N, m = model.n_velocities, contact_arrays(model, contacts).m
     regions = {name: _TracedNumpy.empty(shape) for name, shape in (
         ("M_inv", (N, N)), ("A", (2 * N, 2 * N)), ("impulses", (m,)), ("d_impulses", (m, 2 * N)), ("nu_plus", (N,)))}
     traced = _trace_on_contacts(model, contacts, impact_into, lambda graph, state: (
-        state + (np.zeros(model.n_joints).astype(object),), graph.inputs("e", (1,))[0], tuple(regions.values())))
+        state + (np.zeros(model.n_joints).astype(object),), graph.inputs("e", (1,))[0], tuple(regions.values())),
+        loops)
     traced.regions = regions
     return traced
 
 
-def trace_constrained(model: Model, contacts: tuple) -> SimpleNamespace:
+def trace_constrained(model: Model, contacts: tuple, loops: bool = False) -> SimpleNamespace:
     """contact_linearization.constrained_linearize_into traced on ``model`` and ``contacts`` (a tuple of
-    Contact), without a step: :func:`_trace_on_contacts`'s, and the outputs (A (2N, 2N), B (2N, n), M_inv
+    Contact), without a step (``loops`` as :func:`trace`'s): :func:`_trace_on_contacts`'s, and the outputs (A (2N, 2N), B (2N, n), M_inv
     (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) as ``regions``, by their C names."""
     N, n, m = model.n_velocities, model.n_joints, contact_arrays(model, contacts).m
     regions = {name: _TracedNumpy.empty(shape) for name, shape in (
@@ -350,6 +352,6 @@ def trace_constrained(model: Model, contacts: tuple) -> SimpleNamespace:
         ("d_forces", (m, 2 * N)), ("d_forces_dtau", (m, n)))}
     no_step = (np.empty((0, 0)), np.empty((0, 0)))
     traced = _trace_on_contacts(model, contacts, constrained_linearize_into, lambda graph, state: (
-        state + (graph.inputs("tau", (n,)),), tuple(regions.values()) + no_step, 0.0))
+        state + (graph.inputs("tau", (n,)),), tuple(regions.values()) + no_step, 0.0), loops)
     traced.regions = regions
     return traced
