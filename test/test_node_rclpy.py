@@ -764,18 +764,22 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
         graph.close()
 
 
+def _taker_graph(name: str):
+    """A node ``name`` with raw subscriptions to its own /name/odom and /name/joint_states (the input
+    thread's two, odometry first), publishers to them and a message factory."""
+    node = rclpy.create_node(name)
+    topics = ((Odometry, f"/{name}/odom"), (JointState, f"/{name}/joint_states"))
+    subscriptions = [node.create_subscription(t, topic, lambda _: None, 10, raw=True) for t, topic in topics]
+    odometry_pub, joint_state_pub = (node.create_publisher(t, topic, 10) for t, topic in topics)
+    return node, subscriptions, odometry_pub, joint_state_pub, RclpyFactory()
+
+
 def test_the_input_thread_takes_odometry_that_arrives_while_joint_states_are_taken_first(ros):
     """The input thread's taker (node.WaitSetTaker, odometry first): of 3 queued joint states it
     hands over one; 2 odometry messages arrive meanwhile; they come next, before the other joint
     states.  Draining the joint states first let those that kept arriving while a backlog was worked
     off race ahead of their odometry, until they found none within pairing_tolerance (unpaired)."""
-    node = rclpy.create_node("taker_test")
-    odometry_sub, joint_state_sub = (node.create_subscription(t, topic, lambda _: None, 10, raw=True)
-                                     for t, topic in ((Odometry, "/taker_test/odom"),
-                                                      (JointState, "/taker_test/joint_states")))
-    odometry_pub = node.create_publisher(Odometry, "/taker_test/odom", 10)
-    joint_state_pub = node.create_publisher(JointState, "/taker_test/joint_states", 10)
-    factory = RclpyFactory()
+    node, (odometry_sub, joint_state_sub), odometry_pub, joint_state_pub, factory = _taker_graph("taker_test")
     for k in range(3):
         joint_state_pub.publish(joint_state_message(factory, k, MODEL.joint_names, np.zeros(12), np.zeros(12)))
     time.sleep(0.2)
@@ -793,13 +797,7 @@ def test_the_input_thread_is_woken_by_joint_states_and_takes_the_odometry_queued
     """The input thread waits on joint states only while none waits for its odometry (node.InputLoop):
     an odometry message alone does not end the wait (it is taken when the wait ends), a joint state
     does, and the odometry queued before it comes first — one wake per cycle, not one per message."""
-    node = rclpy.create_node("waking_test")
-    odometry_sub, joint_state_sub = (node.create_subscription(t, topic, lambda _: None, 10, raw=True)
-                                     for t, topic in ((Odometry, "/waking_test/odom"),
-                                                      (JointState, "/waking_test/joint_states")))
-    odometry_pub = node.create_publisher(Odometry, "/waking_test/odom", 10)
-    joint_state_pub = node.create_publisher(JointState, "/waking_test/joint_states", 10)
-    factory = RclpyFactory()
+    node, (odometry_sub, joint_state_sub), odometry_pub, joint_state_pub, factory = _taker_graph("waking_test")
     taker = node_module.WaitSetTaker(node, [odometry_sub, joint_state_sub])
     odometry_pub.publish(odometry_message(factory, 1, "odom", "base_link", np.eye(4), np.zeros(6)))
     time.sleep(0.2)
