@@ -356,10 +356,11 @@ def given_arrays(model: RobotModel, joint_positions: ArrayLike, joint_velocities
         if not model.floating_base:
             if base_pose is base_twist is None:
                 return _FIXED_BASE_POSE, joint_positions, _FIXED_BASE_TWIST, joint_velocities, joint_torques
-        elif ready(base_twist, (6,)):
-            if ready(base_pose, (4, 4)):
+        elif ready(base_twist, (6,)) and kernel_ready(base_pose):  # (its shape looked at once)
+            shape = base_pose.shape
+            if shape == (4, 4):
                 return base_pose, joint_positions, base_twist, joint_velocities, joint_torques
-            if ready(base_pose, (7,)) and _POSE_OF_POSITION_QUATERNION(base_pose, pose_buffer):
+            if shape == (7,) and _POSE_OF_POSITION_QUATERNION(base_pose, pose_buffer):
                 return pose_buffer, joint_positions, base_twist, joint_velocities, joint_torques
     joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
     s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
