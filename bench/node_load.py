@@ -2,7 +2,7 @@
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
-        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt]
+        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] [--floor | --pipeline-floor]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
@@ -60,6 +60,8 @@ ROBOTS = {
     "rl_quadruped": bundled_urdf_path(),
 }
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PHASES = ("reading both inputs", "pairing and linearizing", "writing the message's CDR", "publishing it")
+"""--pipeline-floor's parts of a cycle, in the order serve_floor times them."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -174,17 +176,26 @@ def _header_of(raw: bytes) -> bytes:
     return raw[:16 + size]
 
 
-def serve_floor(namespace: str, nv: int, n: int) -> None:
+def serve_floor(namespace: str, nv: int, n: int, urdf_path: str = "") -> None:
     """The floor of any rclpy node with this interface (--floor): the node's input loop
     (a wait set on joint_states and odom, taken serialized), and for each joint state
     one ~/linearization published serialized — prebuilt, with A, B, M⁻¹ of the robot's
     sizes, the joint state's header spliced in — with no linearization, reading or
-    conversion at all."""
+    conversion at all.
+
+    With ``urdf_path`` (--pipeline-floor), each input goes through the node's own cycle
+    instead — messages.CdrInputs, pipeline.LinearizationPipeline (the node's defaults, this
+    robot), interfaces.LinearizationCdr — on this one thread, with no executor, timers,
+    services, heatmaps or health; at exit (SIGTERM) it writes the thread's CPU per output
+    in each of PHASES to stderr, as one line of four numbers [µs]."""
     from rclpy._rclpy_pybind11 import WaitSet
     from rclpy.serialization import serialize_message
 
     rclpy.init()
     node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
+    if urdf_path:
+        serve_pipeline(node, urdf_path)
+        return
     prebuilt = Linearization(state_matrix=np.zeros(4 * nv * nv), input_matrix=np.zeros(2 * nv * n),
                              inverse_mass_matrix=np.zeros(nv * nv))
     publisher = node.create_publisher(Linearization, "~/linearization", 10)
@@ -209,6 +220,54 @@ def serve_floor(namespace: str, nv: int, n: int) -> None:
                         raw = serialize_message(prebuilt)
                         bodies[len(header)] = raw[len(_header_of(raw)):]
                     publisher.publish(header + bodies[len(header)])
+
+
+def serve_pipeline(node, urdf_path: str) -> None:
+    """serve_floor's --pipeline-floor: the floor's loop running the node's cycle (see there)."""
+    import gc
+
+    from robot_linearization.ros.interfaces import LinearizationCdr
+    from robot_linearization.ros.messages import CdrInputs
+    from robot_linearization.ros.pipeline import LinearizationPipeline
+
+    pipeline, reader, writer = LinearizationPipeline(), CdrInputs(), LinearizationCdr()
+    with open(urdf_path) as f:
+        problem = pipeline.set_description(f.read())
+    if problem:
+        raise SystemExit(problem)
+    gc.freeze()  # (as the node's input loop does)
+    publisher = node.create_publisher(Linearization, "~/linearization", 10)
+    # odometry first, as the node's input loop takes them
+    inputs = [(node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data, raw=True), read, name)
+              for t, topic, read, name in ((Odometry, "odom", reader.odometry, "odometry"),
+                                           (JointState, "joint_states", reader.joint_state, "joint_states"))]
+    from rclpy._rclpy_pybind11 import WaitSet
+
+    wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
+    spent, outputs = [0] * len(PHASES), 0
+    clock = time.thread_time_ns
+    while rclpy.ok():
+        wait_set.clear_entities()
+        wait_set.add_subscription(inputs[1][0].handle)  # (a joint state wakes the loop; its odometry came first)
+        wait_set.wait(100_000_000)
+        for sub, read, name in inputs:
+            while (taken := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
+                start = clock()
+                fields = read(taken[0])
+                read_at = clock()
+                made = pipeline.receive(name, fields, time.time_ns())
+                linearized_at = clock()
+                spent[0] += read_at - start
+                spent[1] += linearized_at - read_at
+                for out in made:
+                    data = writer(out, pipeline.base_frame)
+                    written_at = clock()
+                    publisher.publish(data)
+                    spent[2] += written_at - linearized_at
+                    linearized_at = clock()
+                    spent[3] += linearized_at - written_at
+                    outputs += 1
+    print(" ".join(f"{t / max(outputs, 1) * 1e-3:.1f}" for t in spent), file=sys.stderr, flush=True)
 
 
 class RqtView:
@@ -248,12 +307,15 @@ class RqtView:
                 process.kill()
 
 
-def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: bool = False,
+def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: str = "",
             with_rqt: bool = False, requests: int = 0) -> dict:
+    """One robot's run; ``floor``: "" (the node), "floor" or "pipeline" (serve_floor without or with
+    the node's cycle)."""
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
     started = time.monotonic()
-    command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints)]
+    command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints),
+                path if floor == "pipeline" else ""]
                if floor else ["-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
                               "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
     # from /: `-c` puts the working directory first on sys.path, and a checkout's sources lack the
@@ -296,6 +358,10 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
         client.close()
         node.terminate()
         node.wait(timeout=30)
+    phases = None  # --pipeline-floor: its CPU per output in each of PHASES [µs], its last line on stderr
+    if floor == "pipeline":
+        said = node.stderr.read().split()
+        phases = [float(x) for x in said[-len(PHASES):]] if len(said) >= len(PHASES) else None
     sent_set = set(sent)
     latencies = np.array([client.arrivals[s] - s for s in sent if s in client.arrivals]) * 1e-6
     linearized = sum(1 for s in client.arrivals if s in sent_set)
@@ -309,7 +375,8 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             "cpu_per_cycle": cpu / max(linearized if node_outputs is None else node_outputs, 1) * 1e3,
             "cpu_share": cpu / seconds, "first_output": first_output,
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
-            "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected}
+            "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected,
+            "phases": phases}
 
 
 def main() -> None:
@@ -320,30 +387,37 @@ def main() -> None:
     parser.add_argument("--no-heatmaps", action="store_true", help="publish_heatmaps:=false")
     parser.add_argument("--input-path", choices=["auto", "wait_set", "executor"], default="auto",
                         help="the node's input_path parameter (default: auto, the wait set where it works)")
-    parser.add_argument("--floor", action="store_true",
+    floors = parser.add_mutually_exclusive_group()
+    floors.add_argument("--floor", action="store_true",
                         help="instead of the node, a bare rclpy process that takes the inputs and publishes "
                              "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
+    floors.add_argument("--pipeline-floor", action="store_true",
+                        help="instead of the node, that floor's single thread running the node's own cycle "
+                             "(reading the inputs, the pipeline, the message's CDR) with no executor, timers, "
+                             "services or heatmaps; prints the cycle's CPU by part")
     parser.add_argument("--requests", type=int, default=0,
                         help="~/linearize calls at other states during the measured window, one after the other")
     parser.add_argument("--with-rqt", action="store_true",
                         help="rqt with the linearization view running beside the node, on Xvfb")
     if sys.argv[1:2] == ["--serve-floor"]:
-        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
         return
     args = parser.parse_args()
     extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
+    floor = "floor" if args.floor else "pipeline" if args.pipeline_floor else ""
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
-              + ("the rclpy floor (--floor), not the node" if args.floor else
-                 f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
+              + ("the rclpy floor (--floor), not the node" if floor == "floor" else
+                 "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node"
+                 if floor else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
               + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
         for name in args.robots:
-            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, args.floor, args.with_rqt, args.requests)
+            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, floor, args.with_rqt, args.requests)
             print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
                   f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
                   + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))
@@ -352,6 +426,11 @@ def main() -> None:
                 print(f"{'':<13}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
                       f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent), rejected: {rejected}; "
                       f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
+            if r["phases"] is not None:
+                print(f"{'':<13}its thread's CPU per output (µs): "
+                      + ", ".join(f"{part} {value:.1f}" for part, value in zip(PHASES, r["phases"])))
+            elif floor == "pipeline":
+                print(f"{'':<13}(its CPU by part was not reported: it did not end on SIGTERM)")
             if args.requests:
                 trips = np.array(r["round_trips"]) * 1e3
                 print(f"{'':<13}~/linearize: {r['answered']}/{args.requests} answered with success, round trip "
