@@ -60,6 +60,7 @@ from robot_linearization import kernel_choice
 from robot_linearization.contacts import as_contacts as _as_contacts
 from robot_linearization.codegen import GenerationError, generated_contact_kernel, generated_kernel
 from robot_linearization.codegen.build import target_flags
+from robot_linearization.ros.messages import pose_quaternion
 from robot_linearization.contacts import as_contacts
 from robot_linearization.free_linearization import _assemble_into
 from robot_linearization.linearization import linearize_trajectory
@@ -257,7 +258,9 @@ def bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool = Fal
     """The control cycle against Pinocchio's own C++ calls (issue targets: every row ≤ the bare
     call): ours as rl.linearize, an rl.Linearizer given a State, and one given the robot's arrays
     (linearize_arrays), and that with the robot's generated kernel (kernel="generated"; "—" where it
-    is not built: a robot too large for it to pay); Pinocchio's tightest Python
+    is not built: a robot too large for it to pay); the fastest of those two given the base pose as
+    the 7 numbers [x, y, z, qx, qy, qz, qw] odometry gives instead of H, and how much longer that
+    takes than the same call with H ("7 − H", µs); Pinocchio's tightest Python
     pipeline (arrays allocated once, filled in place; free rows) and its bare calls —
     computeABADerivatives; constraintDynamics + computeConstraintDynamicsDerivatives;
     impulseDynamics + computeImpulseDynamicsDerivatives — in this process and, with
@@ -281,9 +284,10 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
     print(f"\nthe control cycle against Pinocchio's bare C++ call: median µs over interleaved rounds; pin "
           f"{ours_pin_version()} in this process, the newest in its own; Linearizer: arrays allocated once; arrays: "
           "Linearizer.linearize_arrays (no State per call); generated: the same (ImpactMap.impact_arrays) with "
-          "kernel='generated' "
-          f"(compiled for {target_flags()[0]})")
-    print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pin in place':>13}"
+          f"kernel='generated' (compiled for {target_flags()[0]}); pose as 7: the faster of those two given the "
+          "base pose as [x, y, z, qx, qy, qz, qw], and 7 − H: how much longer than with H")
+    print(f"{'robot, row':<24}{'linearize':>10}{'Linearizer':>11}{'arrays':>8}{'generated':>10}{'pose as 7':>10}"
+          f"{'7 − H':>7}{'pin in place':>13}"
           f"{'pin bare':>10}{'newest in place':>16}{'newest bare':>12}{'ours/bare':>10}{'ours/newest bare':>18}")
     for name in details:
         model, path, *_ = details[name]
@@ -309,18 +313,25 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                 s, r = state.joint_positions.copy(), state.joint_velocities.copy()
                 base = dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy()) \
                     if model.floating_base else {}
+                if model.floating_base:  # the pose as odometry gives it: position, then quaternion (x, y, z, w)
+                    w, x, y, z = pose_quaternion(state.base_pose)
+                    seven = dict(base_pose=np.r_[state.base_pose[:3, 3], x, y, z, w], base_twist=base["base_twist"])
                 if row == "impact":
                     calls = {"linearize": lambda: rl.impact(model, state, contacts),
                              "Linearizer": lambda: held.impact(state),
                              "arrays": lambda: held.impact_arrays(s, r, **base)}
                     if fast is not None:
                         calls["generated"] = lambda: fast.impact_arrays(s, r, **base)
+                    if model.floating_base:
+                        calls["pose as 7"] = lambda: (fast or held).impact_arrays(s, r, **seven)
                 else:
                     calls = {"linearize": lambda: rl.linearize(model, state, tau, contacts=contacts),
                              "Linearizer": lambda: linearizer.linearize(state, tau),
                              "arrays": lambda: linearizer.linearize_arrays(s, r, tau, **base)}
                     if fast is not None:
                         calls["generated"] = lambda: fast.linearize_arrays(s, r, tau, **base)
+                    if model.floating_base:
+                        calls["pose as 7"] = lambda: (fast or linearizer).linearize_arrays(s, r, tau, **seven)
                 if in_place_call:
                     calls["in place"] = functools.partial(getattr(pin.pipeline, in_place_call), q, v, tau_pin)
                 calls["bare"] = functools.partial(getattr(pin.pipeline, bare_call), q, v, tau_pin)
@@ -340,6 +351,12 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                     if fast is not None and not np.array_equal(fast.linearize_arrays(s, r, tau, **base).A,
                                                                linearizer.A):
                         raise AssertionError(f"{name} {row}: the generated kernel differs from the generic one")
+                if model.floating_base:  # (H rebuilt from the quaternion: equal to rounding)
+                    given = (lambda pose: held.impact_arrays(s, r, **pose).A.copy()) if held else \
+                        (lambda pose: linearizer.linearize_arrays(s, r, tau, **pose).A.copy())
+                    with_h, with_7 = given(base), given(seven)
+                    if not np.allclose(with_7, with_h, rtol=0.0, atol=1e-12 * np.abs(with_h).max()):
+                        raise AssertionError(f"{name} {row}: the pose as 7 numbers gives another A than as H")
             pin.pipeline.fresh_data()
             for key, server in servers.items():
                 reference = getattr(pin.pipeline, in_place_call if key == "newest in place" else bare_call)(*inputs[0])
@@ -348,14 +365,16 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                     raise AssertionError(f"{name} {row}: pin {server.version}'s {key} differs from pin "
                                          f"{ours_pin_version()}'s")
             median = {key: float(np.median(times[key])) if key in times else float("nan") for key in (
-                "linearize", "Linearizer", "arrays", "generated", "in place", "bare", "newest in place",
+                "linearize", "Linearizer", "arrays", "generated", "pose as 7", "in place", "bare", "newest in place",
                 "newest bare")}
             fastest = np.nanmin([median["arrays"], median["generated"]])
             label = f"{name}, {row}" + (f" {len(contacts)}×{contacts[0].kind}" if contacts else "")
             cell = lambda t: "—" if np.isnan(t) else f"{t * us:.1f}"  # noqa: E731
             version = f" (pin {servers['newest bare'].version})" if servers else ""
+            over_h = median["pose as 7"] - (median["arrays"] if fast is None else median["generated"])
             print(f"{label:<24}{cell(median['linearize']):>10}{cell(median['Linearizer']):>11}"
-                  f"{cell(median['arrays']):>8}{cell(median['generated']):>10}{cell(median['in place']):>13}"
+                  f"{cell(median['arrays']):>8}{cell(median['generated']):>10}{cell(median['pose as 7']):>10}"
+                  f"{'—' if np.isnan(over_h) else f'{over_h * us:.2f}':>7}{cell(median['in place']):>13}"
                   f"{cell(median['bare']):>10}{cell(median['newest in place']):>16}{cell(median['newest bare']):>12}"
                   f"{fastest / median['bare']:>10.2f}{fastest / median['newest bare']:>18.2f}{version}")
             if floor and row == "free":

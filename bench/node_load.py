@@ -410,8 +410,8 @@ def main() -> None:
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if floor == "floor" else
-                 "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node"
-                 if floor else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
+                 "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node" if floor
+                 else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
               + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
         print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
