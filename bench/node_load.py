@@ -20,6 +20,9 @@ per output the node made).
 after the other, during the measured window; prints how many were answered with success
 and their round-trip time (p50, max).  Their computation runs in the node's process: the
 CPU per cycle then includes it.
+--floor: instead of the node, a bare rclpy process with the same inputs and output (serve_floor);
+--pipeline-floor: that process's single thread running the node's own cycle, which prints the
+cycle's CPU by part: what the node's threads and timers add is the node's cost above it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
 virtual display (Xvfb), following the node's A (and λ, A_d where published) and drawing
 at its 10 Hz; the measured window starts once it has drawn, and its CPU share is printed.
