@@ -216,7 +216,7 @@ def _run_demo(args, model, contacts, gait, path: str, description: str, out_dir:
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from .ros.fleet import OUTPUT_SUFFIX, find_bags, replay_bag, replay_bags
+    from .ros.fleet import OUTPUT_SUFFIX, find_bags, replay_bag, replay_bags, replayed
     from .ros.pipeline import PipelineConfig
 
     try:
@@ -244,6 +244,14 @@ def replay_command(args: argparse.Namespace) -> int:
                    config=config, heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
                    health_rate_hz=0.0 if args.no_health else args.heatmap_rate, storage=args.storage,
                    contacts_topic=args.contacts_topic, matrix_topics=args.matrix_topics)
+    if args.skip_existing:
+        done = [bag for bag in bags if replayed(bag, args.output)]
+        if done:
+            print(f"{len(done)} bag{'s' * (len(done) > 1)} already replayed, skipped (--skip-existing): "
+                  + ", ".join(done[:5]) + (f" and {len(done) - 5} more" if len(done) > 5 else ""))
+            bags = [bag for bag in bags if bag not in done]
+            if not bags:
+                return 0
     if len(bags) == 1:
         result = replay_bag(bags[0], args.output, progress=sys.stderr.isatty(), **options)  # a bar on a terminal
         if result.output is None:
@@ -379,6 +387,9 @@ def command_line_parser() -> argparse.ArgumentParser:
                    "(default: IN_BAG_linearized, beside each IN_BAG)")
     r.add_argument("-j", "--jobs", type=_number(int, 0, None, low_open=False), default=1,
                    help="bags replayed at once, each in its own process; 0 for one per core (default: 1)")
+    r.add_argument("--skip-existing", action="store_true",
+                   help="skip the bags whose output is already a finished bag (a rerun over a folder of logs); "
+                        "an unfinished output is still refused, never replaced")
     r.add_argument("--joint-states-topic", default="/joint_states",
                    help="sensor_msgs/JointState topic (default: /joint_states)")
     r.add_argument("--odom-topic", default="/odom",

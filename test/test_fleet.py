@@ -114,6 +114,32 @@ def test_a_quoted_glob_is_expanded_and_a_rerun_replaces_nothing(tmp_path, capsys
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "logs").rglob("*")} == before
 
 
+def test_skip_existing_replays_the_rest_and_refuses_an_unfinished_output(tmp_path, capsys):
+    bags = make_bags(tmp_path / "logs", ["run1", "run2", "run3"])
+    assert main(["replay", str(bags[0]), "--no-heatmaps"]) == 0
+    unfinished = tmp_path / "logs" / "run3_linearized"  # (a replay killed while it wrote: no metadata.yaml)
+    unfinished.mkdir()
+    (unfinished / "run3_linearized_0.mcap").write_bytes(b"the start of a bag")
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else None)
+              for p in [*(tmp_path / "logs" / "run1_linearized").rglob("*"), *unfinished.rglob("*")]}
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "logs" / "run*"), "--no-heatmaps", "--skip-existing", "-j", "2"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"1 bag already replayed, skipped (--skip-existing): {bags[0]}"
+    assert lines[1].startswith("1 of 2 bags replayed") and lines[1].endswith("; 1 failed:")
+    assert lines[2] == f"  {bags[2]}: {unfinished} exists; it is not replaced (remove it, or choose another output)"
+    assert len(linearizations(f"{bags[1]}_linearized")) == 10
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else None) for p in before} == before
+    # once every output is a finished bag, a rerun has nothing to do, and says so
+    (unfinished / "run3_linearized_0.mcap").unlink()
+    unfinished.rmdir()
+    assert main(["replay", str(bags[2]), "--no-heatmaps"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "logs" / "run*"), "--no-heatmaps", "--skip-existing"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"3 bags already replayed, skipped (--skip-existing): {bags[0]}, {bags[1]}, {bags[2]}"]
+
+
 def test_bad_bags_among_good_ones_are_named_with_why_and_leave_nothing(tmp_path, capsys):
     good = make_bags(tmp_path, ["good1", "good2"])
     corrupt = make_bags(tmp_path, ["corrupt"], duration=0.3, dt=0.002)[0]

@@ -48,6 +48,14 @@ def default_output(bag: str | os.PathLike) -> str:
     return os.fspath(bag).rstrip("/") + OUTPUT_SUFFIX
 
 
+def replayed(bag: str | os.PathLike, output: str | os.PathLike | None = None) -> bool:
+    """Whether ``bag``'s output (``output``, default: default_output(bag)) is a finished bag: a
+    directory with the metadata.yaml its writer writes when it closes (a replay killed while it
+    wrote leaves none).  Raises nothing."""
+    output = os.fspath(output) if output is not None else default_output(bag)
+    return os.path.isfile(os.path.join(output, "metadata.yaml"))
+
+
 def find_bags(patterns: Sequence[str]) -> list[str]:
     """The bags named by ``patterns`` (sequence of str): each a path, taken as it is, or a
     glob pattern (``*``, ``?``, ``[...]``; expanded here, so a quoted pattern works too), whose
