@@ -389,7 +389,8 @@ def command_line_parser() -> argparse.ArgumentParser:
                    help="bags replayed at once, each in its own process; 0 for one per core (default: 1)")
     r.add_argument("--skip-existing", action="store_true",
                    help="skip the bags whose output is already a finished bag (a rerun over a folder of logs); "
-                        "an unfinished output is still refused, never replaced")
+                        "an unfinished output is still refused, never replaced (default: every bag is replayed, "
+                        "and one whose output exists fails)")
     r.add_argument("--joint-states-topic", default="/joint_states",
                    help="sensor_msgs/JointState topic (default: /joint_states)")
     r.add_argument("--odom-topic", default="/odom",
