@@ -244,6 +244,7 @@ def replay_command(args: argparse.Namespace) -> int:
                    config=config, heatmap_rate_hz=0.0 if args.no_heatmaps else args.heatmap_rate,
                    health_rate_hz=0.0 if args.no_health else args.heatmap_rate, storage=args.storage,
                    contacts_topic=args.contacts_topic, matrix_topics=args.matrix_topics)
+    many = len(bags) > 1  # (what the summary and the exit status follow, whatever is skipped)
     if args.skip_existing:
         done = [bag for bag in bags if replayed(bag, args.output)]
         if done:
@@ -252,7 +253,7 @@ def replay_command(args: argparse.Namespace) -> int:
             bags = [bag for bag in bags if bag not in done]
             if not bags:
                 return 0
-    if len(bags) == 1:
+    if not many:
         result = replay_bag(bags[0], args.output, progress=sys.stderr.isatty(), **options)  # a bar on a terminal
         if result.output is None:
             print(f"error: {result.error}", file=sys.stderr)

@@ -130,6 +130,11 @@ def test_skip_existing_replays_the_rest_and_refuses_an_unfinished_output(tmp_pat
     assert lines[2] == f"  {bags[2]}: {unfinished} exists; it is not replaced (remove it, or choose another output)"
     assert len(linearizations(f"{bags[1]}_linearized")) == 10
     assert {p: (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else None) for p in before} == before
+    # one bag left after the skipped ones: still the summary and exit status of many bags
+    assert main(["replay", str(tmp_path / "logs" / "run*"), "--no-heatmaps", "--skip-existing"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"2 bags already replayed, skipped (--skip-existing): {bags[0]}, {bags[1]}"
+    assert lines[1].startswith("0 of 1 bags replayed") and lines[1].endswith("; 1 failed:")
     # once every output is a finished bag, a rerun has nothing to do, and says so
     (unfinished / "run3_linearized_0.mcap").unlink()
     unfinished.rmdir()
