@@ -2,7 +2,8 @@
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
-        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] [--floor | --pipeline-floor]
+        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] \
+        [--floor | --kernel-floor | --pipeline-floor]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
@@ -21,6 +22,8 @@ after the other, during the measured window; prints how many were answered with 
 and their round-trip time (p50, max).  Their computation runs in the node's process: the
 CPU per cycle then includes it.
 --floor: instead of the node, a bare rclpy process with the same inputs and output (serve_floor);
+--kernel-floor: that process calling the robot's generated kernel once per joint state too (the
+cost of any node with this interface and this kernel);
 --pipeline-floor: that process's single thread running the node's own cycle, which prints the
 cycle's CPU by part: what the node's threads and timers add is the node's cost above it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
@@ -179,14 +182,18 @@ def _header_of(raw: bytes) -> bytes:
     return raw[:16 + size]
 
 
-def serve_floor(namespace: str, nv: int, n: int, urdf_path: str = "") -> None:
+def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> None:
     """The floor of any rclpy node with this interface (--floor): the node's input loop
     (a wait set on joint_states and odom, taken serialized), and for each joint state
     one ~/linearization published serialized — prebuilt, with A, B, M⁻¹ of the robot's
     sizes, the joint state's header spliced in — with no linearization, reading or
-    conversion at all.
+    conversion at all (``mode`` "floor").
 
-    With ``urdf_path`` (--pipeline-floor), each input goes through the node's own cycle
+    ``mode`` "kernel" (--kernel-floor): before each publication, the generated kernel of the robot
+    at ``urdf_path`` (an rl.Linearizer with kernel="generated", its arrays allocated once) is
+    called at one random state, the same every time: what no node can save.
+
+    ``mode`` "pipeline" (--pipeline-floor): each input goes through the node's own cycle
     instead — messages.CdrInputs, pipeline.LinearizationPipeline (the node's defaults, this
     robot), interfaces.LinearizationCdr — on this one thread, with no executor, timers,
     services, heatmaps or health; at exit (SIGTERM) it writes the thread's CPU per output
@@ -196,9 +203,10 @@ def serve_floor(namespace: str, nv: int, n: int, urdf_path: str = "") -> None:
 
     rclpy.init()
     node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
-    if urdf_path:
+    if mode == "pipeline":
         serve_pipeline(node, urdf_path)
         return
+    kernel = (lambda: None) if mode == "floor" else kernel_call(urdf_path)
     prebuilt = Linearization(state_matrix=np.zeros(4 * nv * nv), input_matrix=np.zeros(2 * nv * n),
                              inverse_mass_matrix=np.zeros(nv * nv))
     publisher = node.create_publisher(Linearization, "~/linearization", 10)
@@ -222,7 +230,19 @@ def serve_floor(namespace: str, nv: int, n: int, urdf_path: str = "") -> None:
                         prebuilt.header.frame_id = "x" * (len(header) - 17)
                         raw = serialize_message(prebuilt)
                         bodies[len(header)] = raw[len(_header_of(raw)):]
+                    kernel()
                     publisher.publish(header + bodies[len(header)])
+
+
+def kernel_call(urdf_path: str):
+    """serve_floor's --kernel-floor: a call of the robot's generated kernel at one random state."""
+    model = rl.load_urdf(urdf_path)
+    linearizer = rl.Linearizer(model, kernel="generated")
+    rng, n = np.random.default_rng(0), model.n_joints
+    state = rl.State(base_pose=se3_exp(0.1 * rng.normal(size=6)), joint_positions=0.3 * rng.normal(size=n),
+                     base_twist=rng.normal(size=6), joint_velocities=rng.normal(size=n))
+    torques = rng.normal(size=n)
+    return lambda: linearizer.linearize(state, torques)
 
 
 def serve_pipeline(node, urdf_path: str) -> None:
@@ -312,13 +332,13 @@ class RqtView:
 
 def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: str = "",
             with_rqt: bool = False, requests: int = 0) -> dict:
-    """One robot's run; ``floor``: "" (the node), "floor" or "pipeline" (serve_floor without or with
-    the node's cycle)."""
+    """One robot's run; ``floor``: "" (the node), or serve_floor's mode: "floor", "kernel" or
+    "pipeline"."""
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
     started = time.monotonic()
     command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints),
-                path if floor == "pipeline" else ""]
+                floor, path]
                if floor else ["-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
                               "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
     # from /: `-c` puts the working directory first on sys.path, and a checkout's sources lack the
@@ -394,6 +414,9 @@ def main() -> None:
     floors.add_argument("--floor", action="store_true",
                         help="instead of the node, a bare rclpy process that takes the inputs and publishes "
                              "prebuilt matrices of the same sizes: the floor of rclpy and DDS")
+    floors.add_argument("--kernel-floor", action="store_true",
+                        help="that floor calling the robot's generated kernel once per joint state too: the cost "
+                             "of any node with this interface and this kernel")
     floors.add_argument("--pipeline-floor", action="store_true",
                         help="instead of the node, that floor's single thread running the node's own cycle "
                              "(reading the inputs, the pipeline, the message's CDR) with no executor, timers, "
@@ -403,17 +426,18 @@ def main() -> None:
     parser.add_argument("--with-rqt", action="store_true",
                         help="rqt with the linearization view running beside the node, on Xvfb")
     if sys.argv[1:2] == ["--serve-floor"]:
-        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6])
         return
     args = parser.parse_args()
     extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
-    floor = "floor" if args.floor else "pipeline" if args.pipeline_floor else ""
+    floor = "floor" if args.floor else "kernel" if args.kernel_floor else "pipeline" if args.pipeline_floor else ""
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if floor == "floor" else
-                 "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node" if floor
+                 "the rclpy floor calling the generated kernel (--kernel-floor), not the node" if floor == "kernel"
+                 else "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node" if floor
                  else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
               + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
