@@ -265,13 +265,8 @@ def _scratch_regions(regions: dict, arrays: dict) -> tuple[dict, int]:
 
 def _singular_pivot_c(offsets: dict, n_bodies: int) -> str:
     """forward_dynamics.singular_pivot in C, on the articulated inertias and pivots the trace left in w."""
-    return f"""int singular = -1;  /* forward_dynamics.singular_pivot */
-    for (int i = {n_bodies - 1}; i > 0; i--) {{
-        double scale = 0.0;
-        const double *I_A = w + {offsets["inertias"]} + 36 * i;
-        for (int k = 0; k < 36; k++) if (fabs(I_A[k]) > scale) scale = fabs(I_A[k]);
-        if (!(fabs(w[{offsets["pivots"]} + i]) > {_literal(PIVOT_TOLERANCE)} * scale)) {{ singular = i - 1; break; }}
-    }}"""
+    return (f"int singular = rl_singular_pivot(w + {offsets['inertias']}, w + {offsets['pivots']}, {n_bodies}, "
+            f"{_literal(PIVOT_TOLERANCE)});")
 
 
 def _parts_source(parts: list, arguments: str, call_arguments: str) -> tuple[list, list]:
