@@ -38,13 +38,14 @@ def _given(value) -> str:
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
-_FLOAT64 = np.dtype(np.float64)
+FLOAT64 = np.dtype(np.float64)
+"""numpy's own float64 dtype: the control cycle tests an array's dtype by identity with it."""
 
 
 def kernel_ready(value: object) -> TypeGuard[NDArray[np.float64]]:
     """Whether ``value`` is an array exactly as the kernels take it: a plain ndarray of
     native-endian float64, C-contiguous, aligned and writeable (numpy's CARRAY flag)."""
-    return type(value) is np.ndarray and (value.dtype is _FLOAT64 or value.dtype.char == "d"
+    return type(value) is np.ndarray and (value.dtype is FLOAT64 or value.dtype.char == "d"
                                           and value.dtype.isnative) and value.flags.carray
 
 
@@ -52,7 +53,7 @@ def ready(value: object, shape: tuple) -> TypeGuard[NDArray[np.float64]]:
     """Whether ``value`` is :func:`kernel_ready` and of ``shape``: the control cycle's test, in a
     fraction of :func:`real_array`'s time (False sends the caller to it, for the conversion or the
     message).  Its float64 is numpy's own (an equal dtype of another identity: False)."""
-    return type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == shape and value.flags.carray
+    return type(value) is np.ndarray and value.dtype is FLOAT64 and value.shape == shape and value.flags.carray
 
 
 def real_array(value: object, name: str, shape: tuple, *, what: str | Callable[[], str] = "", finite: bool = True,

@@ -12,7 +12,9 @@ import functools
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 from numba import config, njit, types
 from numba.core import caching
@@ -153,16 +155,20 @@ class TypedCall:
         if isinstance(dispatcher, functools.partial):  # (a generated kernel's entry with its address bound)
             dispatcher, self._bound = dispatcher.func, dispatcher.args
         self.dispatcher = dispatcher
-        self._entry = None
+        self.call: Callable[..., Any] = self._first_call
+        """The call itself: after the first, the compiled entry with the bound arguments (a
+        functools.partial: no Python frame of this class in between, ≈ 0.1 µs a call)."""
 
     def __call__(self, *args):
-        if self._entry is not None:
-            return self._entry(*self._bound, *args)
+        return self.call(*args)
+
+    def _first_call(self, *args):
         args = self._bound + args
         result = self.dispatcher(*args)
         overloads = getattr(self.dispatcher, "overloads", None)  # (None: NUMBA_DISABLE_JIT, a plain function)
         if overloads is not None:
-            self._entry = overloads[tuple(self.dispatcher.typeof_pyval(a) for a in args)].entry_point
+            entry = overloads[tuple(self.dispatcher.typeof_pyval(a) for a in args)].entry_point
+            self.call = functools.partial(entry, *self._bound)
         return result
 
 

@@ -327,7 +327,7 @@ def linearize_with_contacts(model, state: State, joint_torques, arrays, workspac
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N), np.empty(m),
            np.empty((m, 2 * N)), np.empty((m, n))) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if dt > 0.0 else NO_STEP)
-    if generated is not None and generated[1](generated[0], tree_state, out, dt) == 0:
+    if generated is not None and generated[1].call(generated[0], tree_state, out, dt) == 0:
         return out
     run_constrained_linearize_into(tree, arrays, data, tree_state, out, dt)
     return _reduced(model, arrays, data[1].J, out[:7]) + NO_STEP if coupled else out

@@ -113,7 +113,7 @@ def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float
     out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N))
     kernel = kernel_argument(kernel)
     generated = runnable(model, arrays.contacts, "impact", kernel) if arrays.contacts else None
-    if generated is None or generated[1](generated[0], pre_impact, e, out) != 0:
+    if generated is None or generated[1].call(generated[0], pre_impact, e, out) != 0:
         # (where the generated kernel has no result, the generic one says why)
         run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
     _, A, impulses, d_impulses, nu_plus = out
@@ -226,10 +226,10 @@ class ImpactMap:
         self._pre_impact = self._state = None
         if self._takeover is not None and self._takeover.kernel is not None:  # (kernel="auto": it is ready)
             self._take(self._takeover.kernel)
-        if self._generated is None or self._generated(self._scratch, pre_impact, self._restitution, self._out) != 0:
+        if self._generated is None or self._generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
             run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
-                            self._call)
+                            self._call.call)
         self._pre_impact = pre_impact
 
     @property

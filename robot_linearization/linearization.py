@@ -194,7 +194,7 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     if generated is None:
         run_linearize_into(model, workspace(model).data, arrays, out, step["dt"] if fused else 0.0)
     else:
-        run_linearize_into(model, generated[0], arrays, out, step["dt"] if fused else 0.0, generated[1])
+        run_linearize_into(model, generated[0], arrays, out, step["dt"] if fused else 0.0, generated[1].call)
     return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
 
 

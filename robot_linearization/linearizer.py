@@ -169,14 +169,14 @@ class Linearizer:
         Arguments: ``joint_positions``, ``joint_velocities``, ``joint_torques`` as said;
         ``base_pose``, ``base_twist`` keyword-only (None for a fixed base)."""
         self._state = self._arrays = None
-        pose, s, twist, r, tau = given_arrays(self.model, joint_positions, joint_velocities, joint_torques, base_pose,
-                                              base_twist, self._pose)
+        arrays = given_arrays(self.model, joint_positions, joint_velocities, joint_torques, base_pose, base_twist,
+                              self._pose)
         if not self._direct:
-            self.linearize(self._state_of(pose, s, twist, r), tau)
+            self.linearize(self._state_of(*arrays[:4]), arrays[4])
         else:
-            self._run((pose, s, twist, r, tau))  # (the kernel checks the values)
-            self.joint_torques = tau
-        self._arrays = (pose, s, twist, r)
+            self._run(arrays)  # (the kernel checks the values)
+            self.joint_torques = arrays[4]
+        self._arrays = arrays[:4]
         return self
 
     def _state_of(self, pose, s, twist, r) -> State:
@@ -192,21 +192,21 @@ class Linearizer:
         return self._state
 
     def _run_free(self, arrays):
-        run_linearize_into(self.model, self._data, arrays, self._out, self._dt, self._call)
+        run_linearize_into(self.model, self._data, arrays, self._out, self._dt, self._call.call)
 
     def _run_with_contacts(self, arrays):
         run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt,
-                                       self._call)
+                                       self._call.call)
 
     def _run_generated_with_contacts(self, arrays):
-        if self._generated(self._scratch, arrays, self._out, self._dt) != 0:
+        if self._generated.call(self._scratch, arrays, self._out, self._dt) != 0:
             self._run_with_contacts(arrays)  # (the generic kernel: at a state the generated one refuses, it says why)
 
     def _run_coupled(self, arrays):
         """The coupled kernel has no step inside: its Euler step's Jacobians are a second call, as
         rl.linearize takes them (discretization.step_jacobians)."""
         A, B, M_inv, nu_dot, A_d, B_d = self._out
-        run_coupled_linearize_into(self.model, self._data, arrays, (A, B, M_inv, nu_dot), self._call)
+        run_coupled_linearize_into(self.model, self._data, arrays, (A, B, M_inv, nu_dot), self._call.call)
         if self._dt:
             euler_step_into(A, B, arrays[2], nu_dot, self.model.floating_base, self._dt, A_d, B_d)
 

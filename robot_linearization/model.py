@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .arguments import check_model, did_you_mean, joint_vector, kernel_ready, ready, real_array
+from .arguments import FLOAT64, check_model, did_you_mean, joint_vector, kernel_ready, real_array
 from .compiled import TypedCall, kernel
 from .joints import Joint
 from .spatial import position_quaternion_pose_into, quaternion_rotation
@@ -351,17 +351,21 @@ def given_arrays(model: RobotModel, joint_positions: ArrayLike, joint_velocities
     take them are passed on as they are.  Shapes and types are checked here (ValueError naming
     the argument), values by the kernel (:func:`invalid_state`)."""
     n = model.n_joints
-    if ready(joint_positions, (n,)) and ready(joint_velocities, (n,)) and ready(joint_torques, (n,)):
-        # (the control cycle's case: arrays as the kernels take them, the pose as H or as odometry gives it)
+    s, r, tau = joint_positions, joint_velocities, joint_torques
+    if type(s) is type(r) is type(tau) is np.ndarray and s.dtype is r.dtype is tau.dtype is FLOAT64 \
+            and s.shape == r.shape == tau.shape == (n,) and s.flags.carray and r.flags.carray and tau.flags.carray:
+        # (the control cycle's case: arrays as the kernels take them (arguments.ready, its tests written
+        # out: a call each costs more than they do), the pose as H or as odometry gives it)
         if not model.floating_base:
             if base_pose is base_twist is None:
-                return _FIXED_BASE_POSE, joint_positions, _FIXED_BASE_TWIST, joint_velocities, joint_torques
-        elif ready(base_twist, (6,)) and kernel_ready(base_pose):  # (its shape looked at once)
+                return _FIXED_BASE_POSE, s, _FIXED_BASE_TWIST, r, tau
+        elif type(base_pose) is type(base_twist) is np.ndarray and base_pose.dtype is base_twist.dtype is FLOAT64 \
+                and base_twist.shape == (6,) and base_twist.flags.carray and base_pose.flags.carray:
             shape = base_pose.shape
             if shape == (4, 4):
-                return base_pose, joint_positions, base_twist, joint_velocities, joint_torques
-            if shape == (7,) and _POSE_OF_POSITION_QUATERNION(base_pose, pose_buffer):
-                return pose_buffer, joint_positions, base_twist, joint_velocities, joint_torques
+                return base_pose, s, base_twist, r, tau
+            if shape == (7,) and _POSE_OF_POSITION_QUATERNION.call(base_pose, pose_buffer):
+                return pose_buffer, s, base_twist, r, tau
     joints = lambda: f"one per joint of model '{model.name}'"  # noqa: E731 (read for an error only)
     s = real_array(joint_positions, "joint_positions", (n,), what=joints, finite=False)
     r = real_array(joint_velocities, "joint_velocities", (n,), what=joints, finite=False)
