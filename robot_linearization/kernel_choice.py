@@ -139,6 +139,7 @@ def _warm(kernel, model: Model, contacts: tuple, kind: str) -> None:
     scratch = np.empty(kernel.scratch_size)
     timing.call(kernel, scratch, state, outputs, kind)
     if kind == "linearize":
+        kernel.call_at(scratch, state, kernel.addresses_of(outputs))
         kernel.call_states(scratch, tuple(x[None] for x in state),
                            tuple(x[None] for x in outputs[:4]) + (np.empty(1, dtype=np.int64), np.empty((0, 0, 0)),
                                                                   np.empty((0, 0, 0))), 0.0)

@@ -207,7 +207,11 @@ def run_linearize_into(model: Model, data: Any, arrays: tuple, out: tuple, dt: f
     ``data`` is its scratch).  ValueError at a state that has no linearization (then ``out`` holds
     no result)."""
     announce_compilation(linearize_into)
-    status = call(data, arrays, out, dt)
+    check_status(model, call(data, arrays, out, dt), arrays)
+
+
+def check_status(model: Model, status: int, arrays: tuple) -> None:
+    """ValueError (one line) unless ``status``, a linearization kernel's at the state ``arrays``, is −1 (a result)."""
     if status != -1:
         raise ValueError(_status_message(model, status, arrays))
 

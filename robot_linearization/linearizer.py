@@ -3,6 +3,8 @@ loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -13,7 +15,7 @@ from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
 from .free_linearization import coupled_linearize_into, linearize_into
-from .linearization import (check_step, linearize, run_coupled_linearize_into,
+from .linearization import (check_status, check_step, linearize, run_coupled_linearize_into,
                             run_linearize_into)
 from .model import Model, State, given_arrays, state_arrays
 from .kernel_choice import generated_now, kernel_argument, takeover
@@ -123,9 +125,14 @@ class Linearizer:
         if self._contact_set:  # (the generic kernel's data kept: it says why where the generated one has no result)
             self._scratch, self._generated = np.empty(generated.scratch_size), TypedCall(generated.call)
             self._run = self._run_generated_with_contacts
-        else:
+        elif self._dt:
             self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call)
             self._run = self._run_free
+        else:  # (no step: the outputs, which never move, handed over by their addresses)
+            self._data, self._call = np.empty(generated.scratch_size), TypedCall(generated.call_at)
+            self._addresses_of = generated.addresses_of
+            self._addresses = self._addresses_of(self._out)
+            self._run = self._run_generated
         self.kernel = "generated"
 
     def _run_until_taken_over(self, arrays):
@@ -193,6 +200,20 @@ class Linearizer:
 
     def _run_free(self, arrays):
         run_linearize_into(self.model, self._data, arrays, self._out, self._dt, self._call.call)
+
+    def __deepcopy__(self, memo: dict) -> "Linearizer":
+        """A copy with arrays of its own, which the generated kernel then fills (the addresses it writes
+        to taken anew)."""
+        copied = Linearizer.__new__(Linearizer)
+        memo[id(self)] = copied
+        for name, value in vars(self).items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        if "_addresses" in vars(self):
+            copied._addresses = copied._addresses_of(copied._out)
+        return copied
+
+    def _run_generated(self, arrays):
+        check_status(self.model, self._call.call(self._data, arrays, self._addresses), arrays)
 
     def _run_with_contacts(self, arrays):
         run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt,

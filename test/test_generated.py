@@ -311,6 +311,21 @@ def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_oth
 
 
 @needs_compiler
+def test_a_deep_copy_fills_its_own_arrays(rng):
+    """Without a step the generated kernel writes to its outputs by their addresses (kernels.generated_linearize_at):
+    a deep copy of the Linearizer must fill the copy's arrays, never the original's."""
+    model = random_tree(rng, 5)
+    original = rl.Linearizer(model, kernel="generated")
+    first, second = random_state(model, rng), random_state(model, rng)
+    original.linearize(first)
+    kept = np.copy(original.A)
+    copied = copy.deepcopy(original)
+    copied.linearize(second)
+    assert np.array_equal(original.A, kept)
+    assert np.array_equal(copied.A, rl.Linearizer(model).linearize(second).A) and not np.array_equal(copied.A, kept)
+
+
+@needs_compiler
 def test_two_threads_each_with_its_own_linearizer(rng):
     """Each generated Linearizer has its own scratch: two threads at once get their own results."""
     model = random_tree(rng, 5)

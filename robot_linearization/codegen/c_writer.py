@@ -100,6 +100,11 @@ _ARGUMENTS = ("const double *restrict pose, const double *restrict s, const doub
               "double *restrict M_inv, double *restrict nu_dot, double *restrict w")
 
 
+_ENTRY_ARGUMENTS = ("const double *restrict pose, const double *restrict s, const double *restrict twist, "
+                    "const double *restrict r, const double *restrict tau, double *const *restrict out, "
+                    "double *restrict w")
+
+
 def _literal(value: float) -> str:
     if math.isnan(value):
         return "NAN"
@@ -277,8 +282,9 @@ def _parts_source(parts: list, arguments: str, call_arguments: str) -> tuple[lis
 
 
 def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, int]:
-    """The C of a :func:`trace`: ``int rl_linearize(pose, s, twist, r, tau, A, B, M_inv, nu_dot, w)``
-    (row-major doubles as model.state_arrays and linearize_into take them; w: scratch) returning
+    """The C of a :func:`trace`: ``int rl_linearize(pose, s, twist, r, tau, out, w)`` (row-major doubles as
+    model.state_arrays and linearize_into take them; out: the addresses of A, B, M_inv, ν̇, 64-bit
+    integers, which a caller whose outputs never move hands over as one array; w: scratch) returning
     linearize_state_into's status.  Returns (source, operations, scratch doubles)."""
     N, n_bodies = traced.M_inv.shape[0], traced.pivots[1].shape[0]
     regions = {"A": traced.A, "B": traced.B, "M_inv": traced.M_inv, "nu_dot": traced.nu_dot}
@@ -293,7 +299,8 @@ def c_source(traced: SimpleNamespace, model_name: str = "") -> tuple[str, int, i
     source = [f"/* robot_linearization: the linearization of model '{model_name}', generated "
               "(robot_linearization/codegen) */",
               _RUNTIME, *functions]
-    source.append(f"""int rl_linearize({_ARGUMENTS}) {{
+    source.append(f"""int rl_linearize({_ENTRY_ARGUMENTS}) {{
+    double *restrict A = out[0], *restrict B = out[1], *restrict M_inv = out[2], *restrict nu_dot = out[3];
     {"(void)0;" if not constants else " ".join(constants)}
 {chr(10).join(calls)}
     {_singular_pivot_c(scratch, n_bodies)}
