@@ -316,22 +316,25 @@ def _bare_call_rows(details, rng, repeat, newest: NewestColumn, floor: bool):
                 if model.floating_base:  # the pose as odometry gives it: position, then quaternion (x, y, z, w)
                     w, x, y, z = pose_quaternion(state.base_pose)
                     seven = dict(base_pose=np.r_[state.base_pose[:3, 3], x, y, z, w], base_twist=base["base_twist"])
+                # (every call bound by functools.partial, as Pinocchio's are: no Python frame of the benchmark's
+                # own in what is timed)
                 if row == "impact":
-                    calls = {"linearize": lambda: rl.impact(model, state, contacts),
-                             "Linearizer": lambda: held.impact(state),
-                             "arrays": lambda: held.impact_arrays(s, r, **base)}
+                    calls = {"linearize": functools.partial(rl.impact, model, state, contacts),
+                             "Linearizer": functools.partial(held.impact, state),
+                             "arrays": functools.partial(held.impact_arrays, s, r, **base)}
                     if fast is not None:
-                        calls["generated"] = lambda: fast.impact_arrays(s, r, **base)
+                        calls["generated"] = functools.partial(fast.impact_arrays, s, r, **base)
                     if model.floating_base:
-                        calls["pose as 7"] = lambda: (fast or held).impact_arrays(s, r, **seven)
+                        calls["pose as 7"] = functools.partial((fast or held).impact_arrays, s, r, **seven)
                 else:
-                    calls = {"linearize": lambda: rl.linearize(model, state, tau, contacts=contacts),
-                             "Linearizer": lambda: linearizer.linearize(state, tau),
-                             "arrays": lambda: linearizer.linearize_arrays(s, r, tau, **base)}
+                    calls = {"linearize": functools.partial(rl.linearize, model, state, tau, contacts=contacts),
+                             "Linearizer": functools.partial(linearizer.linearize, state, tau),
+                             "arrays": functools.partial(linearizer.linearize_arrays, s, r, tau, **base)}
                     if fast is not None:
-                        calls["generated"] = lambda: fast.linearize_arrays(s, r, tau, **base)
+                        calls["generated"] = functools.partial(fast.linearize_arrays, s, r, tau, **base)
                     if model.floating_base:
-                        calls["pose as 7"] = lambda: (fast or linearizer).linearize_arrays(s, r, tau, **seven)
+                        calls["pose as 7"] = functools.partial((fast or linearizer).linearize_arrays, s, r, tau,
+                                                               **seven)
                 if in_place_call:
                     calls["in place"] = functools.partial(getattr(pin.pipeline, in_place_call), q, v, tau_pin)
                 calls["bare"] = functools.partial(getattr(pin.pipeline, bare_call), q, v, tau_pin)
@@ -391,8 +394,8 @@ def floor_row(model, states, torques, inputs, linearizer, pin) -> None:
     arrays = [(state.joint_positions.copy(), state.joint_velocities.copy(), tau,
                dict(base_pose=state.base_pose.copy(), base_twist=state.base_twist.copy())
                if model.floating_base else {}) for state, tau in zip(states, torques)]
-    beside = {"ours": lambda k: linearizer.linearize_arrays(*arrays[k][:3], **arrays[k][3]),
-              "bare": lambda k: pin.pipeline.free_bare(*inputs[k])}
+    beside = {"ours": lambda k: functools.partial(linearizer.linearize_arrays, *arrays[k][:3], **arrays[k][3]),
+              "bare": lambda k: functools.partial(pin.pipeline.free_bare, *inputs[k])}
     result = codegen_floor(model, states, torques, beside=beside)
     if result.seconds is None:
         print(f"  codegen floor: none ({result.reason})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -619,7 +620,8 @@ def codegen_floor(model, states, torques, repeat: int = 250, rounds: int = 40, b
     """The floor of ``model`` at ``states`` with ``torques`` (one (n,) array each): the median
     seconds per call of the generated C over ``rounds`` rounds of ``repeat`` calls (the rounds
     cycle through the states), its error against rl.linearize at every state, and the cost of
-    getting it.  beside: {name: callable(k)}, each called ``repeat`` times at state k in the same
+    getting it.  beside: {name: at}, ``at(k)`` a call of no argument at state k (a functools.partial:
+    no Python frame of the benchmark's own in what is timed), called ``repeat`` times in the same
     rounds (e.g. Pinocchio's call), their medians in result.beside.  Without casadi or a C
     compiler, for a mimic-coupled model, inertias not of a rigid body's form or a compile over
     COMPILE_TIMEOUT: seconds None and reason says why."""
@@ -681,15 +683,16 @@ def codegen_floor(model, states, torques, repeat: int = 250, rounds: int = 40, b
         times = {name: [] for name in ["floor", *beside]}
         for k in range(len(states)):  # (one untimed call of each)
             floor.at(states[k], torques[k]).per_call(1)
-            for call in beside.values():
-                call(k)
+            for at in beside.values():
+                at(k)()
         for j in range(max(rounds, 1)):
             k = j % len(states)
             times["floor"].append(floor.at(states[k], torques[k]).per_call(repeat))
-            for name, call in beside.items():
+            for name, at in beside.items():
+                call = at(k)
                 begin = time.perf_counter()
                 for _ in range(repeat):
-                    call(k)
+                    call()
                 times[name].append((time.perf_counter() - begin) / repeat)
     floor_times = times.pop("floor")
     result.seconds, result.fastest_seconds = float(np.median(floor_times)), float(np.min(floor_times))
@@ -727,7 +730,7 @@ def main() -> None:
             pipeline = benchmark_robots.PinocchioPipeline(path, model)
             inputs = [pipeline.inputs(state, tau) for state, tau in zip(states, torques)]
             pmodel, pdata = pipeline.pmodel, pipeline.pipeline.data
-            beside["pin"] = lambda k: pin.computeABADerivatives(pmodel, pdata, *inputs[k])
+            beside["pin"] = lambda k: functools.partial(pin.computeABADerivatives, pmodel, pdata, *inputs[k])
         result = codegen_floor(model, states, torques, args.repeat, args.rounds, beside, args.method)
         head = f"{name:<12} N = {model.n_velocities:<3}"
         if result.seconds is None:

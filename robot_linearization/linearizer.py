@@ -92,7 +92,7 @@ class Linearizer:
         self.state_labels = model.state_labels
         self.impact = self.previous_contacts = None
         self._state: State | None = None
-        self._arrays: tuple | None = None  # (H, s, v, r) of linearize_arrays' last call
+        self._arrays: tuple | None = None  # (H, s, v, r, τ) of linearize_arrays' last call
         self._pose = np.eye(4)  # H of a base_pose given as position and quaternion
         self.joint_torques: np.ndarray | None = None
         if self._direct:
@@ -183,7 +183,7 @@ class Linearizer:
         else:
             self._run(arrays)  # (the kernel checks the values)
             self.joint_torques = arrays[4]
-        self._arrays = arrays[:4]
+        self._arrays = arrays
         return self
 
     def _state_of(self, pose, s, twist, r) -> State:
@@ -195,7 +195,7 @@ class Linearizer:
     def state(self) -> State | None:
         """The State the fields were filled at (None before the first call and after an error)."""
         if self._state is None and self._arrays is not None:
-            self._state = self._state_of(*self._arrays)
+            self._state = self._state_of(*self._arrays[:4])
         return self._state
 
     def _run_free(self, arrays):
@@ -213,7 +213,9 @@ class Linearizer:
         return copied
 
     def _run_generated(self, arrays):
-        check_status(self.model, self._call.call(self._data, arrays, self._addresses), arrays)
+        status = self._call.call(self._data, arrays, self._addresses)
+        if status != -1:
+            check_status(self.model, status, arrays)
 
     def _run_with_contacts(self, arrays):
         run_constrained_linearize_into(self.model, self._contact_set, self._data, arrays, self._out, self._dt,
