@@ -226,7 +226,8 @@ class ImpactMap:
         self._pre_impact = self._state = None
         if self._takeover is not None and self._takeover.kernel is not None:  # (kernel="auto": it is ready)
             self._take(self._takeover.kernel)
-        if self._generated is None or self._generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
+        generated = self._generated
+        if generated is None or generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
             run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
                             self._call.call)
