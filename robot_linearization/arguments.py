@@ -49,13 +49,6 @@ def kernel_ready(value: object) -> TypeGuard[NDArray[np.float64]]:
                                           and value.dtype.isnative) and value.flags.carray
 
 
-def ready(value: object, shape: tuple) -> TypeGuard[NDArray[np.float64]]:
-    """Whether ``value`` is :func:`kernel_ready` and of ``shape``: the control cycle's test, in a
-    fraction of :func:`real_array`'s time (False sends the caller to it, for the conversion or the
-    message).  Its float64 is numpy's own (an equal dtype of another identity: False)."""
-    return type(value) is np.ndarray and value.dtype is FLOAT64 and value.shape == shape and value.flags.carray
-
-
 def real_array(value: object, name: str, shape: tuple, *, what: str | Callable[[], str] = "", finite: bool = True,
                error: type[ValueError] = ValueError) -> NDArray[np.float64]:
     """``value`` as a :func:`kernel_ready` float64 array of ``shape`` (−1: any length there);

@@ -354,8 +354,10 @@ def given_arrays(model: RobotModel, joint_positions: ArrayLike, joint_velocities
     s, r, tau = joint_positions, joint_velocities, joint_torques
     if type(s) is type(r) is type(tau) is np.ndarray and s.dtype is r.dtype is tau.dtype is FLOAT64 \
             and s.shape == r.shape == tau.shape == (n,) and s.flags.carray and r.flags.carray and tau.flags.carray:
-        # (the control cycle's case: arrays as the kernels take them (arguments.ready, its tests written
-        # out: a call each costs more than they do), the pose as H or as odometry gives it)
+        # (the control cycle's case, in a fraction of real_array's time: plain ndarrays of numpy's own
+        # float64, C-contiguous, aligned and writeable (numpy's CARRAY flag), of the kernels' shapes, the
+        # tests written out (a function call per array costs more than they do); the pose as H or as
+        # odometry gives it.  Anything else goes to real_array, for the conversion or the message)
         if not model.floating_base:
             if base_pose is base_twist is None:
                 return _FIXED_BASE_POSE, s, _FIXED_BASE_TWIST, r, tau
