@@ -3,7 +3,7 @@
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
         [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] \
-        [--floor | --kernel-floor | --pipeline-floor]
+        [--floor | --kernel-floor | --lean-floor | --pipeline-floor]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
@@ -24,6 +24,8 @@ CPU per cycle then includes it.
 --floor: instead of the node, a bare rclpy process with the same inputs and output (serve_floor);
 --kernel-floor: that process calling the robot's generated kernel once per joint state too (the
 cost of any node with this interface and this kernel);
+--lean-floor: that process doing the least any node with this interface must do per joint state, with
+none of the node's checks, pairing or bookkeeping: the bound of a Python cycle;
 --pipeline-floor: that process's single thread running the node's own cycle, which prints the
 cycle's CPU by part: what the node's threads and timers add is the node's cost above it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
@@ -37,6 +39,7 @@ import argparse
 import os
 import select
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -68,6 +71,8 @@ ROBOTS = {
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PHASES = ("reading both inputs", "pairing and linearizing", "writing the message's CDR", "publishing it")
 """--pipeline-floor's parts of a cycle, in the order serve_floor times them."""
+STAMP = struct.Struct("<iI")
+"""A header's stamp in little-endian CDR: sec (int32), nanosec (uint32)."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -193,6 +198,9 @@ def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> N
     at ``urdf_path`` (an rl.Linearizer with kernel="generated", its arrays allocated once) is
     called at one random state, the same every time: what no node can save.
 
+    ``mode`` "lean" (--lean-floor): each joint state goes through the least any node with this
+    interface must do (serve_lean).
+
     ``mode`` "pipeline" (--pipeline-floor): each input goes through the node's own cycle
     instead — messages.CdrInputs, pipeline.LinearizationPipeline (the node's defaults, this
     robot), interfaces.LinearizationCdr — on this one thread, with no executor, timers,
@@ -205,6 +213,9 @@ def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> N
     node = rclpy.create_node("robot_linearization", namespace=f"/{namespace}")
     if mode == "pipeline":
         serve_pipeline(node, urdf_path)
+        return
+    if mode == "lean":
+        serve_lean(node, urdf_path)
         return
     kernel = (lambda: None) if mode == "floor" else kernel_call(urdf_path)
     prebuilt = Linearization(state_matrix=np.zeros(4 * nv * nv), input_matrix=np.zeros(2 * nv * n),
@@ -293,6 +304,64 @@ def serve_pipeline(node, urdf_path: str) -> None:
     print(" ".join(f"{t / max(outputs, 1) * 1e-3:.1f}" for t in spent), file=sys.stderr, flush=True)
 
 
+def serve_lean(node, urdf_path: str) -> None:
+    """serve_floor's --lean-floor: the floor's loop doing, for each joint state, the least any node
+    with this interface must do, and nothing the node does besides (no checks, pairing, stale or
+    time-jump handling, counters, diagnostics, heatmaps or services): the joint positions and
+    velocities read out of the serialized joint state (messages.CdrInputs, the joint order looked up
+    once) and the pose and twist out of the latest odometry, the robot's generated kernel called
+    through a Linearizer at that 7-number pose, and A, B, M⁻¹ and the joint state written into the
+    message's CDR (interfaces.LinearizationCdr, laid out once by the node's own cycle), stamped with
+    the joint state's stamp.  What a Python node's cycle cannot go below."""
+    import gc
+
+    from rclpy._rclpy_pybind11 import WaitSet
+
+    from robot_linearization.ros.interfaces import LinearizationCdr
+    from robot_linearization.ros.messages import CdrInputs
+    from robot_linearization.ros.pipeline import LinearizationPipeline
+
+    pipeline, reader, writer = LinearizationPipeline(), CdrInputs(), LinearizationCdr()
+    with open(urdf_path) as f:
+        problem = pipeline.set_description(f.read())
+    if problem:
+        raise SystemExit(problem)
+    model = pipeline.model
+    linearizer = rl.Linearizer(model, kernel="generated")
+    publisher = node.create_publisher(Linearization, "~/linearization", 10)
+    odometry_sub, joint_state_sub = (
+        node.create_subscription(t, topic, lambda m: None, qos_profile_sensor_data, raw=True)
+        for t, topic in ((Odometry, "odom"), (JointState, "joint_states")))
+    wait_set = WaitSet(2, 0, 0, 0, 0, 0, node.context.handle)
+    gc.freeze()  # (as the node's input loop does)
+    odometry = views = order = None
+    while rclpy.ok():
+        wait_set.clear_entities()
+        wait_set.add_subscription(joint_state_sub.handle)  # (its odometry came first)
+        wait_set.wait(100_000_000)
+        while (taken := odometry_sub.handle.take_message(Odometry, True)) is not None:
+            odometry = reader.odometry(taken[0])
+        while (taken := joint_state_sub.handle.take_message(JointState, True)) is not None:
+            joint_state = reader.joint_state(taken[0])
+            if odometry is None:
+                continue
+            if views is None:  # the message laid out by the node's own cycle, once
+                pipeline.receive("odometry", odometry, time.time_ns())
+                writer(pipeline.receive("joint_states", joint_state, time.time_ns())[0], pipeline.base_frame)
+                views = dict(writer._arrays)
+                order = np.array([joint_state.name.index(name) for name in model.joint_names])
+            positions, velocities = joint_state.position[order], joint_state.velocity[order]
+            linearizer.linearize_arrays(positions, velocities, base_pose=np.array(odometry.position
+                                                                                  + odometry.orientation),
+                                        base_twist=np.array(odometry.twist))
+            for name, values in (("state_matrix", linearizer.A), ("input_matrix", linearizer.B),
+                                 ("inverse_mass_matrix", linearizer.M_inv), ("joint_positions", positions),
+                                 ("joint_velocities", velocities)):
+                views[name][:] = values.reshape(-1)
+            STAMP.pack_into(writer._buffer, writer._stamp, *divmod(joint_state.stamp_ns, 1_000_000_000))
+            publisher.publish(bytes(writer._buffer))
+
+
 class RqtView:
     """rqt with the linearization view of ``namespace``, standalone on its own Xvfb display."""
 
@@ -332,7 +401,7 @@ class RqtView:
 
 def measure(name: str, path: str, rate: float, seconds: float, extra: list[str], floor: str = "",
             with_rqt: bool = False, requests: int = 0) -> dict:
-    """One robot's run; ``floor``: "" (the node), or serve_floor's mode: "floor", "kernel" or
+    """One robot's run; ``floor``: "" (the node), or serve_floor's mode: "floor", "kernel", "lean" or
     "pipeline"."""
     namespace = f"load_{name}"
     model = rl.load_urdf(path)
@@ -417,6 +486,10 @@ def main() -> None:
     floors.add_argument("--kernel-floor", action="store_true",
                         help="that floor calling the robot's generated kernel once per joint state too: the cost "
                              "of any node with this interface and this kernel")
+    floors.add_argument("--lean-floor", action="store_true",
+                        help="instead of the node, that floor doing per joint state only what any node with this "
+                             "interface must: read the arrays, call the generated kernel, write A, B, M⁻¹ into the "
+                             "message; no checks, pairing or bookkeeping")
     floors.add_argument("--pipeline-floor", action="store_true",
                         help="instead of the node, that floor's single thread running the node's own cycle "
                              "(reading the inputs, the pipeline, the message's CDR) with no executor, timers, "
@@ -431,12 +504,14 @@ def main() -> None:
     args = parser.parse_args()
     extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
-    floor = "floor" if args.floor else "kernel" if args.kernel_floor else "pipeline" if args.pipeline_floor else ""
+    floor = ("floor" if args.floor else "kernel" if args.kernel_floor else "lean" if args.lean_floor
+             else "pipeline" if args.pipeline_floor else "")
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
               + ("the rclpy floor (--floor), not the node" if floor == "floor" else
                  "the rclpy floor calling the generated kernel (--kernel-floor), not the node" if floor == "kernel"
+                 else "the rclpy floor doing only what any node must (--lean-floor), not the node" if floor == "lean"
                  else "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node" if floor
                  else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
