@@ -25,7 +25,7 @@ CPU per cycle then includes it.
 --kernel-floor: that process calling the robot's generated kernel once per joint state too (the
 cost of any node with this interface and this kernel);
 --lean-floor: that process doing the least any node with this interface must do per joint state, with
-none of the node's checks, pairing or bookkeeping: the bound of a Python cycle;
+none of the node's checks, pairing or bookkeeping: a Python cycle with nothing but the necessary;
 --pipeline-floor: that process's single thread running the node's own cycle, which prints the
 cycle's CPU by part: what the node's threads and timers add is the node's cost above it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
@@ -312,7 +312,7 @@ def serve_lean(node, urdf_path: str) -> None:
     once) and the pose and twist out of the latest odometry, the robot's generated kernel called
     through a Linearizer at that 7-number pose, and A, B, M⁻¹ and the joint state written into the
     message's CDR (interfaces.LinearizationCdr, laid out once by the node's own cycle), stamped with
-    the joint state's stamp.  What a Python node's cycle cannot go below."""
+    the joint state's stamp.  A Python cycle with nothing but the necessary, to hold the node's against."""
     import gc
 
     from rclpy._rclpy_pybind11 import WaitSet
