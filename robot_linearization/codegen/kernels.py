@@ -191,7 +191,7 @@ def generated_constrained_linearize_into(address, floating_base, scratch, state,
 def generated_linearize_into(address, floating_base, scratch, state, out, dt):
     """linearize_into with the generated function at ``address`` in place of linearize_state_into."""
     status = generated_linearize_at(address, scratch, state, output_addresses(out))
-    if status > -10 and dt > 0.0:
+    if status > -10 and dt > 0.0:  # (−10 − p: an invalid state, nothing computed; else A, B, ν̇ are filled)
         A, B, M_inv, nu_dot, A_d, B_d = out
         euler_step_into(A, B, state[2], nu_dot, floating_base, dt, A_d, B_d)
     return status
