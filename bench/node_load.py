@@ -256,19 +256,27 @@ def kernel_call(urdf_path: str):
     return lambda: linearizer.linearize(state, torques)
 
 
-def serve_pipeline(node, urdf_path: str) -> None:
-    """serve_floor's --pipeline-floor: the floor's loop running the node's cycle (see there)."""
-    import gc
-
+def node_cycle_parts(urdf_path: str) -> tuple:
+    """The node's own cycle for the robot at ``urdf_path``, as --pipeline-floor and --lean-floor run it:
+    (pipeline.LinearizationPipeline with the node's defaults and this robot, messages.CdrInputs,
+    interfaces.LinearizationCdr); SystemExit with the reason for a robot it cannot load."""
     from robot_linearization.ros.interfaces import LinearizationCdr
     from robot_linearization.ros.messages import CdrInputs
     from robot_linearization.ros.pipeline import LinearizationPipeline
 
-    pipeline, reader, writer = LinearizationPipeline(), CdrInputs(), LinearizationCdr()
+    pipeline = LinearizationPipeline()
     with open(urdf_path) as f:
         problem = pipeline.set_description(f.read())
     if problem:
         raise SystemExit(problem)
+    return pipeline, CdrInputs(), LinearizationCdr()
+
+
+def serve_pipeline(node, urdf_path: str) -> None:
+    """serve_floor's --pipeline-floor: the floor's loop running the node's cycle (see there)."""
+    import gc
+
+    pipeline, reader, writer = node_cycle_parts(urdf_path)
     gc.freeze()  # (as the node's input loop does)
     publisher = node.create_publisher(Linearization, "~/linearization", 10)
     # odometry first, as the node's input loop takes them
@@ -317,15 +325,7 @@ def serve_lean(node, urdf_path: str) -> None:
 
     from rclpy._rclpy_pybind11 import WaitSet
 
-    from robot_linearization.ros.interfaces import LinearizationCdr
-    from robot_linearization.ros.messages import CdrInputs
-    from robot_linearization.ros.pipeline import LinearizationPipeline
-
-    pipeline, reader, writer = LinearizationPipeline(), CdrInputs(), LinearizationCdr()
-    with open(urdf_path) as f:
-        problem = pipeline.set_description(f.read())
-    if problem:
-        raise SystemExit(problem)
+    pipeline, reader, writer = node_cycle_parts(urdf_path)
     model = pipeline.model
     linearizer = rl.Linearizer(model, kernel="generated")
     publisher = node.create_publisher(Linearization, "~/linearization", 10)
