@@ -7,8 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh ""
 work=$(mktemp -d "${TMPDIR:-/tmp}/robot_linearization-wheel.XXXXXX")
-# (the demo's kernel is built by a background process that may outlive it: stopped before the removal)
-trap 'pkill -f "$work/venv/bin/" 2>/dev/null; sleep 0.5; rm -rf "$work"' EXIT
+# On exit, whatever the status: the demo's kernel is built by a background process that may outlive
+# it (or may have ended already), so it is stopped and waited for before the removal; the script's
+# own exit status is kept.
+cleanup() {
+  local status=$? tries=0
+  pkill -f "$work/venv/bin/" 2>/dev/null || true
+  while pgrep -f "$work/venv/bin/" > /dev/null && [ $tries -lt 100 ]; do sleep 0.1; tries=$((tries + 1)); done
+  rm -rf "$work" || echo "could not remove $work" >&2
+  exit $status
+}
+trap cleanup EXIT
 export ROBOT_LINEARIZATION_CACHE_DIR=$work/cache  # (the user's cache of generated kernels is left alone)
 .venv/bin/python -m pip install --quiet build
 .venv/bin/python -m build --outdir "$work/dist" . > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
