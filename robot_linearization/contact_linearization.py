@@ -358,12 +358,7 @@ def _reduced(model: CoupledModel, arrays, J: np.ndarray, out):
     rows of the independent joints, columns through Ĝ (state) and E (torques); M⁻¹
     projected onto the couplings."""
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out
-    G, rows = model.velocity_map, model.velocity_rows
-    N_tree = G.shape[0]
-    state_rows = np.concatenate([rows, N_tree + rows])
-    G_state = np.zeros((2 * N_tree, 2 * G.shape[1]))
-    G_state[:N_tree, :G.shape[1]] = G
-    G_state[N_tree:, G.shape[1]:] = G
+    rows, state_rows, G_state = model.velocity_rows, model.state_rows, model.state_map
     independent = model.independent
     J_c = J[arrays.m_contacts:]
     MJ = M_inv @ J_c.T

@@ -145,6 +145,18 @@ class CoupledModel:
         return np.concatenate([np.arange(off), off + self.independent])
 
     @functools.cached_property
+    def state_map(self) -> np.ndarray:
+        """blockdiag(Ĝ, Ĝ) (2 N_tree, 2 N): the tree's state perturbation [z_q; z_ν] of one of the
+        independent coordinates (the tree's columns of A are mapped through it)."""
+        G = self.velocity_map
+        return np.block([[G, np.zeros_like(G)], [np.zeros_like(G), G]])
+
+    @functools.cached_property
+    def state_rows(self) -> np.ndarray:
+        """Indices of the independent coordinates among the tree's state [z_q; z_ν] (2N,)."""
+        return np.concatenate([self.velocity_rows, self.velocity_map.shape[0] + self.velocity_rows])
+
+    @functools.cached_property
     def reduction(self) -> tuple[np.ndarray, np.ndarray]:
         """(index, factor) (N_tree,): Ĝ has one entry per row, Ĝ[i, index[i]] = factor[i] (the
         base's rows and the independent joints' are 1), so Ĝᵀ x sums x[i]·factor[i] into index[i]."""

@@ -96,14 +96,14 @@ def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float
     impulses Λ (m,) and ∂Λ/∂z (m, 2N).  restitution e ∈ [0, 1] (0: inelastic).
 
     contacts as for :func:`~robot_linearization.linearize` (Contacts, link names or the
-    node's text).  ContactError for a redundant or degenerate set; a mimic-coupled
-    model (CoupledModel) is refused.  No contacts: nothing happens (A = I).  kernel: as
-    :class:`ImpactMap`'s (the same values bit for bit).
+    node's text).  ContactError for a redundant or degenerate set.  No contacts: nothing
+    happens (A = I).  kernel: as :class:`ImpactMap`'s (the same values bit for bit).  A
+    mimic-coupled model (CoupledModel) jumps in its independent coordinates: its couplings
+    are rows of the impact's constraints (:func:`run_coupled_impact_into`).
     """
     check_model(model)
     if isinstance(model, CoupledModel):
-        raise ValueError(f"impact: model '{model.name}' has coupled mimic joints (CoupledModel), which the impact "
-                         "map does not support yet: load it with mimic_joints='independent'")
+        return _coupled_impact(model, state, contacts, restitution, kernel)
     pre_impact = state_arrays(model, state, None)  # (values: the kernel)
     contacts = as_contacts(contacts)
     e = restitution_coefficient(restitution)
@@ -123,6 +123,49 @@ def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float
     jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
                          impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)
     return jump
+
+
+def _coupled_impact(model: CoupledModel, state: State, contacts: Contacts, restitution: float,
+                   kernel: str | None = None) -> Impact:
+    """:func:`impact` of a CoupledModel (coupling.py), by :func:`run_coupled_impact_into` (the
+    generic kernel, whatever ``kernel`` says, as rl.linearize of a CoupledModel)."""
+    kernel_argument(kernel)
+    pre_impact = state_arrays(model, state, None)  # (values: the kernel, on the tree's)
+    arrays = contact_arrays(model, as_contacts(contacts))
+    e = restitution_coefficient(restitution)
+    N, N_tree, m, c = model.n_velocities, model.tree.n_velocities, arrays.m, arrays.m_contacts
+    tree_out = (np.empty((N_tree, N_tree)), np.empty((2 * N_tree, 2 * N_tree)), np.empty(m), np.empty((m, 2 * N_tree)),
+                np.empty(N_tree))
+    out = (np.empty((2 * N, 2 * N)), np.empty(c), np.empty((c, 2 * N)), np.empty(N))
+    run_coupled_impact_into(model, arrays, arrays.data(workspace(model.tree)), pre_impact, e, tree_out, out)
+    A, impulses, d_impulses, nu_plus = out
+    n = model.n_joints
+    post = State._given(None if state.base_pose is None else state.base_pose.copy(), state.joint_positions.copy(),
+                        nu_plus[:6] if model.floating_base else None, nu_plus[N - n:])
+    return Impact(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
+                  impulse_labels=arrays.labels, contacts=arrays.contacts, restitution=e, pre_impact_state=state)
+
+
+def run_coupled_impact_into(model: CoupledModel, arrays, data: tuple, pre_impact: tuple, e: float, tree_out: tuple,
+                            out: tuple, call: Callable[..., int] = impact_into) -> None:
+    """The impact map of a CoupledModel (coupling.py) at ``pre_impact`` (model.state_arrays's, the
+    independent coordinates) on the contact set ``arrays`` (contact_arrays of the model, whose
+    coupling rows J_c ν = 0 follow the contacts'; ``data``: its data on the tree's workspace):
+    the tree's impact map under all those rows (:func:`run_impact_into` into ``tree_out``, of the
+    tree's shapes), whose couplings hold before and after (J_c ν⁻ = 0, so J_c ν⁺ = −e J_c ν⁻ = 0),
+    in the independent coordinates: ``out`` = (A (2N, 2N), impulses (m_contacts,), ∂Λ/∂z⁻
+    (m_contacts, 2N), ν⁺ (N)), the rows of the independent joints and the columns through
+    blockdiag(Ĝ, Ĝ) (z_tree = Ĝ z); the couplings' own impulses are internal and left out."""
+    pose, s, twist, r = pre_impact[:4]
+    tree_state = (pose, model.coupling @ s + model.offset, twist, model.coupling @ r, np.zeros(model.tree.n_joints))
+    run_impact_into(model.tree, arrays.contacts, data, tree_state, e, tree_out, call)
+    _, A_tree, impulses_tree, d_impulses_tree, nu_plus_tree = tree_out
+    A, impulses, d_impulses, nu_plus = out
+    c = arrays.m_contacts
+    np.matmul(A_tree[model.state_rows], model.state_map, out=A)
+    impulses[:] = impulses_tree[:c]
+    np.matmul(d_impulses_tree[:c], model.state_map, out=d_impulses)
+    nu_plus[:] = nu_plus_tree[model.velocity_rows]
 
 
 def run_impact_into(model: Model, contacts: tuple[Contact, ...], data: tuple, pre_impact: tuple, e: float,
@@ -156,6 +199,8 @@ class ImpactMap:
     (n,), and ``state`` the post-impact State (built when read).  Every call overwrites them
     (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch.  One
     per thread.  After a ValueError or ContactError its arrays hold no result and ``state`` is None.
+    A CoupledModel's map is in its independent coordinates, as rl.impact's (:func:`run_coupled_impact_into`),
+    by the generic kernel ("generated" is refused; "auto" stays generic).
 
     ``kernel`` (robot_linearization.kernel_choice): "auto" (the default; None: $ROBOT_LINEARIZATION_KERNEL
     or "auto") runs the generic kernel until the
@@ -172,18 +217,23 @@ class ImpactMap:
                  kernel: str | None = None) -> None:
         kernel = kernel_argument(kernel)
         check_model(model)
-        if isinstance(model, CoupledModel):
-            raise ValueError(f"ImpactMap: model '{model.name}' has coupled mimic joints (CoupledModel), which the "
-                             "impact map does not support yet: load it with mimic_joints='independent'")
+        coupled = isinstance(model, CoupledModel)
+        if coupled and kernel == "generated":
+            raise ValueError("kernel: 'generated' covers a Model, not a CoupledModel; use kernel='generic' or 'auto' "
+                             "here")
         self.model, self.contacts = model, as_contacts(contacts)
         self._restitution = restitution_coefficient(restitution)
-        arrays = contact_arrays(model, self.contacts)
-        N, n = model.n_velocities, model.n_joints
+        self._arrays = arrays = contact_arrays(model, self.contacts)
+        tree = model.tree if coupled else model
+        N, n, N_tree = model.n_velocities, model.n_joints, tree.n_velocities
         self.impulse_labels = arrays.labels
-        self._data = arrays.new_data(Workspace(model))
-        self._out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(arrays.m), np.empty((arrays.m, 2 * N)),
-                     np.empty(N))
-        _, self.A, self.impulses, self.impulses_state_jacobian, nu_plus = self._out
+        self._data = arrays.new_data(Workspace(tree))
+        # (a CoupledModel: the tree's, then in the independent coordinates in _reduced, run_coupled_impact_into's out)
+        self._out = (np.empty((N_tree, N_tree)), np.empty((2 * N_tree, 2 * N_tree)), np.empty(arrays.m),
+                     np.empty((arrays.m, 2 * N_tree)), np.empty(N_tree))
+        self._reduced = (np.empty((2 * N, 2 * N)), np.empty(arrays.m_contacts), np.empty((arrays.m_contacts, 2 * N)),
+                         np.empty(N)) if coupled else None
+        self.A, self.impulses, self.impulses_state_jacobian, nu_plus = self._reduced or self._out[1:]
         self.base_twist = nu_plus[:6] if model.floating_base else None
         self.joint_velocities = nu_plus[N - n:]
         self._call = TypedCall(impact_into)  # (its own data and arrays, kernel-ready state arrays: the same types)
@@ -196,7 +246,7 @@ class ImpactMap:
             generated = generated_now(model, self.contacts, "impact")
             if generated is not None:
                 self._take(generated)
-        elif kernel == "auto" and self.contacts:
+        elif kernel == "auto" and self.contacts and not coupled:
             self._takeover = takeover(model, self.contacts, "impact")
 
     def _take(self, generated) -> None:
@@ -227,7 +277,10 @@ class ImpactMap:
         if self._takeover is not None and self._takeover.kernel is not None:  # (kernel="auto": it is ready)
             self._take(self._takeover.kernel)
         generated = self._generated
-        if generated is None or generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
+        if self._reduced is not None:
+            run_coupled_impact_into(self.model, self._arrays, self._data, pre_impact, self._restitution, self._out,
+                                    self._reduced, self._call.call)
+        elif generated is None or generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
             run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
                             self._call.call)

@@ -274,23 +274,31 @@ def test_soles_without_sole_size_have_no_margins_and_a_warning_and_with_it_cop_r
             assert "margin_problem" not in values
 
 
-def test_a_coupled_mimic_robot_at_a_touchdown_is_linearized_without_the_impact_and_says_so():
-    """The impact map refuses mimic-coupled models: the touchdown cycle still gives its output
-    (at the measured state), /diagnostics says why it has no impact map."""
+def test_a_coupled_mimic_robot_at_a_touchdown_publishes_its_impact_map():
+    """talos_full (mimic-coupled grippers) touching down with its right sole: the touchdown cycle
+    carries rl.impact's map in the independent coordinates, bit for bit, and is linearized at the
+    post-impact state, as rl.linearize is there; /diagnostics has no complaint about it."""
     p = LinearizationPipeline(PipelineConfig(contacts=as_contacts("left_sole_link:6d"), sole_size=(0.2, 0.1)))
     assert p.set_description(example_robot_path("talos_full")) is None
     n = p.model.n_joints
+    velocities = np.linspace(-0.5, 0.5, n)
     for k in (1, 2):
         if k == 2:
             assert p.set_contacts("left_sole_link:6d, right_sole_link:6d") is None
         assert p.on_odometry(wire(odometry_message(FACTORY, k * SEC, "odom", p.model.body_names[0],
-                                                   se3_exp(np.array([0, 0, 1.0, 0, 0, 0])), np.zeros(6))))
+                                                   se3_exp(np.array([0, 0, 1.0, 0, 0, 0])), np.full(6, -0.1))))
         assert p.on_joint_state(wire(joint_state_message(FACTORY, k * SEC, p.model.joint_names, np.full(n, 0.1),
-                                                         np.zeros(n))))
+                                                         velocities)))
         (out,) = p.step(k * SEC)
-        assert out.impact is None and out.margins is not None
+        assert (out.impact is None) == (k == 1) and out.margins is not None
+    jump = rl.impact(p.model, out.state, p.contacts, p.config.restitution)
+    for field in ("A", "impulses", "impulses_state_jacobian"):
+        np.testing.assert_array_equal(getattr(out.impact, field), getattr(jump, field))
+    assert np.abs(jump.state.joint_velocities - velocities).max() > 1e-3  # the feet stopped: ν jumped
+    np.testing.assert_array_equal(
+        out.linearization.A, rl.linearize(p.model, jump.state, np.zeros(n), contacts=p.contacts).A)
     level, _, message, values = p.diagnostics(2 * SEC)[0]
-    assert "coupled mimic joints" in values["impact_problem"] and "no impact map at the touchdown" in message
+    assert level == OK and not any("impact" in key and "problem" in key for key in values), (message, values)
 
 
 @pytest.mark.parametrize("values, message", [

@@ -192,3 +192,89 @@ def test_a_mimic_offset_with_contacts_validates(offset_mimic_urdf, rng):
     lin = rl.linearize(model, state, tau, contacts=list(rl.robots.BUNDLED_FEET), dt=2e-3)
     report = rl.validate(model, lin)
     assert report.passed(1e-6), report.summary()
+
+
+def pinocchio_mimic_impact(path, model, feet, restitution):
+    """ν⁺ (N,) and Λ (m,) of a rigid impact on the point contacts ``feet`` (frame names, world-aligned
+    axes) from Pinocchio's own mimic model of the URDF: its M (CRBA) and its frame Jacobians
+    (LOCAL_WORLD_ALIGNED: the feet's velocity in world axes) in its reduced coordinates, and the
+    impact's equations solved densely, Λ = −(1+e)(J M⁻¹ Jᵀ)⁻¹ J ν⁻, ν⁺ = ν⁻ + M⁻¹ Jᵀ Λ; in our order."""
+    import pinocchio as pin
+
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer(), mimic=True)
+    data = pmodel.createData()
+    index = [pmodel.joints[pmodel.getJointId(j)].idx_v for j in model.joint_names]
+    order = list(range(6)) + index
+    frames = [pmodel.getFrameId(foot) for foot in feet]
+    assert pmodel.nv == model.n_velocities and all(f < len(pmodel.frames) for f in frames)
+
+    def jump(state):
+        q = np.zeros(pmodel.nq)
+        q[:3], q[3:7] = state.base_pose[:3, 3], pin.Quaternion(state.base_pose[:3, :3]).coeffs()
+        for k, jid in enumerate(pmodel.getJointId(j) for j in model.joint_names):
+            q[pmodel.joints[jid].idx_q] = state.joint_positions[k]
+        M = pin.crba(pmodel, data, q)
+        M = (np.triu(M) + np.triu(M, 1).T)[np.ix_(order, order)]
+        pin.computeJointJacobians(pmodel, data, q)
+        pin.updateFramePlacements(pmodel, data)
+        J = np.vstack([pin.getFrameJacobian(pmodel, data, f, pin.LOCAL_WORLD_ALIGNED)[:3] for f in frames])[:, order]
+        nu = np.concatenate([state.base_twist, state.joint_velocities])
+        M_inv_Jt = np.linalg.solve(M, J.T)
+        impulses = -(1.0 + restitution) * np.linalg.solve(J @ M_inv_Jt, J @ nu)
+        return nu + M_inv_Jt @ impulses, impulses
+    return jump
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5])
+def test_a_mimic_offset_impact_agrees_with_pinocchios_mimic_model(offset_mimic_urdf, restitution, rng):
+    """rl.impact of the coupled quadruped landing on its four feet (the right knee, which follows
+    the left one, carries a foot): ν⁺, Λ and their Jacobians (A's velocity rows, ∂Λ/∂z) against
+    Pinocchio's mimic model's impact, differenced along g·exp(±h e_j); H and s do not jump, and
+    the held rl.ImpactMap gives the same bits."""
+    model = rl.load_urdf(offset_mimic_urdf)
+    feet = list(rl.robots.BUNDLED_FEET)
+    oracle = pinocchio_mimic_impact(offset_mimic_urdf, model, feet, restitution)
+    N, h = model.n_velocities, 1e-5
+    held = rl.ImpactMap(model, feet, restitution)
+    assert held.kernel == "generic"
+    for _ in range(2):
+        state = random_state(model, rng, scale=0.5)
+        jump = rl.impact(model, state, feet, restitution)
+        nu_plus, impulses = oracle(state)
+        assert relative(np.concatenate([jump.state.base_twist, jump.state.joint_velocities]), nu_plus) < 1e-9
+        assert relative(jump.impulses, impulses) < 1e-9 and jump.impulses.shape == (3 * len(feet),)
+        assert jump.impulse_labels == tuple(f"{foot}:{axis}" for foot in feet for axis in ("fx", "fy", "fz"))
+        d_nu, d_impulses = np.empty((N, 2 * N)), np.empty((3 * len(feet), 2 * N))
+        for j in range(2 * N):
+            z = np.zeros(2 * N)
+            z[j] = h
+            (nu_a, impulses_a), (nu_b, impulses_b) = oracle(perturb(model, state, z)), oracle(perturb(model, state, -z))
+            d_nu[:, j], d_impulses[:, j] = (nu_a - nu_b) / (2 * h), (impulses_a - impulses_b) / (2 * h)
+        np.testing.assert_array_equal(jump.A[:N], np.eye(N, 2 * N))  # H and s do not jump
+        assert relative(jump.A[N:], d_nu) < 1e-6 and relative(jump.impulses_state_jacobian, d_impulses) < 1e-6
+        np.testing.assert_array_equal(jump.state.joint_positions, state.joint_positions)
+        held.impact(state)
+        for ours, reference in ((held.A, jump.A), (held.impulses, jump.impulses),
+                                (held.impulses_state_jacobian, jump.impulses_state_jacobian),
+                                (held.base_twist, jump.state.base_twist),
+                                (held.joint_velocities, jump.state.joint_velocities)):
+            np.testing.assert_array_equal(ours, reference)
+
+
+def test_talos_full_lands_on_its_soles_with_coupled_grippers(rng):
+    """talos_full (12 gripper joints follow 2) landing on two 6d soles: rl.impact's Jacobians
+    against geometric finite differences of the impact, and a step through the touchdown
+    (A_d = A_d(x⁺)·A_impact) against differences of rl.step across it (rl.validate)."""
+    from robot_linearization.validation import finite_difference_impact
+
+    model = rl.load_urdf(example_robot_path("talos_full"))
+    soles = [rl.Contact("left_sole_link", "6d"), rl.Contact("right_sole_link", "6d")]
+    state = random_state(model, rng, scale=0.5)
+    jump = rl.impact(model, state, soles, 0.2)
+    A_fd, d_impulses_fd = finite_difference_impact(model, state, soles, 0.2)
+    assert relative(jump.A, A_fd) < 1e-6 and relative(jump.impulses_state_jacobian, d_impulses_fd) < 1e-6
+    lin = rl.linearize(model, state, rng.normal(size=model.n_joints), contacts=soles, dt=2e-3,
+                       previous_contacts=soles[:1], restitution=0.2)
+    assert np.array_equal(lin.impact.A, jump.A) and np.array_equal(lin.impact.impulses, jump.impulses)
+    report = rl.validate(model, lin)
+    assert report.passed(1e-6), report.summary()

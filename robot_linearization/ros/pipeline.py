@@ -27,7 +27,7 @@ from ..linearization import Linearization, linearize
 from ..arguments import did_you_mean
 from ..contact_margins import ContactMargins, contact_margins
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
-from ..coupling import AnyModel, CoupledModel
+from ..coupling import AnyModel
 from ..impacts import Impact, impact, touchdown
 from ..model import ModelError, State
 from ..urdf import load_urdf
@@ -128,7 +128,6 @@ class LinearizationPipeline:
         # knot 0): a set that closes a contact it did not hold is a touchdown, whose impact the next linearized
         # joint state carries
         self.held_contacts: tuple | None = None
-        self.impact_problem: str | None = None  # why the last touchdown has no impact map (until the next one)
         self.margin_problem: str | None = None  # why the last output with contacts has no margins
         self._counters = _Counters()
         self._output_times: collections.deque = collections.deque(maxlen=50)
@@ -212,7 +211,7 @@ class LinearizationPipeline:
             self._reject(f"{self.contact_problem}: {FREE_FLOATING_UNTIL_FIT}", "contacts")
         self.model, self.model_error = model, ""
         self.held_contacts = None  # (a new robot is not a touchdown)
-        self.impact_problem = self.margin_problem = None
+        self.margin_problem = None
         self.latest = None
         self._joint_states.clear()
         self._odometry.clear()
@@ -435,7 +434,7 @@ class LinearizationPipeline:
         try:
             lin, jump = None, None
             if self.held_contacts not in (None, self.contacts) and touchdown(self.held_contacts, self.contacts):
-                lin, jump, self.impact_problem = touchdown_linearization(
+                lin, jump = touchdown_linearization(
                     model, state, torques, self.contacts, self.held_contacts, self.config.restitution,
                     self.config.step(), self.config.kernel)
             if lin is None:  # (at a touchdown without a step: A, B, λ at x⁺ all the same, the impact map beside)
@@ -531,8 +530,6 @@ class LinearizationPipeline:
         if margins is not None:
             lowest = int(np.argmin(margins.margins))
             values["min_contact_margin"] = f"{margins.margins[lowest]:.4g} ({margins.labels[lowest]})"
-        if self.impact_problem:
-            values["impact_problem"] = self.impact_problem
         if self.margin_problem:
             values["margin_problem"] = self.margin_problem
         values["input_path"] = self.input_path
@@ -557,8 +554,6 @@ class LinearizationPipeline:
             level, message = WARN, "contact forces not possible: " + negative_margins_text(margins)
         elif self.margin_problem:
             level, message = WARN, self.margin_problem
-        elif self.impact_problem:
-            level, message = WARN, self.impact_problem
         else:
             level, message = OK, "; ".join(("linearizing",) + self.assumed)
         return [(level, name, message, values)]
@@ -603,7 +598,7 @@ class Snapshot:
             start = time.perf_counter()
             lin = jump = None
             if previous and touchdown(previous, contacts):
-                lin, jump, _ = touchdown_linearization(self.model, state, torques, contacts, previous,
+                lin, jump = touchdown_linearization(self.model, state, torques, contacts, previous,
                                                        options["restitution"], step, self.config.kernel)
             if lin is None:
                 lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts,
@@ -620,19 +615,15 @@ class Snapshot:
 
 
 def touchdown_linearization(model: AnyModel, state: State, torques, contacts, previous_contacts, restitution: float,
-                            step: dict, kernel: str | None) -> tuple[Linearization | None, Impact | None, str | None]:
+                            step: dict, kernel: str | None) -> tuple[Linearization | None, Impact]:
     """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
     rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
-    and its impact; without, (None, the impact) for the caller to linearize at x⁺.  A model
-    the impact map does not support yet gives (None, None, why), to be linearized at ``state``."""
-    if isinstance(model, CoupledModel):
-        return None, None, (f"no impact map at the touchdown on [{format_contacts(contacts)}]: model "
-                            f"'{model.name}' has coupled mimic joints (mimic_joints 'independent' has it)")
+    and its impact; without, (None, the impact) for the caller to linearize at x⁺."""
     if step.get("dt"):
         lin = linearize(model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
                         restitution=restitution, kernel=kernel, **step)
-        return lin, lin.impact if isinstance(lin.impact, Impact) else None, None
-    return None, impact(model, state, contacts, restitution, kernel=kernel), None
+        return lin, lin.impact
+    return None, impact(model, state, contacts, restitution, kernel=kernel)
 
 
 def margins_of(model: AnyModel, config: PipelineConfig, lin: Linearization) -> tuple[ContactMargins | None, str | None]:
