@@ -299,7 +299,8 @@ def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_oth
         rl.Linearizer(model, kernel="generated")
     older = _libraries(tmp_path)
     assert len(older) == 3
-    monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", codegen.build.COMPILE_FLAGS + ("-O1",))  # (other bytes, same robot)
+    # (other bytes, same robot)
+    monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", codegen.build.COMPILE_FLAGS + ("-O1",))
     rl.Linearizer(copy.deepcopy(tree), kernel="generated")  # (the same robot, in a new process as it were)
     newer = _libraries(tmp_path)
     assert len(newer) == 3 and (tmp_path / "notes.txt").read_text() == "the user's"

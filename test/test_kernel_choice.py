@@ -185,7 +185,8 @@ def test_a_kernel_built_untimed_is_timed_at_its_first_auto_use(rng, cache):
 _DEFAULT = """
 import numpy as np, robot_linearization as rl
 model = rl.load_urdf(rl.robots.bundled_urdf_path())
-state = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(12), base_twist=np.zeros(6), joint_velocities=np.zeros(12))
+state = rl.State(base_pose=np.eye(4), joint_positions=np.zeros(12), base_twist=np.zeros(6),
+                 joint_velocities=np.zeros(12))
 try:
     default = rl.kernel_choice.kernel_argument(None)
     print(default, rl.linearize(model, state) and rl.Linearizer(model).kernel if default == "generic" else "")
@@ -260,7 +261,6 @@ def test_background_builds_run_one_at_a_time_in_a_process_and_on_the_machine(rng
     """kernel="auto" on several contact sets (an MPC's) starts one build process at a time, not one per
     set; and a build process waits for the machine's build slot (background.lock in the cache) while
     another process holds it, so that several robots' builds do not take every core at once."""
-    from robot_linearization.codegen import background
     from robot_linearization.codegen.build import file_lock
 
     running, most = [0], [0]

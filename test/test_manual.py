@@ -102,8 +102,8 @@ def test_the_manual_builds_without_a_warning(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_parser")
     done = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html",
-                           str(ROOT / "docs"), str(tmp_path / "html")], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=600, env=dict(os.environ, PYTHONPATH=str(Path(rl.__file__).parent.parent)))
+                           str(ROOT / "docs"), str(tmp_path / "html")], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(Path(rl.__file__).parent.parent)))
     assert done.returncode == 0, done.stderr[-4000:]
     api = (tmp_path / "html" / "reference" / "api.html").read_text()
     for name in rl.__all__:  # every public name has its entry (a module: its members)

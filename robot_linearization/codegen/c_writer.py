@@ -72,8 +72,9 @@ changed it (_straight_line)."""
 
 def _copies(destination: str, start: int, sources: list) -> list:
     """C statements ``destination[start + j] = sources[j]`` (each ("w", address in w), ("c", constant) or
-    ("x", C expression); none where it lies there already), runs of consecutive addresses or of one constant as loops: a routine's block
-    filled, or its results written out, in a few bytes of code rather than a statement per double."""
+    ("x", C expression); none where it lies there already), runs of consecutive addresses or of one
+    constant as loops: a routine's block filled, or its results written out, in a few bytes of code
+    rather than a statement per double."""
     lines, j = [], 0
     while j < len(sources):
         kind, value = sources[j]
@@ -88,9 +89,9 @@ def _copies(destination: str, start: int, sources: list) -> list:
             what = f"w[{value} + k]" if kind == "w" else _literal(value)
             lines.append(f"for (int k = 0; k < {run}; k++) {destination}[{start + j} + k] = {what};")
         else:
-            lines.extend(f"{destination}[{start + j + r}] = "
-                         f"{f'w[{value + r}]' if kind == 'w' else _literal(value) if kind == 'c' else sources[j + r][1]};"
-                         for r in range(run))
+            for r in range(run):
+                source = f"w[{value + r}]" if kind == "w" else _literal(value) if kind == "c" else sources[j + r][1]
+                lines.append(f"{destination}[{start + j + r}] = {source};")
         j += run
     return lines
 

@@ -283,8 +283,8 @@ def trace(model: Model, loops: bool = False) -> SimpleNamespace:
     def product(model, data, M_inv, D, sign, out):
         found.product = (D.copy(), sign)
 
-    replacements = {**_runtime_factorisation(graph), **(_runtime_sweeps(graph) if loops else {}), "singular_pivot": pivots,
-                    "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
+    replacements = {**_runtime_factorisation(graph), **(_runtime_sweeps(graph) if loops else {}),
+                    "singular_pivot": pivots, "_finite": lambda A, M_inv: True, "finite_sum": lambda x: 0.0}
     if derivative_products(model) == DENSE_PRODUCTS:  # (else the product is traced like the rest)
         replacements["tree_multiply_add_into"] = product
     passes = _python_passes(replacements)
@@ -329,9 +329,9 @@ def _trace_on_contacts(model: Model, contacts: tuple, kernel, arguments, loops: 
 
 def trace_impact(model: Model, contacts: tuple, loops: bool = False) -> SimpleNamespace:
     """impact_map.impact_into traced on ``model`` and ``contacts`` (a tuple of Contact), the restitution e
-    an input as the state is (one kernel serves every e; ``loops`` as :func:`trace`'s): :func:`_trace_on_contacts`'s, and the outputs
-    (M_inv (N, N), A (2N, 2N), impulses (m,), d_impulses (m, 2N), nu_plus (N,)) as ``regions``, by their
-    C names."""
+    an input as the state is (one kernel serves every e; ``loops`` as :func:`trace`'s):
+    :func:`_trace_on_contacts`'s, and the outputs (M_inv (N, N), A (2N, 2N), impulses (m,), d_impulses
+    (m, 2N), nu_plus (N,)) as ``regions``, by their C names."""
     N, m = model.n_velocities, contact_arrays(model, contacts).m
     regions = {name: _TracedNumpy.empty(shape) for name, shape in (
         ("M_inv", (N, N)), ("A", (2 * N, 2 * N)), ("impulses", (m,)), ("d_impulses", (m, 2 * N)), ("nu_plus", (N,)))}
@@ -344,8 +344,9 @@ def trace_impact(model: Model, contacts: tuple, loops: bool = False) -> SimpleNa
 
 def trace_constrained(model: Model, contacts: tuple, loops: bool = False) -> SimpleNamespace:
     """contact_linearization.constrained_linearize_into traced on ``model`` and ``contacts`` (a tuple of
-    Contact), without a step (``loops`` as :func:`trace`'s): :func:`_trace_on_contacts`'s, and the outputs (A (2N, 2N), B (2N, n), M_inv
-    (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) as ``regions``, by their C names."""
+    Contact), without a step (``loops`` as :func:`trace`'s): :func:`_trace_on_contacts`'s, and the outputs
+    (A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,), λ (m,), ∂λ/∂z (m, 2N), ∂λ/∂τ (m, n)) as ``regions``, by
+    their C names."""
     N, n, m = model.n_velocities, model.n_joints, contact_arrays(model, contacts).m
     regions = {name: _TracedNumpy.empty(shape) for name, shape in (
         ("A", (2 * N, 2 * N)), ("B", (2 * N, n)), ("M_inv", (N, N)), ("nu_dot", (N,)), ("forces", (m,)),

@@ -267,7 +267,8 @@ class WholeBodyMPC:
         self._sole_contacts = tuple(Contact(f, "6d") for f in self.feet) if gait.contact == "6d" else None
         # each foot's point in its body's axes
         self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
-        self.velocity: NDArray[np.float64] = np.zeros(3)  # command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
+        # the command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
+        self.velocity: NDArray[np.float64] = np.zeros(3)
         self._contact_sets: dict = {}  # feet -> _Held
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
