@@ -39,7 +39,7 @@ from .algorithms.constrained_dynamics import contact_arrays, degeneracy_reason
 from .arguments import check_model, real_array
 from .compiled import TypedCall, announce_compilation
 from .contacts import Contact, ContactError, Contacts, as_contacts
-from .coupling import AnyModel, CoupledModel
+from .coupling import AnyModel, CoupledModel, tree_of
 from .impact_map import impact_into
 from .kernel_choice import generated_now, kernel_argument, runnable, takeover
 from .model import Model, State, given_arrays, state_arrays, state_problem
@@ -224,16 +224,20 @@ class ImpactMap:
         self.model, self.contacts = model, as_contacts(contacts)
         self._restitution = restitution_coefficient(restitution)
         self._arrays = arrays = contact_arrays(model, self.contacts)
-        tree = model.tree if coupled else model
+        tree = tree_of(model)
         N, n, N_tree = model.n_velocities, model.n_joints, tree.n_velocities
         self.impulse_labels = arrays.labels
         self._data = arrays.new_data(Workspace(tree))
         # (a CoupledModel: the tree's, then in the independent coordinates in _reduced, run_coupled_impact_into's out)
         self._out = (np.empty((N_tree, N_tree)), np.empty((2 * N_tree, 2 * N_tree)), np.empty(arrays.m),
                      np.empty((arrays.m, 2 * N_tree)), np.empty(N_tree))
-        self._reduced = (np.empty((2 * N, 2 * N)), np.empty(arrays.m_contacts), np.empty((arrays.m_contacts, 2 * N)),
-                         np.empty(N)) if coupled else None
-        self.A, self.impulses, self.impulses_state_jacobian, nu_plus = self._reduced or self._out[1:]
+        self._reduced: tuple = (np.empty((2 * N, 2 * N)), np.empty(arrays.m_contacts),
+                                np.empty((arrays.m_contacts, 2 * N)), np.empty(N)) if coupled else ()
+        fields = self._reduced or self._out[1:]  # (A, Λ, ∂Λ/∂z⁻, ν⁺ in the model's coordinates)
+        self.A: NDArray[np.float64] = fields[0]
+        self.impulses: NDArray[np.float64] = fields[1]
+        self.impulses_state_jacobian: NDArray[np.float64] = fields[2]
+        nu_plus = fields[3]
         self.base_twist = nu_plus[:6] if model.floating_base else None
         self.joint_velocities = nu_plus[N - n:]
         self._call = TypedCall(impact_into)  # (its own data and arrays, kernel-ready state arrays: the same types)
@@ -242,11 +246,11 @@ class ImpactMap:
         self._state: State | None = None
         self.kernel, self._takeover = "generic", None
         self._generated: TypedCall | None = None
-        if kernel == "generated" and self.contacts:
+        if kernel == "generated" and self.contacts and isinstance(model, Model):
             generated = generated_now(model, self.contacts, "impact")
             if generated is not None:
                 self._take(generated)
-        elif kernel == "auto" and self.contacts and not coupled:
+        elif kernel == "auto" and self.contacts and isinstance(model, Model):  # (a CoupledModel stays generic)
             self._takeover = takeover(model, self.contacts, "impact")
 
     def _take(self, generated) -> None:
@@ -276,13 +280,13 @@ class ImpactMap:
         self._pre_impact = self._state = None
         if self._takeover is not None and self._takeover.kernel is not None:  # (kernel="auto": it is ready)
             self._take(self._takeover.kernel)
-        generated = self._generated
-        if self._reduced is not None:
-            run_coupled_impact_into(self.model, self._arrays, self._data, pre_impact, self._restitution, self._out,
+        generated, model = self._generated, self.model
+        if isinstance(model, CoupledModel):
+            run_coupled_impact_into(model, self._arrays, self._data, pre_impact, self._restitution, self._out,
                                     self._reduced, self._call.call)
         elif generated is None or generated.call(self._scratch, pre_impact, self._restitution, self._out) != 0:
             # (where the generated kernel has no result, the generic one says why)
-            run_impact_into(self.model, self.contacts, self._data, pre_impact, self._restitution, self._out,
+            run_impact_into(model, self.contacts, self._data, pre_impact, self._restitution, self._out,
                             self._call.call)
         self._pre_impact = pre_impact
 

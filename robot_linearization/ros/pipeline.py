@@ -599,7 +599,7 @@ class Snapshot:
             lin = jump = None
             if previous and touchdown(previous, contacts):
                 lin, jump = touchdown_linearization(self.model, state, torques, contacts, previous,
-                                                       options["restitution"], step, self.config.kernel)
+                                                    options["restitution"], step, self.config.kernel)
             if lin is None:
                 lin = linearize(self.model, state if jump is None else jump.state, torques, contacts=contacts,
                                 kernel=self.config.kernel, **step)
@@ -615,14 +615,14 @@ class Snapshot:
 
 
 def touchdown_linearization(model: AnyModel, state: State, torques, contacts, previous_contacts, restitution: float,
-                            step: dict, kernel: str | None) -> tuple[Linearization | None, Impact]:
+                            step: dict, kernel: str | None) -> tuple[Linearization | None, Impact | None]:
     """At a touchdown (``contacts`` closes a contact ``previous_contacts`` did not): with a step,
     rl.linearize's own composition (A, B, λ at x⁺, A_d = A_d(x⁺)·A_impact: docs/impacts.md)
     and its impact; without, (None, the impact) for the caller to linearize at x⁺."""
     if step.get("dt"):
         lin = linearize(model, state, torques, contacts=contacts, previous_contacts=previous_contacts,
                         restitution=restitution, kernel=kernel, **step)
-        return lin, lin.impact
+        return lin, lin.impact if isinstance(lin.impact, Impact) else None
     return None, impact(model, state, contacts, restitution, kernel=kernel)
 
 
