@@ -157,7 +157,9 @@ def run_coupled_impact_into(model: CoupledModel, arrays, data: tuple, pre_impact
     (m_contacts, 2N), ν⁺ (N)), the rows of the independent joints and the columns through
     blockdiag(Ĝ, Ĝ) (z_tree = Ĝ z); the couplings' own impulses are internal and left out."""
     pose, s, twist, r = pre_impact[:4]
-    tree_state = (pose, model.coupling @ s + model.offset, twist, model.coupling @ r, np.zeros(model.tree.n_joints))
+    with np.errstate(invalid="ignore", over="ignore"):  # (NaN or inf: the kernel's check says which, in one line)
+        tree_state = (pose, model.coupling @ s + model.offset, twist, model.coupling @ r,
+                      np.zeros(model.tree.n_joints))
     run_impact_into(model.tree, arrays.contacts, data, tree_state, e, tree_out, call)
     _, A_tree, impulses_tree, d_impulses_tree, nu_plus_tree = tree_out
     A, impulses, d_impulses, nu_plus = out
@@ -197,7 +199,8 @@ class ImpactMap:
     (m,), impulses_state_jacobian ∂Λ/∂z⁻ (m, 2N), impulse_labels, contacts, restitution; the
     post-impact velocity ν⁺ is base_twist (6,) (floating base; else None) and joint_velocities
     (n,), and ``state`` the post-impact State (built when read).  Every call overwrites them
-    (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch.  One
+    (``np.copy`` what you keep); no array is allocated per call but the kernel's scratch (and, for a
+    CoupledModel, the tree's state and the reduction's row selections).  One
     per thread.  After a ValueError or ContactError its arrays hold no result and ``state`` is None.
     A CoupledModel's map is in its independent coordinates, as rl.impact's (:func:`run_coupled_impact_into`),
     by the generic kernel ("generated" is refused; "auto" stays generic).

@@ -6,6 +6,7 @@ forward dynamics by solving, differenced), and the reduced dynamics
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 import robot_linearization as rl
 from robot_linearization.validation import perturb
@@ -278,3 +279,37 @@ def test_talos_full_lands_on_its_soles_with_coupled_grippers(rng):
     assert np.array_equal(lin.impact.A, jump.A) and np.array_equal(lin.impact.impulses, jump.impulses)
     report = rl.validate(model, lin)
     assert report.passed(1e-6), report.summary()
+
+
+def test_a_coupled_impact_refuses_bad_states_in_one_line_without_warnings(offset_mimic_urdf):
+    """rl.impact and rl.ImpactMap of a CoupledModel: NaN or inf in s or r, a wrong length, a pose that
+    is no transform, a zero quaternion: a ValueError naming the field, in one line, and no numpy
+    warning on the way (the couplings map inf to NaN); float32, big-endian and strided arrays are taken."""
+    import warnings
+
+    model = rl.load_urdf(offset_mimic_urdf)
+    feet, n = list(rl.robots.BUNDLED_FEET), model.n_joints
+    H = rl.spatial.se3_exp(np.array([0.0, 0.0, 0.3, 0.1, 0.2, 0.0]))
+    held = rl.ImpactMap(model, feet)
+
+    def state(s=np.zeros(n), r=np.zeros(n), pose=H):
+        return rl.State(base_pose=pose, joint_positions=s, base_twist=np.zeros(6), joint_velocities=r)
+
+    bad = [(state(s=np.full(n, np.nan)), "joint_positions contains NaN"),
+           (state(r=np.full(n, np.inf)), "joint_velocities contains NaN or inf"),
+           (state(s=np.zeros(n - 1)), r"joint_positions: expected shape \(11,\)"),
+           (state(pose=2 * H), "base_pose is not a homogeneous transform")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for wrong, message in bad:
+            for call in (lambda x: rl.impact(model, x, feet), held.impact):
+                with pytest.raises(ValueError, match=message) as error:
+                    call(wrong)
+                assert "\n" not in str(error.value) and held.state is None
+        with pytest.raises(ValueError, match="expected a unit quaternion"):
+            held.impact_arrays(np.zeros(n), np.zeros(n), base_pose=np.zeros(7), base_twist=np.zeros(6))
+    reference = rl.impact(model, state(r=np.ones(n)), feet)
+    pose = np.r_[H[:3, 3], Rotation.from_matrix(H[:3, :3]).as_quat()]
+    for s in (np.zeros(n, dtype=np.float32), np.zeros(n).astype(">f8"), np.zeros(2 * n)[::2]):
+        held.impact_arrays(s, np.ones(n), base_pose=pose, base_twist=np.zeros(6))
+        assert relative(held.A, reference.A) < 1e-12 and relative(held.impulses, reference.impulses) < 1e-12
