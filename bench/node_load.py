@@ -11,7 +11,7 @@ rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at 
 rate (sensor-data QoS, as a robot driver does), and records when each cycle's
 ~/linearization arrives (taken serialized: its header's stamp is the input's).
 Prints the share of joint states linearized, the latency from the input stamp to the
-arrival of the output (p50, p99), the node process's CPU time per cycle, and the
+arrival of the output (p50, p99), the node process's CPU time per cycle (and each of its threads'), and the
 seconds from starting the node's process to its first output (the first start); then,
 by the node's own counters in /diagnostics (read while no input flows, before and after
 the window), how many outputs it made and inputs it rejected, so that a cycle lost in the
@@ -75,11 +75,36 @@ STAMP = struct.Struct("<iI")
 """A header's stamp in little-endian CDR: sec (int32), nanosec (uint32)."""
 
 
+def _stat_cpu(path: str) -> tuple[str, float]:
+    """(name, user + system CPU seconds so far) of a process or thread, from its /proc stat file."""
+    with open(path) as f:
+        head, tail = f.read().rsplit(")", 1)
+    fields = tail.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (/proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return _stat_cpu(f"/proc/{pid}/stat")[1]
+
+
+def thread_cpu(pid: int) -> dict:
+    """{thread id: (its name, user + system CPU seconds so far)} of each thread of a process (/proc)."""
+    threads = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            threads[int(tid)] = _stat_cpu(f"/proc/{pid}/task/{tid}/stat")
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+    return threads
+
+
+def threads_per_cycle(pid: int, before: dict, after: dict, cycles: int) -> list[tuple[str, float]]:
+    """[(thread, its CPU per cycle [µs])] over a window, busiest first, from two :func:`thread_cpu`
+    snapshots; the process's main thread is named "main" (the node's executor, the floors' loop)."""
+    spent = [("main" if tid == pid else name, (seconds - before.get(tid, (name, 0.0))[1]) / max(cycles, 1) * 1e6)
+             for tid, (name, seconds) in after.items()]
+    return sorted((item for item in spent if item[1] > 0.0), key=lambda item: -item[1])
 
 
 class LoadClient:
@@ -431,7 +456,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
         time.sleep(0.5)
         counters_before = {} if floor else client.settled_counters()
         client.arrivals.clear()
-        cpu_before = cpu_seconds(node.pid)
+        cpu_before, threads_before = cpu_seconds(node.pid), thread_cpu(node.pid)
         rqt_cpu_before = cpu_seconds(view.rqt.pid) if view else 0.0
         answers = []
         caller = threading.Thread(target=client.requests, args=(requests, seconds * 0.9, answers), daemon=True)
@@ -440,7 +465,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
         sent = client.run(rate, seconds)
         if requests:
             caller.join(timeout=30.0)
-        cpu = cpu_seconds(node.pid) - cpu_before
+        cpu, threads_after = cpu_seconds(node.pid) - cpu_before, thread_cpu(node.pid)
         rqt_cpu = cpu_seconds(view.rqt.pid) - rqt_cpu_before if view else float("nan")
         time.sleep(0.5)  # the last outputs in flight
         counters_after = {} if floor else client.settled_counters()
@@ -461,14 +486,15 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     node_outputs = counters_after.get("outputs", 0) - counters_before.get("outputs", 0) if counters_after else None
     node_rejected = {k[len("rejected_"):]: v - counters_before.get(k, 0) for k, v in counters_after.items()
                      if k.startswith("rejected_") and v > counters_before.get(k, 0)}
+    cycles = linearized if node_outputs is None else node_outputs
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
             "p99": float(np.percentile(latencies, 99)) if len(latencies) else np.nan,
-            "cpu_per_cycle": cpu / max(linearized if node_outputs is None else node_outputs, 1) * 1e3,
+            "cpu_per_cycle": cpu / max(cycles, 1) * 1e3,
             "cpu_share": cpu / seconds, "first_output": first_output,
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
             "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected,
-            "phases": phases}
+            "phases": phases, "threads": threads_per_cycle(node.pid, threads_before, threads_after, cycles)}
 
 
 def main() -> None:
@@ -528,6 +554,8 @@ def main() -> None:
                 print(f"{'':<13}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
                       f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent), rejected: {rejected}; "
                       f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
+            print(f"{'':<13}its threads' CPU per cycle (µs): "
+                  + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))
             if r["phases"] is not None:
                 print(f"{'':<13}its thread's CPU per output (µs): "
                       + ", ".join(f"{part} {value:.1f}" for part, value in zip(PHASES, r["phases"])))

@@ -29,6 +29,7 @@ def precompile() -> float:
 
     set_default_kernel("generic")  # the numba kernels only: no robot's generated kernel is built from here
     from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+    from robot_linearization.ros.compiled_cycle import compile_serve_pair
     from robot_linearization.ros.images import heatmap_rgb
 
     for floating_base in (True, False):
@@ -65,6 +66,7 @@ def precompile() -> float:
     text = open(bundled_urdf_path()).read()
     end = text.index("</joint>", text.index('<joint name="front_right_knee"'))
     coupled = rl.load_urdf(text[:end] + '<mimic joint="front_left_knee"/>' + text[end:], floating_base=True)
+    compile_serve_pair()  # the node's compiled cycle
     rl.linearize(coupled, rl.State(base_pose=np.eye(4), joint_positions=np.zeros(coupled.n_joints),
                                    base_twist=np.zeros(6), joint_velocities=np.zeros(coupled.n_joints)))
     return time.perf_counter() - start

@@ -7,12 +7,13 @@ source scripts/venv.sh test  # (re)installs only when the sources changed
 # The pytest executable (unlike `python -m pytest`) does not put the source tree on
 # sys.path, so the tests exercise the installed package and packaging mistakes show.
 .venv/bin/pytest -q -p no:cacheprovider test "$@"
-# The public-API tests once more with numba's bounds checking on, compiled into a cache of
-# their own (the fast kernels' cache is untouched): a kernel that indexes outside its arrays
-# raises IndexError there instead of returning garbage.
-echo "public-API tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
+# The public-API tests, and the node's compiled cycle on corrupted messages, once more with
+# numba's bounds checking on, compiled into a cache of their own (the fast kernels' cache is
+# untouched): a kernel that indexes outside its arrays raises IndexError there instead of
+# returning garbage.
+echo "public-API and compiled-cycle tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
-  .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py
+  .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py test/test_compiled_cycle.py
 
 # ---- the wheel, alone ---------------------------------------------------------------
 # python -m build's sdist and wheel; the wheel installed in a clean venv without the source

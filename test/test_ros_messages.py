@@ -242,6 +242,19 @@ def test_inputs_read_from_cdr_equal_the_deserialized_messages(rng, little_endian
         np.testing.assert_allclose(H_ours, H, atol=1e-12)
 
 
+def test_a_joint_state_cut_inside_its_names_does_not_spoil_the_whole_ones_after_it():
+    """The reader keeps the names' bytes of the last joint state: a message cut inside its last name
+    must not leave a prefix of them behind, which every whole message would match."""
+    reader = CdrInputs()
+    raw = TYPESTORE.serialize_cdr(joint_state_message(FACTORY, 5, ("hip", "knee"), [0.1, 0.2], [0.3, 0.4]),
+                                  "sensor_msgs/msg/JointState")
+    end_of_names = bytes(raw).index(b"knee") + 3
+    with pytest.raises(InputError, match="truncated or malformed"):
+        reader.joint_state(raw[:end_of_names])
+    fields = reader.joint_state(raw)
+    assert fields.name == ("hip", "knee") and fields.position.tolist() == [0.1, 0.2]
+
+
 def test_cdr_inputs_refuse_truncated_bytes_and_leave_other_encodings_to_the_deserializer(rng):
     reader = CdrInputs()
     msg = joint_state_message(FACTORY, 5, ("a", "b"), [0.1, 0.2], [0.0, 0.0])

@@ -97,14 +97,15 @@ class GeneratedKernel:
     linearize_into(data, arrays, out, dt), with ``scratch`` (``scratch_size``,) float64 in place
     of the workspace (one per thread); the same statuses.  ``call_at(scratch, arrays, addresses)``: the
     same without a step, its outputs given by their addresses (:func:`generated_linearize_at`), which
-    ``addresses_of(out)`` takes from A, B, M_inv, ν̇.
+    ``addresses_of(out)`` takes from A, B, M_inv, ν̇; ``address`` the function's, for a compiled caller
+    (generated_linearize_at).
     ``call_states(scratch, states, out, dt)``: linearize_states_into's K states likewise (a horizon).
     ``operations``: the trace's size; ``path``: the shared library."""
 
     def __init__(self, model: Model, library: Library):
         self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
         self._function = library.function()  # (held: the library stays loaded while its address is used)
-        address = _address(self._function)
+        self.address = address = _address(self._function)
         self.call = functools.partial(generated_linearize_into, address, model.floating_base)
         self.call_at = functools.partial(generated_linearize_at, address)
         self.addresses_of = output_addresses

@@ -177,6 +177,8 @@ class LinearizationCdr:
         self._arrays: list[tuple[str, np.ndarray]] = []
         self._packed: list[tuple[str, int, struct.Struct]] = []
         self._stamp, self._frame = 0, ""
+        self._places: dict[str, tuple[int, int]] = {}  # what layout() says
+        self.layouts = 0  # how many layouts there have been (a new one: a new value)
 
     def __call__(self, output, frame_id: str) -> bytes:
         values = linearization_values(output, frame_id)
@@ -200,6 +202,12 @@ class LinearizationCdr:
             else:  # base_pose, base_twist: two sequences of doubles
                 packer.pack_into(buffer, offset, *value[0], *value[1])
         return bytes(buffer)
+
+    def layout(self) -> tuple[bytes, dict]:
+        """The last message's bytes, and where its numbers sit in them: {field: (byte offset, how many
+        float64)} for every non-empty array and every double (base_pose 7, base_twist 6, dt, restitution,
+        compute_time 1); "header.stamp": (its offset, 1), the int32 sec and uint32 nanosec of 8 bytes."""
+        return bytes(self._buffer), dict(self._places)
 
     def _lay_out(self, values: dict) -> bytes:
         """Serialize ``values`` field by field (CDR: each primitive aligned to its size, counted from
@@ -242,8 +250,13 @@ class LinearizationCdr:
         # the arrays are written through views into the buffer, which keeps its size from now on
         self._arrays = [(name, np.frombuffer(buffer, dtype="<f8", count=size, offset=where))
                         for (name, where), size in zip(arrays, [size for _, size in sizes if size])]
+        self._places = {name: (view.ctypes.data - np.frombuffer(buffer, np.uint8).ctypes.data, view.size)
+                        for name, view in self._arrays}
+        self._places.update({name: (where, packer.size // 8) for name, where, packer in packed})
+        self._places["header.stamp"] = (self._stamp, 1)
         self._texts, self._sizes, self._packed, self._buffer = texts, sizes, packed, buffer
         self._fields = len(values)
+        self.layouts += 1
         return bytes(buffer)
 
 

@@ -246,10 +246,12 @@ def _aligned(offset: int, size: int) -> int:
 
 
 def _string_at(raw, offset: int, order: str):
-    """(text, offset after it) of the CDR string at ``offset``."""
+    """(text, offset after it) of the CDR string at ``offset``; ValueError for one that runs past the end."""
     offset = _aligned(offset, 4)
     (size,) = _UINT32[order].unpack_from(raw, offset)
     offset += 4
+    if offset + size > len(raw):
+        raise ValueError(f"a string of {size} bytes at byte {offset} runs past the end ({len(raw)} bytes)")
     return bytes(raw[offset:offset + max(size - 1, 0)]).decode(), offset + size
 
 
@@ -285,6 +287,11 @@ class CdrInputs:
 
     def __init__(self):
         self._names = (b"", ())  # (the names section's bytes, the names) of the last joint state
+
+    @property
+    def names(self) -> tuple[bytes, tuple]:
+        """(the CDR bytes of the last joint state's ``name`` sequence, those names)."""
+        return self._names
 
     def joint_state(self, raw) -> JointStateFields | None:
         try:

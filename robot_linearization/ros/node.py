@@ -26,6 +26,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 
+from .compiled_cycle import CompiledCycle
 from .health import health
 from .images import heatmap_rgb
 from .interfaces import LINEARIZATION, LinearizationCdr, linearization_message, validation_fields
@@ -184,22 +185,27 @@ class InputLoop(threading.Thread):
 
     def _serve(self) -> None:
         taker = WaitSetTaker(self.node, [sub for sub, _ in self.subscriptions])
-        handlers = [handler for _, handler in self.subscriptions]
         # what queued while the first robot description loaded (each input keeps 50 messages) predates the
         # model: not linearized, rather than found stale one by one
         dropped = sum(1 for _ in taker.take(0)) if self.first_description else 0
         if dropped:
             self.node.get_logger().info(f"{dropped} joint_states and odom messages that arrived while the robot "
                                         "description loaded were not linearized")
-        pipeline = self.node.pipeline
-        while self.running and self.node.context.ok():
+        node, pipeline, cycle = self.node, self.node.pipeline, self.node.compiled_cycle
+        topics = [topic for _, topic in self.subscriptions]
+        while self.running and node.context.ok():
             # odometry wakes the loop only while a joint state waits for it; otherwise it is taken, first,
             # when the joint state of its stamp wakes the loop (sent after it): one wake per cycle
             waking = None if pipeline.waiting else self.waking
             for index, message in taker.take(100_000_000, waking):  # 0.1 s: shutdown is noticed within it
-                handlers[index](message)
+                with node.lock:  # (the compiled cycle serves a joint state with the odometry before it)
+                    actions = cycle.take(topics[index], message, node.now_ns())
+                node.act(actions)
                 if not self.running:
                     break
+            with node.lock:
+                actions = cycle.flush()
+            node.act(actions)
 
 
 def declare_parameters(node: Node, table: dict) -> dict:
@@ -258,8 +264,9 @@ class LinearizationNode(Node):
             self.get_logger().info(f"no robot_description or urdf_path parameter: waiting for a URDF on "
                                    f"{subscription.topic_name}")
         reader = CdrInputs()
-        on_joint_state = self._input(reader.joint_state, JointState, "joint_states")
-        on_odometry = self._input(reader.odometry, Odometry, "odometry")
+        self.input_handlers = {"joint_states": self._input(reader.joint_state, JointState, "joint_states"),
+                               "odometry": self._input(reader.odometry, Odometry, "odometry")}
+        on_joint_state, on_odometry = self.input_handlers["joint_states"], self.input_handlers["odometry"]
         fast = self._choose_input_path(settings.input_path) == "wait_set"
         group = TakenByTheirOwner() if fast else None  # (None: the node's default group, the executor)
         # taken serialized: read in place by CdrInputs rather than built into Python messages
@@ -277,6 +284,10 @@ class LinearizationNode(Node):
         self.on_input_step = settings.rate_hz == 0.0
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
+        # the steady state's cycle compiled (compiled_cycle.py), on the input thread's path, output per input
+        self.compiled_cycle = CompiledCycle(self.pipeline, reader, self.linearization_cdr,
+                                            enabled=fast and self.on_input_step and not self.matrix_topics)
+        self._compiled_said = False
         # /diagnostics, the heatmaps and ~/health on the steady clock: under sim time they keep coming while
         # a bag is paused or loops in less than their period
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -286,7 +297,7 @@ class LinearizationNode(Node):
                               clock=steady)
         # odometry first: of a backlog (the node late by a few cycles), each joint state then finds its own
         # odometry, instead of pairing with an older one while its own waits behind the newer joint states
-        self.input_loop = InputLoop(self, [(odometry, on_odometry), (joint_states, on_joint_state)], (1,),
+        self.input_loop = InputLoop(self, [(odometry, "odometry"), (joint_states, "joint_states")], (1,),
                                     settings.description, serve=fast)
         self.input_loop.start()
         self.get_logger().info("ready")
@@ -324,12 +335,12 @@ class LinearizationNode(Node):
         (pipeline.watch_inputs), in /diagnostics at once."""
         publishers = {name: self.count_publishers(topic) for name, topic in self.input_topics.items()}
         with self.lock:
-            appeared = self.pipeline.watch_inputs(self._now(), publishers)
+            appeared = self.pipeline.watch_inputs(self.now_ns(), publishers)
         if appeared:
             self.get_logger().warning(self.pipeline.input_problem)
             self._publish_diagnostics()
 
-    def _now(self) -> int:
+    def now_ns(self) -> int:
         """The node's clock [ns] (ROS time under use_sim_time), read as Clock.now() does, without
         building the rclpy Time (≈ 10 µs, twice a cycle)."""
         clock = self.get_clock()
@@ -338,9 +349,9 @@ class LinearizationNode(Node):
 
     def _guard(self, callback):
         """Never let one bad message take the node down: log and carry on."""
-        def guarded(msg):
+        def guarded(*message):
             try:
-                callback(msg)
+                callback(*message)
             except Exception as e:  # noqa: BLE001 - reported, the node keeps running
                 self.get_logger().error(f"unexpected error handling a message: {e!r}")
         return guarded
@@ -378,7 +389,7 @@ class LinearizationNode(Node):
         clock (pipeline.receive: a jump back in time is noticed at once), then (without rate_hz)
         publish whatever it has made ready — a joint state waiting for its odometry is completed
         by the odometry message."""
-        def on_message(raw):
+        def on_message(raw, now_ns: int | None = None):
             try:
                 message = read(raw)
                 if message is None:
@@ -386,14 +397,27 @@ class LinearizationNode(Node):
             except InputError as e:
                 message = e
             with self.lock:
-                outputs = self.pipeline.receive(topic, message, self._now(), step=self.on_input_step)
+                outputs = self.pipeline.receive(topic, message, self.now_ns() if now_ns is None else now_ns,
+                                                step=self.on_input_step)
             self._publish(outputs)
         return self._guard(on_message)
+
+    def act(self, actions: list) -> None:
+        """Do what the compiled cycle said (CompiledCycle.take): publish its ~/linearization (bytes), or
+        hand a message to the usual cycle ((topic, serialized message, its arrival on the node's clock))."""
+        for action in actions:
+            if type(action) is bytes:
+                try:
+                    self.linearization_pub.publish(action)
+                except Exception as e:  # noqa: BLE001
+                    self.get_logger().error(f"linearization cycle failed: {e!r}")
+            else:
+                self.input_handlers[action[0]](action[1], action[2])
 
     def _step(self) -> None:
         """The rate_hz timer."""
         with self.lock:
-            outputs = self.pipeline.step(self._now(), newest_only=True)
+            outputs = self.pipeline.step(self.now_ns(), newest_only=True)
         self._publish(outputs)
 
     def _publish(self, outputs) -> None:
@@ -403,6 +427,8 @@ class LinearizationNode(Node):
                 # serialized by the node (interfaces.LinearizationCdr): rclpy's conversion of the Python
                 # message costs more than the linearization itself
                 self.linearization_pub.publish(self.linearization_cdr(out, self.pipeline.base_frame))
+                if self.compiled_cycle.enabled:
+                    self._note_output(out)
                 if not self.matrix_topics:
                     continue
                 if out.margins is not None and out.margins.labels != self._margin_labels:  # a new contact set
@@ -415,10 +441,22 @@ class LinearizationNode(Node):
         except Exception as e:  # noqa: BLE001
             self.get_logger().error(f"linearization cycle failed: {e!r}")
 
+    def _note_output(self, out) -> None:
+        """The compiled cycle told of an output of the usual one (its layout, its kernel); said once
+        when it serves."""
+        with self.lock:
+            self.compiled_cycle.note_output(out)
+        if self.compiled_cycle.armed and not self._compiled_said:
+            self._compiled_said = True
+            self.get_logger().info("the compiled cycle serves joint_states with the odometry before them from now "
+                                   "on (the generated kernel's, in one call from the serialized inputs to the "
+                                   "serialized ~/linearization)")
+
     def _publish_heatmaps_and_health(self) -> None:
         """The heatmap_rate_hz timer: the heatmaps, then the health vector (health.py; its labels
         first when they change), of the latest Output, once per Output."""
-        latest = self.pipeline.latest
+        with self.lock:  # (after a compiled cycle, built from what it keeps)
+            latest = self.pipeline.latest
         if latest is None or latest is self._heatmap_of:
             return
         self._heatmap_of = latest
@@ -440,7 +478,7 @@ class LinearizationNode(Node):
                 self.get_logger().error(f"health vector failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
-        now = self._now()
+        now = self.now_ns()
         with self.lock:
             statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
         self.diagnostics_pub.publish(diagnostic_array_message(self.factory, statuses, now))

@@ -118,7 +118,8 @@ class LinearizationPipeline:
         self._held_clock: int | None = None
         self.assumed: tuple = ()  # assumptions made for the latest joint state (empty velocity/effort arrays)
         self._noticed: set = set()
-        self.latest: Output | None = None
+        self._latest: Output | None = None
+        self._latest_of: Callable[[], Output] | None = None  # builds latest, after a compiled cycle (record_pair)
         self.last_problem: str | None = None
         self.last_validation: dict | None = None
         self.requested_contacts = tuple(self.config.contacts)  # the parameter's set, or the latest accepted one
@@ -216,6 +217,18 @@ class LinearizationPipeline:
         self._joint_states.clear()
         self._odometry.clear()
         self._held.clear()
+
+    @property
+    def latest(self) -> Output | None:
+        """The newest output (None before the first): built when asked for after a compiled cycle
+        (:meth:`record_pair`), which keeps what it needs until its next output."""
+        if self._latest_of is not None:
+            self._latest, self._latest_of = self._latest_of(), None
+        return self._latest
+
+    @latest.setter
+    def latest(self, output: Output | None) -> None:
+        self._latest, self._latest_of = output, None
 
     @property
     def base_frame(self) -> str:
@@ -378,6 +391,17 @@ class LinearizationPipeline:
 
     # ---- the cycle -------------------------------------------------------
     @property
+    def settled(self) -> bool:
+        """No joint state queued and no input held for a new timeline (compiled_cycle.py)."""
+        return not self._joint_states and not self._held
+
+    @property
+    def last_times(self) -> tuple:
+        """(the last joint state's stamp, the last odometry's stamp, the node's clock at the last input
+        or step) [ns], each None before the first (or since a jump back in time)."""
+        return self._last_joint_stamp, self._last_odometry_stamp, self._last_now
+
+    @property
     def waiting(self) -> bool:
         """A joint state is queued: :meth:`step` may have an output to make."""
         return bool(self._joint_states)
@@ -456,6 +480,24 @@ class LinearizationPipeline:
         self._output_times.append(now_ns)
         self.last_problem = None
         return self.latest
+
+    def record_pair(self, odometry_stamp: int, H: np.ndarray, twist: np.ndarray, joint_state_stamp: int,
+                    now_ns: int, output_of: Callable[[], Output]) -> None:
+        """What ``receive("odometry", …)`` then ``receive("joint_states", …, now_ns)`` leave behind
+        when the joint state is linearized at once with that odometry, its pose H (4, 4) and twist (6,)
+        (arrays kept, not copied), without a notice or rejection: the node's compiled cycle
+        (compiled_cycle.py) made the output, which ``output_of()`` builds when :attr:`latest` is
+        asked for."""
+        self._received["odometry"] += 1
+        self._received["joint_states"] += 1
+        self._last_odometry_stamp = odometry_stamp
+        self._odometry.append((odometry_stamp, H, twist))
+        self._last_joint_stamp, self._last_now = joint_state_stamp, now_ns
+        self.assumed, self.margin_problem, self.last_problem = (), None, None
+        self.held_contacts = self.contacts
+        self._latest, self._latest_of = None, output_of
+        self._counters.outputs += 1
+        self._output_times.append(now_ns)
 
     def _drop(self, reason: str, kind: str) -> None:
         self._reject(reason, kind)

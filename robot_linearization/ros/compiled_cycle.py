@@ -1,0 +1,368 @@
+"""The node's cycle compiled: one odometry and the joint state taken after it, from their serialized
+CDR to the serialized ~/linearization, in one compiled call around the robot's generated kernel.
+
+The usual cycle (messages.CdrInputs, pipeline.LinearizationPipeline, interfaces.LinearizationCdr)
+spends in Python about twice what the generated kernel takes for a humanoid (docs/ros.md).  Its
+steady state — a free-floating robot without contacts or step, the same joint names in every
+joint state, each paired with the odometry that came just before it — is what this does in one
+call: it reads both messages where they lie, makes every check the usual cycle makes (encoding,
+lengths, names, NaN/inf, the quaternion, the child frame, the clock and the stamps, staleness,
+pairing), calls the generated kernel, and writes A, B, M⁻¹ and the state into the message.  Where
+any check would make the usual cycle do something else (a rejection, a notice, a queued joint
+state, a new timeline, another pairing), it declines and changes nothing: the caller hands both
+messages to the usual cycle.  What it serves is the usual cycle's message bit for bit (but the
+compute time), and the pipeline is left as the usual cycle would leave it; the pipeline's
+``latest`` Output is built from it only when something asks for it (the services, the heatmaps,
+/diagnostics).
+
+It serves only with the generated kernel (the generic one answers through the usual cycle until
+the generated one has taken over).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..codegen.kernels import generated_linearize_at
+from ..compiled import TypedCall, kernel
+from ..kernel_choice import current, kernel_argument
+from ..linearization import free_result
+from ..model import Model, State
+from .interfaces import LinearizationCdr
+from .messages import QUATERNION_TOLERANCE, CdrInputs, InputError, _joint_order
+from .pipeline import LinearizationPipeline, Output
+
+NONE = np.iinfo(np.int64).min
+"""An int64 standing for the pipeline's None (no stamp, no clock yet)."""
+
+DECLINED = ("", "odometry encoding", "odometry length", "odometry child frame", "odometry values",
+            "joint_states encoding", "joint_states length", "joint_states names", "joint_states values",
+            "clock went back", "stamps not newer", "stale", "pairing", "kernel status", "stamp range")
+"""Why :func:`serve_pair_into` declined, by its status (0: served)."""
+
+_POSE, _TWIST, _ARRAYS = 0, 7, 13  # where the odometry's pose, twist and the joint state's arrays go in ``values``
+
+
+@kernel(inline=True)
+def _uint32(raw, offset):
+    """The little-endian uint32 at ``offset`` of ``raw`` (uint8)."""
+    return (np.int64(raw[offset]) | (np.int64(raw[offset + 1]) << 8) | (np.int64(raw[offset + 2]) << 16)
+            | (np.int64(raw[offset + 3]) << 24))
+
+
+@kernel(inline=True)
+def _aligned(offset, size):
+    """``offset`` rounded up to a multiple of ``size``, counted after the 4-byte encapsulation
+    (messages._aligned)."""
+    return offset + (-(offset - 4) % size)
+
+
+@kernel(inline=True)
+def _header(raw):
+    """(stamp [ns], offset after header.frame_id) of a little-endian CDR message starting with a
+    std_msgs/Header; offset −1 for another encoding, −2 when it is too short."""
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        return 0, -1
+    sec = _uint32(raw, 4)
+    if sec >= 2147483648:
+        sec -= 4294967296
+    end = 16 + _uint32(raw, 12)
+    if len(raw) < end:
+        return 0, -2
+    return sec * 1_000_000_000 + _uint32(raw, 8), end
+
+
+@kernel(inline=True)
+def _copy_bytes(raw, start, count, staging, at):
+    for k in range(count):
+        staging[at + k] = raw[start + k]
+
+
+@kernel
+def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pairing_tolerance, staging, values,
+                    pose, positions, twist, velocities, torques, base_pose, stamp_words, address, scratch, outputs):
+    """One cycle of the node's steady state (the module's docstring): 0 and everything written, or why
+    not (a DECLINED index) with nothing of the pipeline's changed.
+
+    odometry, joint_state: the serialized messages (uint8).  names: the CDR bytes of the joint state's
+    name sequence the joint order ``order`` (n,) int64 was made for; child_frame: the base frame's UTF-8.
+    times (int64): in: the odometry's and the joint state's arrival on the node's clock, the pipeline's
+    last joint state stamp, last odometry stamp, last clock (NONE: none yet), pairing_tolerance and
+    max_input_age [ns], use_effort (0/1), the number of names; out: [9] the odometry's stamp, [10] the
+    joint state's.  pairing_tolerance [s] as the pipeline compares it.  staging (uint8) and values, a
+    float64 view of it: room for 13 + 3 × names numbers.  Out: pose H (4, 4); positions, twist,
+    velocities, torques, base_pose (x, y, z, qx, qy, qz, qw) and stamp_words (sec, nanosec) the
+    message's own numbers (float64 and uint32 views of it); the generated kernel at ``address`` (its
+    ``scratch``) writes A, B, M⁻¹, ν̇ at ``outputs`` (4,) int64."""
+    stamp_o, offset = _header(odometry)
+    if offset < 0:
+        return 1 if offset == -1 else 2
+    # child_frame_id: the base frame's bytes (its length counts the NUL)
+    offset = _aligned(offset, 4)
+    if len(odometry) < offset + 4:
+        return 2
+    size = _uint32(odometry, offset)
+    offset += 4
+    if size - 1 != len(child_frame) or len(odometry) < offset + size:
+        return 3
+    for k in range(size - 1):
+        if odometry[offset + k] != child_frame[k]:
+            return 3
+    # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles
+    start = _aligned(offset + size, 8)
+    if len(odometry) < start + 85 * 8:
+        return 2
+    _copy_bytes(odometry, start, 56, staging, 8 * _POSE)
+    _copy_bytes(odometry, start + 43 * 8, 48, staging, 8 * _TWIST)
+    for k in range(13):
+        if not np.isfinite(values[k]):
+            return 4
+    x, y, z, w = values[3], values[4], values[5], values[6]
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    if norm < 1e-9 or abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        return 4
+
+    stamp_j, offset = _header(joint_state)
+    if offset < 0:
+        return 5 if offset == -1 else 6
+    offset = _aligned(offset, 4)
+    if len(joint_state) < offset + len(names):
+        return 7
+    for k in range(len(names)):
+        if joint_state[offset + k] != names[k]:
+            return 7
+    offset += len(names)
+    count, use_effort = times[8], times[7]
+    for field in range(3):  # position, velocity, effort: sequence<double>
+        offset = _aligned(offset, 4)
+        if len(joint_state) < offset + 4:
+            return 6
+        length = _uint32(joint_state, offset)
+        offset = _aligned(offset + 4, 8) if length else offset + 4
+        if len(joint_state) < offset + 8 * length:
+            return 6
+        # the same length as the names (an effort not used may be empty); else the usual cycle says why
+        if length != count and (field < 2 or use_effort or length):
+            return 8
+        _copy_bytes(joint_state, offset, 8 * length, staging, 8 * (_ARRAYS + field * count))
+        offset += 8 * length
+    n = len(order)
+    for i in range(n):
+        positions[i] = values[_ARRAYS + order[i]]
+        velocities[i] = values[_ARRAYS + count + order[i]]
+        torques[i] = values[_ARRAYS + 2 * count + order[i]] if use_effort else 0.0
+        if not (np.isfinite(positions[i]) and np.isfinite(velocities[i]) and np.isfinite(torques[i])):
+            return 8
+
+    # the node's clock and the stamps (pipeline.receive of both), staleness, pairing (pipeline._linearize)
+    now_o, now_j, last_j, last_o, last_now, tolerance, max_age = (times[0], times[1], times[2], times[3], times[4],
+                                                                  times[5], times[6])
+    if (last_now != NONE and last_now - now_o > tolerance) or now_o - now_j > tolerance:
+        return 9
+    if (last_o != NONE and stamp_o <= last_o) or (last_j != NONE and stamp_j <= last_j):
+        return 10
+    if now_j - stamp_j > max_age:
+        return 11
+    gap = abs(stamp_o - stamp_j)
+    if (last_o != NONE and abs(last_o - stamp_j) <= gap) or gap * 1e-9 > pairing_tolerance \
+            or not (stamp_o >= stamp_j or now_j - stamp_j > tolerance):
+        return 12
+    sec = stamp_j // 1_000_000_000
+    if sec < -2147483648 or sec > 2147483647:
+        return 14
+
+    # H of the odometry's pose (messages.odometry_base_state, spatial.quaternion_pose), the kernel
+    w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    pose[0, 0], pose[0, 1], pose[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    pose[1, 0], pose[1, 1], pose[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    pose[2, 0], pose[2, 1], pose[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    pose[0, 3], pose[1, 3], pose[2, 3] = values[0], values[1], values[2]
+    pose[3, 0], pose[3, 1], pose[3, 2], pose[3, 3] = 0.0, 0.0, 0.0, 1.0
+    for k in range(6):
+        twist[k] = values[_TWIST + k]
+    if generated_linearize_at(address, scratch, (pose, positions, twist, velocities, torques), outputs) != -1:
+        return 13
+
+    # the message's stamp and base pose (interfaces.linearization_values: the quaternion of H by
+    # messages.pose_quaternion)
+    stamp_words[0] = sec + 4294967296 if sec < 0 else sec
+    stamp_words[1] = stamp_j - sec * 1_000_000_000
+    base_pose[0], base_pose[1], base_pose[2] = pose[0, 3], pose[1, 3], pose[2, 3]
+    quaternion_of_pose_into(pose, base_pose)
+    times[9], times[10] = stamp_o, stamp_j
+    return 0
+
+
+@kernel(inline=True)
+def quaternion_of_pose_into(H, out):
+    """messages.pose_quaternion of H (Shepperd's method, w ≥ 0, the same operations), written as
+    (x, y, z, w) into out[3:7]."""
+    trace = H[0, 0] + H[1, 1] + H[2, 2]
+    q = np.empty(4)
+    if trace > 0:
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q[0], q[1], q[2], q[3] = 0.25 * s, (H[2, 1] - H[1, 2]) / s, (H[0, 2] - H[2, 0]) / s, (H[1, 0] - H[0, 1]) / s
+    else:
+        i = 0  # the first largest diagonal entry
+        if H[1, 1] > H[i, i]:
+            i = 1
+        if H[2, 2] > H[i, i]:
+            i = 2
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(1.0 + H[i, i] - H[j, j] - H[k, k])
+        q[0] = (H[k, j] - H[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (H[j, i] + H[i, j]) / s
+        q[1 + k] = (H[k, i] + H[i, k]) / s
+    sign = 1.0 if q[0] >= 0 else -1.0
+    out[3], out[4], out[5], out[6] = sign * q[1], sign * q[2], sign * q[3], sign * q[0]
+
+
+def compile_serve_pair() -> None:
+    """Compile :func:`serve_pair_into` for the types :class:`CompiledCycle` calls it with (or load it
+    from numba's cache): at installation (precompile.py), so that a node's first compiled cycle does
+    not wait for the compiler.  (The call itself declines at once: an empty odometry.)"""
+    doubles, integers, data = np.empty(1), np.zeros(11, dtype=np.int64), np.zeros(8, dtype=np.uint8)
+    serve_pair_into(b"", b"", data, data, integers[:1], integers, 0.02, data, doubles, np.empty((4, 4)), doubles,
+                    doubles, doubles, doubles, doubles, np.zeros(2, dtype=np.uint32), 0, doubles, integers[:4])
+
+
+class _Buffers:
+    """One message of the compiled cycle, laid out by the usual cycle's writer, with its numbers as
+    arrays (8-aligned float64 views of it), and the pose and ν̇ the kernel writes beside it.  Two
+    alternate: a cycle writes into the one the latest output is not in, so that a cycle that
+    declines half-way leaves the latest output intact until it is built."""
+
+    def __init__(self, message: bytes, places: dict, model: Model):
+        N, n = model.n_velocities, model.n_joints
+        raw = np.empty(len(message) + 8, np.uint8)
+        start = (4 - raw.ctypes.data) % 8  # (the CDR's doubles are 8-aligned counted from byte 4)
+        self.message = raw[start:start + len(message)]
+        self.message[:] = np.frombuffer(message, np.uint8)
+
+        def doubles(name: str, shape: tuple) -> np.ndarray:
+            offset, count = places[name]
+            return self.message[offset:offset + 8 * count].view(np.float64).reshape(shape)
+
+        self.positions, self.velocities = doubles("joint_positions", (n,)), doubles("joint_velocities", (n,))
+        self.torques, self.twist = doubles("joint_efforts", (n,)), doubles("base_twist", (6,))
+        self.base_pose, self.compute_time = doubles("base_pose", (7,)), doubles("compute_time", (1,))
+        self.A, self.B = doubles("state_matrix", (2 * N, 2 * N)), doubles("input_matrix", (2 * N, n))
+        self.M_inv = doubles("inverse_mass_matrix", (N, N))
+        stamp = places["header.stamp"][0]
+        self.stamp_words = self.message[stamp:stamp + 8].view(np.uint32)
+        self.pose, self.nu_dot = np.empty((4, 4)), np.empty(N)
+        self.outputs = np.array([a.ctypes.data for a in (self.A, self.B, self.M_inv, self.nu_dot)], dtype=np.int64)
+
+
+class CompiledCycle:
+    """The node's compiled cycle (the module's docstring) over its pipeline, its joint-state reader
+    (whose names it takes) and its message writer (whose layout it takes).
+
+    The input loop hands it every message it takes, ``take(topic, raw, now)`` ("odometry" or
+    "joint_states", serialized, its arrival on the node's clock [ns]), and does what comes back, in
+    order: bytes, a ~/linearization to publish; (topic, raw, now), a message for the usual cycle.
+    An odometry is held until the next message; a joint state after it is served with it when
+    ``serve`` can.  ``flush()`` at the end of what the loop took hands on a held odometry.
+    ``note_output(out)`` after the usual cycle wrote ``out``'s message: ``armed`` says whether the
+    next pairs can be served.  ``served``: outputs made; ``declined``: how many pairs each reason of
+    DECLINED sent to the usual cycle.  The caller holds the node's lock."""
+
+    def __init__(self, pipeline: LinearizationPipeline, reader: CdrInputs, writer: LinearizationCdr,
+                 enabled: bool = True):
+        self.pipeline, self.reader, self.writer, self.enabled = pipeline, reader, writer, enabled
+        self.armed = False
+        self.served = 0
+        self.declined = np.zeros(len(DECLINED), dtype=np.int64)
+        self._key: tuple | None = None
+        self._call = TypedCall(serve_pair_into)
+        self._held: tuple | None = None  # (the odometry's bytes, its arrival)
+
+    def take(self, topic: str, raw: bytes, now_ns: int) -> list:
+        held, self._held = self._held, None
+        before = [] if held is None else [("odometry", *held)]
+        if topic == "odometry":
+            if self.armed and self.pipeline.settled:
+                self._held = (raw, now_ns)
+                return before
+            return before + [(topic, raw, now_ns)]
+        if held is not None:
+            data = self.serve(held[0], held[1], raw, now_ns)
+            if data is not None:
+                return [data]
+        return before + [(topic, raw, now_ns)]
+
+    def flush(self) -> list:
+        held, self._held = self._held, None
+        return [] if held is None else [("odometry", *held)]
+
+    def note_output(self, output: Output) -> None:
+        try:
+            self.armed = self.enabled and self._arm(output)
+        except InputError:  # (names the usual cycle has not accepted yet)
+            self.armed = False
+
+    def _arm(self, output: Output) -> bool:
+        pipeline = self.pipeline
+        model, config, lin = pipeline.model, pipeline.config, output.linearization
+        if not (type(model) is Model and model.floating_base and output.model is model and pipeline.base_frame
+                and not pipeline.contacts and output.impact is None and output.margins is None
+                and lin.A_d is None and not lin.contacts):
+            return False
+        generated = current(model, (), "linearize", kernel_argument(config.kernel))
+        if generated is None:
+            return False
+        section, names = self.reader.names
+        key = (model, generated, section, self.writer.layouts, pipeline.base_frame)
+        if key == self._key:
+            return True
+        order = _joint_order(names, tuple(model.joint_names))
+        message, places = self.writer.layout()
+        self._buffers = [_Buffers(message, places, model) for _ in range(2)]
+        self._next = 0
+        self._staging = np.zeros(8 * (_ARRAYS + 3 * len(names)), np.uint8)
+        self._values = self._staging.view(np.float64)
+        self._times = np.zeros(11, dtype=np.int64)
+        self._times[5:9] = (int(config.pairing_tolerance * 1e9), int(config.max_input_age * 1e9),
+                            int(config.use_effort), len(names))
+        # (writeable copies: the types compile_serve_pair compiles for)
+        self._names, self._order = np.frombuffer(section, np.uint8).copy(), np.array(order, dtype=np.int64)
+        self._child = np.frombuffer(pipeline.base_frame.encode(), np.uint8).copy()
+        self._scratch, self._address = np.empty(generated.scratch_size), generated.address
+        self._model, self._key = model, key
+        return True
+
+    def serve(self, odometry: bytes, odometry_now: int, joint_state: bytes, now_ns: int) -> bytes | None:
+        pipeline = self.pipeline
+        if not (self.armed and pipeline.model is self._model and pipeline.settled and not pipeline.contacts):
+            return None
+        buffers, times = self._buffers[self._next], self._times
+        times[0], times[1] = odometry_now, now_ns
+        times[2], times[3], times[4] = (NONE if t is None else t for t in pipeline.last_times)
+        start = time.perf_counter()
+        status = self._call(odometry, joint_state, self._names, self._child, self._order, times,
+                            pipeline.config.pairing_tolerance, self._staging, self._values, buffers.pose,
+                            buffers.positions, buffers.twist, buffers.velocities, buffers.torques, buffers.base_pose,
+                            buffers.stamp_words, self._address, self._scratch, buffers.outputs)
+        compute_time = time.perf_counter() - start
+        if status:
+            self.declined[status] += 1
+            return None
+        buffers.compute_time[0] = compute_time
+        self._next ^= 1
+        H, twist, stamp = buffers.pose.copy(), buffers.twist.copy(), int(times[10])
+        pipeline.record_pair(int(times[9]), H, twist, stamp, now_ns,
+                             lambda: self._output(buffers, stamp, compute_time, H, twist))
+        self.served += 1
+        return bytes(buffers.message)
+
+    def _output(self, buffers: _Buffers, stamp: int, compute_time: float, H: np.ndarray, twist: np.ndarray) -> Output:
+        """The pipeline's Output of the cycle written into ``buffers`` (copies: they are written again)."""
+        state = State._given(H, buffers.positions.copy(), twist, buffers.velocities.copy())
+        torques = buffers.torques.copy()
+        lin = free_result(self._model, buffers.A.copy(), buffers.B.copy(), buffers.M_inv.copy(), buffers.nu_dot.copy(),
+                          state, torques)
+        return Output(stamp, self._model, state, torques, lin, compute_time)

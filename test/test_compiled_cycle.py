@@ -1,0 +1,244 @@
+"""The node's compiled cycle (ros/compiled_cycle.py) against the usual one: the same messages, fed as
+the node's input loop feeds them, give the same ~/linearization bit for bit (but the compute time),
+the same rejections, notices and diagnostics, and leave the pipeline in the same state — through
+every reason the compiled cycle has to hand a pair to the usual one, and through corrupted bytes."""
+
+import struct
+
+import numpy as np
+import pytest
+from rosbags.typesys import Stores, get_typestore
+
+import robot_linearization as rl
+from robot_linearization.contacts import as_contacts
+from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+from robot_linearization.ros.compiled_cycle import DECLINED, CompiledCycle
+from robot_linearization.ros.interfaces import LinearizationCdr
+from robot_linearization.ros.messages import (CdrInputs, InputError, RosbagsFactory, joint_state_message,
+                                              odometry_message)
+from robot_linearization.ros.pipeline import LinearizationPipeline, PipelineConfig
+from robot_linearization.spatial import se3_exp
+
+TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+FACTORY = RosbagsFactory(TYPESTORE)
+MS = 1_000_000
+URDF = open(bundled_urdf_path()).read()
+MODEL = rl.load_urdf(URDF)
+N = MODEL.n_joints
+TYPES = {"odometry": "nav_msgs/msg/Odometry", "joint_states": "sensor_msgs/msg/JointState"}
+
+
+class Fed:
+    """A pipeline fed as the node's input loop feeds it: serialized messages read by CdrInputs, each
+    output of the usual cycle written by LinearizationCdr; through CompiledCycle.take and flush
+    (which, not ``compiled``, hands every message on at once)."""
+
+    def __init__(self, compiled: bool, **config):
+        self.pipeline = LinearizationPipeline(PipelineConfig(kernel="generated", **config))
+        assert self.pipeline.set_description(URDF) is None
+        self.reader, self.writer = CdrInputs(), LinearizationCdr()
+        self.cycle = CompiledCycle(self.pipeline, self.reader, self.writer, enabled=compiled)
+        self.published, self.notices, self.problems = [], [], []
+        self.pipeline.on_notice, self.pipeline.on_problem = self.notices.append, self.problems.append
+
+    def usual(self, topic: str, raw: bytes, now: int) -> None:
+        try:
+            fields = (self.reader.odometry if topic == "odometry" else self.reader.joint_state)(raw)
+            if fields is None:  # (an encoding CdrInputs does not read: the node's rclpy deserializes it)
+                fields = TYPESTORE.deserialize_cdr(raw, TYPES[topic])
+        except InputError as e:
+            fields = e
+        except Exception as e:  # noqa: BLE001 - (what the node's guard logs, the message not handed on)
+            self.problems.append(f"unexpected {type(e).__name__}")
+            return
+        for out in self.pipeline.receive(topic, fields, now):
+            self.published.append(self.writer(out, self.pipeline.base_frame))
+            self.cycle.note_output(out)
+
+    def feed(self, batch) -> None:
+        """One batch of what the input loop took: [(topic, serialized message, arrival [ns])]."""
+        for topic, raw, now in batch:
+            for action in self.cycle.take(topic, raw, now):
+                if type(action) is bytes:
+                    self.published.append(action)
+                else:
+                    self.usual(*action)
+        for action in self.cycle.flush():
+            self.usual(*action)
+
+
+def odometry(stamp, H=None, twist=None, child="base_link", little_endian=True):
+    H = se3_exp(np.array([0.1, 0.0, 0.3, 0.1, -0.2, 0.3])) if H is None else H
+    twist = np.linspace(-0.3, 0.4, 6) if twist is None else twist
+    msg = odometry_message(FACTORY, stamp, "odom", child, H, twist)
+    return bytes(TYPESTORE.serialize_cdr(msg, TYPES["odometry"], little_endian=little_endian))
+
+
+def joint_state(stamp, s, r, effort=(), names=MODEL.joint_names):
+    order = [MODEL.joint_names.index(name) for name in names]
+    msg = joint_state_message(FACTORY, stamp, list(names), np.asarray(s)[order],
+                              np.asarray(r)[order] if len(r) else (), np.asarray(effort)[order] if len(effort) else ())
+    return bytes(TYPESTORE.serialize_cdr(msg, TYPES["joint_states"]))
+
+
+def with_quaternion(raw: bytes, q) -> bytes:
+    """The odometry ``raw`` with its orientation (x, y, z, w) replaced (plain little-endian CDR, child
+    frame 'base_link')."""
+    start = 4 + len(raw[4:]) - 85 * 8  # (the 85 doubles end the message)
+    return raw[:start + 24] + struct.pack("<4d", *q) + raw[start + 56:]
+
+
+def assert_same(usual: Fed, compiled: Fed) -> None:
+    assert len(usual.published) == len(compiled.published)
+    for a, b in zip(usual.published, compiled.published):
+        assert a[:-8] == b[:-8]  # (the message ends with its compute time)
+    assert usual.notices == compiled.notices and usual.problems == compiled.problems
+    p, q = usual.pipeline, compiled.pipeline
+    assert p.last_times == q.last_times and p.settled == q.settled and p.assumed == q.assumed
+    assert [(t, H.tobytes(), v.tobytes()) for t, H, v in p._odometry] == \
+        [(t, H.tobytes(), v.tobytes()) for t, H, v in q._odometry]
+    diagnostics = [[(level, name, message, {k: v for k, v in values.items() if k != "compute_time_ms"})
+                    for level, name, message, values in f.pipeline.diagnostics(10**12)] for f in (usual, compiled)]
+    assert diagnostics[0] == diagnostics[1]
+    a, b = p.latest, q.latest
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert b is q.latest  # (built once)
+        assert a.stamp_ns == b.stamp_ns and a.model is p.model and b.model is q.model
+        assert a.impact is b.impact is None and (a.margins is None) == (b.margins is None)
+        if a.margins is not None:
+            assert a.margins.margins.tobytes() == b.margins.margins.tobytes()
+        for x, y in [(a.state.base_pose, b.state.base_pose), (a.state.joint_positions, b.state.joint_positions),
+                     (a.state.base_twist, b.state.base_twist), (a.state.joint_velocities, b.state.joint_velocities),
+                     (a.joint_torques, b.joint_torques)] + [
+                (getattr(a.linearization, k), getattr(b.linearization, k))
+                for k in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations")]:
+            assert x.tobytes() == y.tobytes()
+        assert a.linearization.state_labels == b.linearization.state_labels
+
+
+def pair(k, rng, now_offset=100_000, **odometry_options):
+    stamp = k * MS
+    s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
+    return [("odometry", odometry(stamp, **odometry_options), stamp + now_offset),
+            ("joint_states", joint_state(stamp, s, r), stamp + now_offset)]
+
+
+def both(**config):
+    return Fed(False, **config), Fed(True, **config)
+
+
+def feed_both(feds, batch) -> None:
+    for fed in feds:
+        fed.feed(batch)
+
+
+def test_steady_pairs_are_served_compiled_and_equal_the_usual_cycle_bit_for_bit(rng):
+    feds = both()
+    for k in range(1, 60):
+        feed_both(feds, pair(k, rng, H=se3_exp(0.3 * rng.normal(size=6)), twist=rng.normal(size=6)))
+        assert_same(*feds)
+    assert feds[1].cycle.served == 58 and feds[0].cycle.served == 0  # (the first one lays the message out)
+    assert not feds[1].cycle.declined.any()
+
+
+def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_the_same(rng):
+    feds = both()
+    s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
+    permuted = tuple(np.array(MODEL.joint_names)[rng.permutation(N)])
+    js = lambda stamp, s, r: joint_state(stamp, s, r, names=permuted)  # noqa: E731 - (from k = 5 on)
+    events = {
+        3: [("odometry", odometry(3 * MS, little_endian=False), 3 * MS),
+            ("joint_states", joint_state(3 * MS, s, r), 3 * MS)],
+        5: [("odometry", odometry(5 * MS), 5 * MS), ("joint_states", js(5 * MS, s, r), 5 * MS)],
+        7: [("odometry", odometry(7 * MS), 7 * MS), ("joint_states", js(7 * MS, np.r_[np.nan, s[1:]], r), 7 * MS)],
+        9: [("odometry", odometry(9 * MS, twist=np.r_[np.inf, np.zeros(5)]), 9 * MS),
+            ("joint_states", js(9 * MS, s, r), 9 * MS)],
+        12: [("odometry", with_quaternion(odometry(12 * MS), (0, 0, 0, 0)), 12 * MS),
+             ("joint_states", js(12 * MS, s, r), 12 * MS)],
+        14: [("odometry", with_quaternion(odometry(14 * MS), (0, 0, 0, 1.04)), 14 * MS),  # normalised: served
+             ("joint_states", js(14 * MS, s, r), 14 * MS)],
+        16: [("odometry", with_quaternion(odometry(16 * MS), (0, 0, 0, 1.2)), 16 * MS),
+             ("joint_states", js(16 * MS, s, r), 16 * MS)],
+        18: [("odometry", odometry(18 * MS, child="base_footprint"), 18 * MS),
+             ("joint_states", js(18 * MS, s, r), 18 * MS)],
+        20: [("odometry", odometry(20 * MS)[:600], 20 * MS), ("joint_states", js(20 * MS, s, r), 20 * MS)],
+        22: [("odometry", odometry(22 * MS), 22 * MS), ("joint_states", js(22 * MS, s, r)[:-40], 22 * MS)],
+        24: [("odometry", odometry(24 * MS), 24 * MS), ("joint_states", js(24 * MS, s, []), 24 * MS)],
+        26: [("odometry", odometry(26 * MS), 26 * MS + 600 * MS),  # stale by the clock ...
+             ("joint_states", js(26 * MS, s, r), 26 * MS + 600 * MS)],
+        # ... whose next reading went back: a new timeline
+        28: [("odometry", odometry(27 * MS), 27 * MS), ("joint_states", js(26 * MS, s, r), 27 * MS)],
+        30: [("odometry", odometry(30 * MS + MS // 2), 30 * MS + MS),
+             ("joint_states", js(30 * MS, s, r), 30 * MS + MS)],  # (an odometry 0.5 ms later: the nearest)
+        32: [("odometry", odometry(31 * MS + MS // 2), 32 * MS), ("odometry", odometry(32 * MS + MS // 5), 32 * MS),
+             ("joint_states", js(32 * MS, s, r), 32 * MS)],  # (two odometries: the newer is the nearer)
+        34: [("odometry", odometry(35 * MS + MS // 2), 34 * MS),
+             ("joint_states", js(34 * MS, s, r), 34 * MS)],  # (the older odometry is the nearer)
+        36: [("joint_states", js(36 * MS, s, r), 36 * MS + MS // 10)],  # (its odometry comes after it)
+        37: [("odometry", odometry(36 * MS), 36 * MS + MS // 5), ("odometry", odometry(37 * MS), 37 * MS),
+             ("joint_states", js(37 * MS, s, r), 37 * MS)],
+        39: [("odometry", odometry(39 * MS), 39 * MS), ("joint_states", js(39 * MS, s, 1e200 * r), 39 * MS)],
+    }
+    for k in range(1, 45):
+        names = permuted if k >= 5 else MODEL.joint_names
+        batch = events.get(k, [("odometry", odometry(k * MS), k * MS + 100_000),
+                               ("joint_states", joint_state(k * MS, s + 0.01 * k, r, names=names), k * MS + 100_000)])
+        feed_both(feds, batch)
+        assert_same(*feds)
+    declined = {DECLINED[i] for i in np.flatnonzero(feds[1].cycle.declined)}
+    assert declined == {"odometry encoding", "odometry length", "odometry child frame", "odometry values",
+                        "joint_states length", "joint_states names", "joint_states values", "clock went back",
+                        "stamps not newer", "stale", "pairing", "kernel status"}
+    assert feds[1].cycle.served >= 20
+    assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
+
+
+def test_efforts_are_served_when_used_and_an_empty_effort_goes_to_the_usual_cycle(rng):
+    feds = both(use_effort=True)
+    for k in range(1, 20):
+        s, r, tau = rng.normal(size=N), rng.normal(size=N), rng.normal(size=N)
+        batch = [("odometry", odometry(k * MS), k * MS),
+                 ("joint_states", joint_state(k * MS, s, r, tau if k != 10 else ()), k * MS)]
+        feed_both(feds, batch)
+        assert_same(*feds)
+    assert feds[1].cycle.served == 17 and DECLINED[int(np.flatnonzero(feds[1].cycle.declined)[0])] == \
+        "joint_states values"
+    assert feds[1].pipeline.latest.joint_torques.any()
+
+
+def test_corrupted_and_truncated_messages_give_what_the_usual_cycle_gives(rng):
+    feds = both()
+    s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
+    feed_both(feds, pair(1, rng))
+    for k in range(2, 300):
+        batch = [("odometry", bytearray(odometry(k * MS)), k * MS),
+                 ("joint_states", bytearray(joint_state(k * MS, s, r)), k * MS)]
+        _, raw, _ = batch[rng.integers(2)]
+        if rng.random() < 0.5:
+            del raw[rng.integers(len(raw)):]
+        else:  # (a byte of the header, a length, the names or the numbers)
+            raw[rng.integers(min(len(raw), 120 if rng.random() < 0.7 else len(raw)))] = rng.integers(256)
+        feed_both(feds, [(topic, bytes(raw), now) for topic, raw, now in batch])
+        assert_same(*feds)
+    assert feds[1].cycle.served > 50 and feds[1].cycle.declined.sum() > 100
+
+
+def test_a_compiled_output_is_not_disturbed_by_a_later_cycle_that_fails(rng):
+    feds = both()
+    s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
+    for k in range(1, 4):
+        feed_both(feds, pair(k, rng))
+    feed_both(feds, [("odometry", odometry(4 * MS), 4 * MS),
+                     ("joint_states", joint_state(4 * MS, s, 1e200 * r), 4 * MS)])  # (the kernel overflows)
+    assert feds[1].cycle.declined[DECLINED.index("kernel status")] == 1
+    assert_same(*feds)  # (the latest output, built now, is the one before the failure)
+
+
+@pytest.mark.parametrize("setting", [{"discretization_dt": 0.001}, {"contacts": as_contacts(BUNDLED_FEET)}])
+def test_a_step_or_contacts_keep_the_usual_cycle(setting, rng):
+    feds = both(**setting)
+    for k in range(1, 6):
+        feed_both(feds, pair(k, rng))
+    assert feds[1].cycle.served == 0 and not feds[1].cycle.armed
+    assert_same(*feds)
