@@ -758,6 +758,8 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
             values = graph.node.pipeline.diagnostics(0)[0][3]
         assert not missing, f"{len(missing)} of {len(served)} joint states without an output: {values}"
         assert kinds[first] is False and kinds[-1] is True  # (both kernels served this stream)
+        # after the takeover, the compiled cycle (compiled_cycle.py) served the stream
+        assert graph.node.compiled_cycle.served > 100, graph.node.compiled_cycle.declined
         for stamp in served:
             assert np.array_equal(outputs[stamp], expected), stamp
     finally:

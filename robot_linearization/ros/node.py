@@ -42,6 +42,8 @@ INPUT_QOS = QoSProfile(depth=50, reliability=qos_profile_sensor_data.reliability
 """joint_states and odom: the sensor-data QoS (best effort, as drivers publish), keeping the last 50
 messages instead of 5: 50 ms at 1 kHz, so that a pause of the input thread (the heatmaps' timer,
 a service call) delays inputs rather than losing them."""
+WATCH_PERIOD = 0.1
+"""[s] how often the input topics are looked at for a silence (pipeline.watch_inputs)."""
 GIL_SWITCH_INTERVAL = 0.0005
 """[s] the node process's GIL switch interval (sys.setswitchinterval; Python's default 5 ms)."""
 
@@ -193,6 +195,7 @@ class InputLoop(threading.Thread):
                                         "description loaded were not linearized")
         node, pipeline, cycle = self.node, self.node.pipeline, self.node.compiled_cycle
         topics = [topic for _, topic in self.subscriptions]
+        next_watch = time.monotonic()
         while self.running and node.context.ok():
             # odometry wakes the loop only while a joint state waits for it; otherwise it is taken, first,
             # when the joint state of its stamp wakes the loop (sent after it): one wake per cycle
@@ -206,6 +209,9 @@ class InputLoop(threading.Thread):
             with node.lock:
                 actions = cycle.flush()
             node.act(actions)
+            if time.monotonic() >= next_watch:
+                next_watch = time.monotonic() + WATCH_PERIOD
+                node.watch_inputs()
 
 
 def declare_parameters(node: Node, table: dict) -> dict:
@@ -276,7 +282,8 @@ class LinearizationNode(Node):
         odometry = self.create_subscription(Odometry, "odom", unused if fast else on_odometry,
                                             INPUT_QOS, callback_group=group, raw=True)
         self.input_topics = {"joint_states": joint_states.topic_name, "odometry": odometry.topic_name}
-        self.create_timer(0.1, self._watch_inputs)
+        if not fast:  # (the input thread watches on its own: no wake of the executor ten times a second)
+            self.create_timer(WATCH_PERIOD, self.watch_inputs)
         from robot_linearization.srv import Linearize, Validate
 
         self.create_service(Linearize, "~/linearize", self._service(self._linearize_request))
@@ -330,9 +337,9 @@ class LinearizationNode(Node):
         self.get_logger().info(f"joint_states and odom taken by {taker} ({reason})")
         return path
 
-    def _watch_inputs(self) -> None:
-        """Every 0.1 s: an input topic with publishers that delivers nothing is reported
-        (pipeline.watch_inputs), in /diagnostics at once."""
+    def watch_inputs(self) -> None:
+        """Every WATCH_PERIOD (the input thread, or a timer on the executor's path): an input topic with
+        publishers that delivers nothing is reported (pipeline.watch_inputs), in /diagnostics at once."""
         publishers = {name: self.count_publishers(topic) for name, topic in self.input_topics.items()}
         with self.lock:
             appeared = self.pipeline.watch_inputs(self.now_ns(), publishers)
@@ -478,6 +485,8 @@ class LinearizationNode(Node):
                 self.get_logger().error(f"health vector failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
+        if self.input_loop.serve and not self.input_loop.is_alive():  # (its watch stopped with it)
+            self.watch_inputs()
         now = self.now_ns()
         with self.lock:
             statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
