@@ -152,7 +152,8 @@ class LoadClient:
         while time.monotonic() < deadline:
             fresh = [values for received, values in list(self.counters) if received > since]
             if fresh:
-                return {k: int(v) for k, v in fresh[0].items() if k == "outputs" or k.startswith("rejected_")}
+                return {k: int(v) for k, v in fresh[0].items()
+                        if k in ("outputs", "compiled_cycle_outputs") or k.startswith("rejected_")}
             time.sleep(0.02)
         return {}
 
@@ -486,6 +487,8 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     node_outputs = counters_after.get("outputs", 0) - counters_before.get("outputs", 0) if counters_after else None
     node_rejected = {k[len("rejected_"):]: v - counters_before.get(k, 0) for k, v in counters_after.items()
                      if k.startswith("rejected_") and v > counters_before.get(k, 0)}
+    compiled = (counters_after.get("compiled_cycle_outputs", 0) - counters_before.get("compiled_cycle_outputs", 0)
+                if counters_after else None)
     cycles = linearized if node_outputs is None else node_outputs
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
@@ -494,6 +497,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             "cpu_share": cpu / seconds, "first_output": first_output,
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
             "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected,
+            "compiled_outputs": compiled,
             "phases": phases, "threads": threads_per_cycle(node.pid, threads_before, threads_after, cycles)}
 
 
@@ -552,7 +556,8 @@ def main() -> None:
             if r["node_outputs"] is not None:  # where a cycle was lost: in the node, or on the way to this client
                 rejected = ", ".join(f"{k} {v}" for k, v in r["node_rejected"].items()) or "none"
                 print(f"{'':<13}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
-                      f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent), rejected: {rejected}; "
+                      f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent; "
+                      f"{r['compiled_outputs']} by its compiled cycle), rejected: {rejected}; "
                       f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
             print(f"{'':<13}its threads' CPU per cycle (µs): "
                   + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))

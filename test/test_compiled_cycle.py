@@ -140,6 +140,8 @@ def test_steady_pairs_are_served_compiled_and_equal_the_usual_cycle_bit_for_bit(
         assert_same(*feds)
     assert feds[1].cycle.served == 58 and feds[0].cycle.served == 0  # (the first one lays the message out)
     assert not feds[1].cycle.declined.any()
+    assert feds[1].cycle.diagnostics() == {"compiled_cycle_outputs": 58, "compiled_cycle_declined": "none"}
+    assert feds[0].cycle.diagnostics() == {}  # (not enabled: the node's executor path, rate_hz …)
 
 
 def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_the_same(rng):
@@ -191,6 +193,8 @@ def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_th
                         "joint_states length", "joint_states names", "joint_states values", "clock went back",
                         "stamps not newer", "stale", "pairing", "kernel status"}
     assert feds[1].cycle.served >= 20
+    said = feds[1].cycle.diagnostics()["compiled_cycle_declined"]
+    assert "odometry encoding 1" in said and "kernel status 1" in said and said.count(",") == len(declined) - 1
     assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
 
 

@@ -760,6 +760,10 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
         assert kinds[first] is False and kinds[-1] is True  # (both kernels served this stream)
         # after the takeover, the compiled cycle (compiled_cycle.py) served the stream
         assert graph.node.compiled_cycle.served > 100, graph.node.compiled_cycle.declined
+        assert graph.spin_until(lambda: any(  # (and /diagnostics says so)
+            value.key == "compiled_cycle_outputs" and int(value.value) > 100
+            for array in graph.received.get("/diagnostics", []) for status in array.status
+            for value in status.values), timeout=3.0)
         for stamp in served:
             assert np.array_equal(outputs[stamp], expected), stamp
     finally:

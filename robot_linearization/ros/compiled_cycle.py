@@ -299,6 +299,14 @@ class CompiledCycle:
         held, self._held = self._held, None
         return [] if held is None else [("odometry", *held)]
 
+    def diagnostics(self) -> dict:
+        """/diagnostics' values of the compiled cycle (none when it is not enabled): its outputs so far,
+        and how many pairs it handed to the usual cycle, by reason."""
+        if not self.enabled:
+            return {}
+        declined = ", ".join(f"{DECLINED[i]} {self.declined[i]}" for i in np.flatnonzero(self.declined))
+        return {"compiled_cycle_outputs": self.served, "compiled_cycle_declined": declined or "none"}
+
     def note_output(self, output: Output) -> None:
         try:
             self.armed = self.enabled and self._arm(output)

@@ -490,6 +490,7 @@ class LinearizationNode(Node):
         now = self.now_ns()
         with self.lock:
             statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
+            statuses[0][3].update(self.compiled_cycle.diagnostics())
         self.diagnostics_pub.publish(diagnostic_array_message(self.factory, statuses, now))
 
     def _linearize_request(self, request, response) -> None:
