@@ -152,8 +152,9 @@ class LoadClient:
         while time.monotonic() < deadline:
             fresh = [values for received, values in list(self.counters) if received > since]
             if fresh:
-                return {k: int(v) for k, v in fresh[0].items()
-                        if k in ("outputs", "compiled_cycle_outputs") or k.startswith("rejected_")}
+                return {k: v if k == "compiled_cycle_declined" else int(v) for k, v in fresh[0].items()
+                        if k in ("outputs", "compiled_cycle_outputs", "compiled_cycle_declined")
+                        or k.startswith("rejected_")}
             time.sleep(0.02)
         return {}
 
@@ -489,6 +490,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
                      if k.startswith("rejected_") and v > counters_before.get(k, 0)}
     compiled = (counters_after.get("compiled_cycle_outputs", 0) - counters_before.get("compiled_cycle_outputs", 0)
                 if counters_after else None)
+    declined = counters_after.get("compiled_cycle_declined", "")  # (since the node started)
     cycles = linearized if node_outputs is None else node_outputs
     return {"robot": name, "nv": model.n_velocities, "rate": rate, "sent": len(sent), "linearized": linearized,
             "share": linearized / len(sent), "p50": float(np.percentile(latencies, 50)) if len(latencies) else np.nan,
@@ -497,7 +499,7 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             "cpu_share": cpu / seconds, "first_output": first_output,
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
             "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected,
-            "compiled_outputs": compiled,
+            "compiled_outputs": compiled, "compiled_declined": declined,
             "phases": phases, "threads": threads_per_cycle(node.pid, threads_before, threads_after, cycles)}
 
 
@@ -561,6 +563,9 @@ def main() -> None:
                       f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
             print(f"{'':<13}its threads' CPU per cycle (µs): "
                   + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))
+            if r["compiled_declined"]:
+                print(f"{'':<13}pairs its compiled cycle handed to the usual one since the start, by reason: "
+                      f"{r['compiled_declined']}")
             if r["phases"] is not None:
                 print(f"{'':<13}its thread's CPU per output (µs): "
                       + ", ".join(f"{part} {value:.1f}" for part, value in zip(PHASES, r["phases"])))

@@ -32,7 +32,7 @@ from ..kernel_choice import current, kernel_argument
 from ..linearization import free_result
 from ..model import Model, State
 from .interfaces import LinearizationCdr
-from .messages import QUATERNION_TOLERANCE, CdrInputs, InputError, _joint_order
+from .messages import QUATERNION_TOLERANCE, CdrInputs, InputError, joint_order
 from .pipeline import LinearizationPipeline, Output
 
 NONE = np.iinfo(np.int64).min
@@ -327,7 +327,7 @@ class CompiledCycle:
         key = (model, generated, section, self.writer.layouts, pipeline.base_frame)
         if key == self._key:
             return True
-        order = _joint_order(names, tuple(model.joint_names))
+        order = joint_order(names, tuple(model.joint_names))
         message, places = self.writer.layout()
         self._buffers = [_Buffers(message, places, model) for _ in range(2)]
         self._next = 0

@@ -124,7 +124,7 @@ def joint_state_arrays(msg, joint_names, *, need_effort: bool) -> JointStateRead
     for field, values in zip(_FIELDS, arrays):
         if len(values) != count and (field == "position" or len(values) or not count):
             raise InputError(f"joint_states has {count} names but {len(values)} {field} values")
-    order = _joint_order(names, tuple(joint_names))
+    order = joint_order(names, tuple(joint_names))
     out: list = []
     assumed = []
     for field, values in zip(_FIELDS, arrays if need_effort else arrays[:2]):
@@ -147,7 +147,7 @@ _ASSUMED = {"velocity": "joint_states carries no velocities: linearizing at zero
 
 
 @functools.lru_cache(maxsize=16)
-def _joint_order(names: tuple, joint_names: tuple) -> np.ndarray:
+def joint_order(names: tuple, joint_names: tuple) -> np.ndarray:
     """Indices of ``joint_names`` in a message's ``names`` (a robot sends the same names
     every cycle: computed once); InputError for duplicated or missing names."""
     if len(set(names)) != len(names):
