@@ -246,3 +246,17 @@ def test_a_step_or_contacts_keep_the_usual_cycle(setting, rng):
         feed_both(feds, pair(k, rng))
     assert feds[1].cycle.served == 0 and not feds[1].cycle.armed
     assert_same(*feds)
+
+
+def test_an_error_in_the_compiled_cycle_stops_it_and_the_usual_cycle_serves_on(rng, monkeypatch):
+    feds = both()
+    said = []
+    feds[1].cycle.on_problem = said.append
+    for k in range(1, 4):
+        feed_both(feds, pair(k, rng))
+    monkeypatch.setattr(feds[1].cycle, "serve", lambda *args: 1 / 0)
+    for k in range(4, 8):
+        feed_both(feds, pair(k, rng))
+        assert_same(*feds)
+    assert len(said) == 1 and "ZeroDivisionError" in said[0] and not feds[1].cycle.armed
+    assert feds[1].cycle.diagnostics() == {"compiled_cycle_outputs": 2, "compiled_cycle_problem": said[0]}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -269,7 +270,8 @@ class CompiledCycle:
     ``serve`` can.  ``flush()`` at the end of what the loop took hands on a held odometry.
     ``note_output(out)`` after the usual cycle wrote ``out``'s message: ``armed`` says whether the
     next pairs can be served.  ``served``: outputs made; ``declined``: how many pairs each reason of
-    DECLINED sent to the usual cycle.  The caller holds the node's lock."""
+    DECLINED sent to the usual cycle.  An error in it stops it for good (``problem``, told to
+    ``on_problem``): the usual cycle then serves every input.  The caller holds the node's lock."""
 
     def __init__(self, pipeline: LinearizationPipeline, reader: CdrInputs, writer: LinearizationCdr,
                  enabled: bool = True):
@@ -280,6 +282,8 @@ class CompiledCycle:
         self._key: tuple | None = None
         self._call = TypedCall(serve_pair_into)
         self._held: tuple | None = None  # (the odometry's bytes, its arrival)
+        self.problem: str | None = None  # why it stopped serving, if an error stopped it
+        self.on_problem: Callable[[str], None] | None = None  # told of that once (the node's ERROR log)
 
     def take(self, topic: str, raw: bytes, now_ns: int) -> list:
         held, self._held = self._held, None
@@ -290,10 +294,21 @@ class CompiledCycle:
                 return before
             return before + [(topic, raw, now_ns)]
         if held is not None:
-            data = self.serve(held[0], held[1], raw, now_ns)
+            try:
+                data = self.serve(held[0], held[1], raw, now_ns)
+            except Exception as error:  # noqa: BLE001 - never the node's inputs: the usual cycle serves them
+                self._stop(error)
+                data = None
             if data is not None:
                 return [data]
         return before + [(topic, raw, now_ns)]
+
+    def _stop(self, error: Exception) -> None:
+        """An error in the compiled cycle: it stops serving, says why once, and the usual cycle serves."""
+        self.enabled = self.armed = False
+        self.problem = f"the compiled cycle stopped ({error!r}): the usual cycle serves every input"
+        if self.on_problem is not None:
+            self.on_problem(self.problem)
 
     def flush(self) -> list:
         held, self._held = self._held, None
@@ -302,6 +317,8 @@ class CompiledCycle:
     def diagnostics(self) -> dict:
         """/diagnostics' values of the compiled cycle (none when it is not enabled): its outputs so far,
         and how many pairs it handed to the usual cycle, by reason."""
+        if self.problem is not None:
+            return {"compiled_cycle_outputs": self.served, "compiled_cycle_problem": self.problem}
         if not self.enabled:
             return {}
         declined = ", ".join(f"{DECLINED[i]} {self.declined[i]}" for i in np.flatnonzero(self.declined))
@@ -312,6 +329,8 @@ class CompiledCycle:
             self.armed = self.enabled and self._arm(output)
         except InputError:  # (names the usual cycle has not accepted yet)
             self.armed = False
+        except Exception as error:  # noqa: BLE001 - the usual cycle's output is published all the same
+            self._stop(error)
 
     def _arm(self, output: Output) -> bool:
         pipeline = self.pipeline

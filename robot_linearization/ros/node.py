@@ -294,6 +294,7 @@ class LinearizationNode(Node):
         # the steady state's cycle compiled (compiled_cycle.py), on the input thread's path, output per input
         self.compiled_cycle = CompiledCycle(self.pipeline, reader, self.linearization_cdr,
                                             enabled=fast and self.on_input_step and not self.matrix_topics)
+        self.compiled_cycle.on_problem = self.get_logger().error
         self._compiled_said = False
         # /diagnostics, the heatmaps and ~/health on the steady clock: under sim time they keep coming while
         # a bag is paused or loops in less than their period
