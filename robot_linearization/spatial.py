@@ -160,6 +160,17 @@ def quaternion_rotation(w: float, x: float, y: float, z: float) -> np.ndarray:
     return np.array(_quaternion_rows(w, x, y, z))
 
 
+@kernel(inline=True)
+def unit_quaternion_pose_into(w, x, y, z, px, py, pz, H) -> None:
+    """H (4×4) of the frame at (px, py, pz) with the orientation of the unit quaternion w + xi + yj + zk,
+    as :func:`quaternion_rotation` computes it (the same bits), for compiled callers."""
+    H[0, 0], H[0, 1], H[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    H[1, 0], H[1, 1], H[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    H[2, 0], H[2, 1], H[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    H[0, 3], H[1, 3], H[2, 3] = px, py, pz
+    H[3, 0], H[3, 1], H[3, 2], H[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
 @kernel
 def position_quaternion_pose_into(pose, H) -> bool:
     """H (4×4) of ``pose`` (7,) = position x, y, z then quaternion x, y, z, w (ROS's order), the
@@ -169,12 +180,7 @@ def position_quaternion_pose_into(pose, H) -> bool:
     norm = math.sqrt(x * x + y * y + z * z + w * w)
     if not abs(norm - 1.0) <= 1e-3:  # (NaN included)
         return False
-    w, x, y, z = w / norm, x / norm, y / norm, z / norm
-    H[0, 0], H[0, 1], H[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    H[1, 0], H[1, 1], H[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    H[2, 0], H[2, 1], H[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-    H[0, 3], H[1, 3], H[2, 3] = pose[0], pose[1], pose[2]
-    H[3, 0], H[3, 1], H[3, 2], H[3, 3] = 0.0, 0.0, 0.0, 1.0
+    unit_quaternion_pose_into(w / norm, x / norm, y / norm, z / norm, pose[0], pose[1], pose[2], H)
     return True
 
 

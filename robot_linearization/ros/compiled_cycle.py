@@ -32,6 +32,7 @@ from ..compiled import TypedCall, kernel
 from ..kernel_choice import current, kernel_argument
 from ..linearization import free_result
 from ..model import Model, State
+from ..spatial import unit_quaternion_pose_into
 from .interfaces import LinearizationCdr
 from .messages import QUATERNION_TOLERANCE, CdrInputs, InputError, joint_order
 from .pipeline import LinearizationPipeline, Output
@@ -176,12 +177,7 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
         return 14
 
     # H of the odometry's pose (messages.odometry_base_state, spatial.quaternion_pose), the kernel
-    w, x, y, z = w / norm, x / norm, y / norm, z / norm
-    pose[0, 0], pose[0, 1], pose[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    pose[1, 0], pose[1, 1], pose[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    pose[2, 0], pose[2, 1], pose[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-    pose[0, 3], pose[1, 3], pose[2, 3] = values[0], values[1], values[2]
-    pose[3, 0], pose[3, 1], pose[3, 2], pose[3, 3] = 0.0, 0.0, 0.0, 1.0
+    unit_quaternion_pose_into(w / norm, x / norm, y / norm, z / norm, values[0], values[1], values[2], pose)
     for k in range(6):
         twist[k] = values[_TWIST + k]
     if generated_linearize_at(address, scratch, (pose, positions, twist, velocities, torques), outputs) != -1:
