@@ -23,7 +23,9 @@ from robot_linearization.srv import Linearize, Validate  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.robots import bundled_urdf_path  # noqa: E402
+from robot_linearization.ros.health import health as rl_health  # noqa: E402
 from robot_linearization.ros.interfaces import linearization_matrices  # noqa: E402
+from robot_linearization.ros.messages import heatmap_messages as rl_heatmaps  # noqa: E402
 from robot_linearization.ros.messages import joint_state_message, matrix_from_message, odometry_message  # noqa: E402
 from robot_linearization.ros import node as node_module  # noqa: E402
 from robot_linearization.ros.node import LinearizationNode, RclpyFactory, run  # noqa: E402
@@ -768,6 +770,50 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
             assert np.array_equal(outputs[stamp], expected), stamp
     finally:
         graph.close()
+
+
+def test_heatmaps_and_health_are_made_only_while_something_subscribes(ros, monkeypatch):
+    """Nobody subscribed to ~/A_heatmap, ~/B_heatmap, ~/health or ~/health_labels: over a second of
+    outputs (two ticks of their 2 Hz timer) none is made, nor the Output they would be made of; then
+    a subscriber to ~/health gets the health vector, still with no image made; then one to ~/A_heatmap
+    gets the image."""
+    made = []
+    monkeypatch.setattr(node_module, "health", lambda out: made.append("health") or rl_health(out))
+    monkeypatch.setattr(node_module, "heatmap_messages", lambda *a: made.append("heatmaps") or rl_heatmaps(*a))
+    node = LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())])
+    client = rclpy.create_node("watcher")
+    executor = SingleThreadedExecutor()
+    for each in (node, client):
+        executor.add_node(each)
+    received = {}
+    client.create_subscription(Linearization, f"{NS}/linearization",
+                               lambda m: received.setdefault("linearization", []).append(m), 10)
+    js_pub, odom_pub = client.create_publisher(JointState, "/joint_states", 10), client.create_publisher(Odometry,
+                                                                                                        "/odom", 10)
+    factory, H, s = RclpyFactory(), se3_exp(np.linspace(-0.2, 0.3, 6)), np.linspace(-0.5, 0.5, 12)
+
+    def spin(seconds, condition=lambda: False):
+        deadline = time.monotonic() + seconds
+        while not condition() and time.monotonic() < deadline:
+            now = node.get_clock().now().nanoseconds
+            odom_pub.publish(odometry_message(factory, now, "odom", "base_link", H, np.ones(6)))
+            js_pub.publish(joint_state_message(factory, now, MODEL.joint_names, s, s))
+            executor.spin_once(timeout_sec=0.01)
+        return condition()
+
+    try:
+        assert spin(180.0, lambda: node.pipeline.model is not None and received.get("linearization"))
+        spin(1.2)
+        assert made == [] and node._heatmap_of is None and len(received["linearization"]) > 20
+        client.create_subscription(Float64MultiArray, f"{NS}/health",
+                                   lambda m: received.setdefault("health", []).append(m), 10)
+        assert spin(5.0, lambda: received.get("health"))
+        assert "heatmaps" not in made and len(received["health"][-1].data) == 3
+        client.create_subscription(Image, f"{NS}/A_heatmap", lambda m: received.setdefault("image", []).append(m), 10)
+        assert spin(5.0, lambda: received.get("image")) and "heatmaps" in made
+    finally:
+        node.destroy_node()
+        client.destroy_node()
 
 
 def _taker_graph(name: str):

@@ -462,20 +462,29 @@ class LinearizationNode(Node):
 
     def _publish_heatmaps_and_health(self) -> None:
         """The heatmap_rate_hz timer: the heatmaps, then the health vector (health.py; its labels
-        first when they change), of the latest Output, once per Output."""
+        first when they change), of the latest Output, once per Output; each only while something
+        subscribes to it (a few ms of the executor's time at each tick, a humanoid's eigenvalues among
+        them, for nobody): the images while one of them has a subscriber, the health vector while it
+        or its latched labels have one."""
+        heatmaps = self.publish_heatmaps and any(publisher.get_subscription_count() for name, publisher
+                                                 in self.out.items() if "heatmap" in name)
+        health_wanted = self.publish_health and (self.out["health"].get_subscription_count()
+                                                 or self.health_labels_pub.get_subscription_count())
+        if not (heatmaps or health_wanted):
+            return
         with self.lock:  # (after a compiled cycle, built from what it keeps)
             latest = self.pipeline.latest
         if latest is None or latest is self._heatmap_of:
             return
         self._heatmap_of = latest
-        if self.publish_heatmaps:
+        if heatmaps:
             try:
                 for name, message in heatmap_messages(self.factory, latest, self.pipeline.base_frame,
                                                       latest.model).items():
                     self.out[name].publish(message)
             except Exception as e:  # noqa: BLE001
                 self.get_logger().error(f"heatmap failed: {e!r}")
-        if self.publish_health:
+        if health_wanted:
             try:
                 labels, values = health(latest)
                 if labels != self._health_labels:  # contacts on or off: the entries after the first ones change
