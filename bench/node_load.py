@@ -3,7 +3,7 @@
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
         [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] \
-        [--floor | --kernel-floor | --lean-floor | --pipeline-floor]
+        [--floor | --kernel-floor | --lean-floor | --pipeline-floor | --against-floor ROUNDS]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
@@ -26,6 +26,10 @@ CPU per cycle then includes it.
 cost of any node with this interface and this kernel);
 --lean-floor: that process doing the least any node with this interface must do per joint state, with
 none of the node's checks, pairing or bookkeeping: a Python cycle with nothing but the necessary;
+--against-floor ROUNDS: ROUNDS rounds of the floor, the node and the kernel floor, one after the other
+(the machine's speed drifts within minutes: a ratio is only meaningful within one round), then each
+round's node / floor and kernel floor / floor, their medians, and in how many runs the node
+linearized every joint state (--requests go to the node's runs);
 --pipeline-floor: that process's single thread running the node's own cycle, which prints the
 cycle's CPU by part: what the node's threads and timers add is the node's cost above it.
 --with-rqt: rqt with this package's view (robot_linearization/rqt) runs beside it on a
@@ -71,6 +75,9 @@ ROBOTS = {
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PHASES = ("reading both inputs", "pairing and linearizing", "writing the message's CDR", "publishing it")
 """--pipeline-floor's parts of a cycle, in the order serve_floor times them."""
+ROUND = ("floor", "", "kernel")
+"""--against-floor's round: the floor, the node, the kernel floor, one after the other."""
+ROUND_LABELS = {"floor": "floor", "": "node", "kernel": "kernel floor"}
 STAMP = struct.Struct("<iI")
 """A header's stamp in little-endian CDR: sec (int32), nanosec (uint32)."""
 
@@ -526,6 +533,9 @@ def main() -> None:
                         help="instead of the node, that floor's single thread running the node's own cycle "
                              "(reading the inputs, the pipeline, the message's CDR) with no executor, timers, "
                              "services or heatmaps; prints the cycle's CPU by part")
+    floors.add_argument("--against-floor", type=int, default=0, metavar="ROUNDS",
+                        help="ROUNDS rounds of the floor, the node and the kernel floor, one after the other, for "
+                             "each robot; then each round's node / floor and kernel floor / floor, and their medians")
     parser.add_argument("--requests", type=int, default=0,
                         help="~/linearize calls at other states during the measured window, one after the other")
     parser.add_argument("--with-rqt", action="store_true",
@@ -541,42 +551,72 @@ def main() -> None:
     rclpy.init()
     try:
         print(f"machine: {os.cpu_count()} cores; input {args.rate:g} Hz for {args.seconds:g} s; "
-              + ("the rclpy floor (--floor), not the node" if floor == "floor" else
+              + (f"{args.against_floor} rounds of the rclpy floor, the node (heatmaps "
+                 f"{'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}) and the "
+                 "floor calling the generated kernel, one after the other" if args.against_floor else
+                 "the rclpy floor (--floor), not the node" if floor == "floor" else
                  "the rclpy floor calling the generated kernel (--kernel-floor), not the node" if floor == "kernel"
                  else "the rclpy floor doing only what any node must (--lean-floor), not the node" if floor == "lean"
                  else "the rclpy floor running the node's cycle on one thread (--pipeline-floor), not the node" if floor
                  else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
               + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
-        print(f"{'robot':<13}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
+        width = max(13, max(map(len, args.robots)) + (len(" kernel floor") if args.against_floor else 0) + 2)
+        print(f"{'robot':<{width}}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
+        modes = [mode for _ in range(args.against_floor) for mode in ROUND] if args.against_floor else [floor]
+        calls = {mode: args.requests if mode == floor else 0 for mode in modes}  # (in rounds, the node's only)
         for name in args.robots:
-            r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, floor, args.with_rqt, args.requests)
-            print(f"{r['robot']:<13}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
-                  f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
-                  + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if args.with_rqt else ""))
-            if r["node_outputs"] is not None:  # where a cycle was lost: in the node, or on the way to this client
-                rejected = ", ".join(f"{k} {v}" for k, v in r["node_rejected"].items()) or "none"
-                print(f"{'':<13}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
-                      f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent; "
-                      f"{r['compiled_outputs']} by its compiled cycle), rejected: {rejected}; "
-                      f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
-            print(f"{'':<13}its threads' CPU per cycle (µs): "
-                  + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))
-            if r["compiled_declined"]:
-                print(f"{'':<13}pairs its compiled cycle handed to the usual one since the start, by reason: "
-                      f"{r['compiled_declined']}")
-            if r["phases"] is not None:
-                print(f"{'':<13}its thread's CPU per output (µs): "
-                      + ", ".join(f"{part} {value:.1f}" for part, value in zip(PHASES, r["phases"])))
-            elif floor == "pipeline":
-                print(f"{'':<13}(its CPU by part was not reported: it did not end on SIGTERM)")
-            if args.requests:
-                trips = np.array(r["round_trips"]) * 1e3
-                print(f"{'':<13}~/linearize: {r['answered']}/{args.requests} answered with success, round trip "
-                      f"p50 {np.nanpercentile(trips, 50):.1f} ms, max {np.nanmax(trips):.1f} ms")
+            runs = []
+            for mode in modes:
+                label = f"{name} {ROUND_LABELS[mode]}" if args.against_floor else name
+                r = measure(name, ROBOTS[name], args.rate, args.seconds, extra, mode, args.with_rqt and not mode,
+                            calls[mode])
+                print_run(label, width, r, mode, calls[mode], args.with_rqt)
+                runs.append((mode, r))
+            if args.against_floor:
+                print_ratios(name, runs)
     finally:
         rclpy.try_shutdown()
+
+
+def print_run(label: str, width: int, r: dict, floor: str, requests: int, with_rqt: bool) -> None:
+    """One run's lines: the table's row (its first column ``width`` wide), then what the node (or the
+    floor) said of itself."""
+    print(f"{label:<{width}}{r['nv']:>4}{r['sent']:>7}{r['share'] * 100:>11.1f}%{r['p50']:>9.2f}"
+          f"{r['p99']:>9.2f}{r['cpu_per_cycle']:>14.3f}{r['cpu_share'] * 100:>9.0f}%{r['first_output']:>16.1f}"
+          + (f"{r['rqt_cpu_share'] * 100:>8.0f}%" if with_rqt and not floor else ""))
+    if r["node_outputs"] is not None:  # where a cycle was lost: in the node, or on the way to this client
+        rejected = ", ".join(f"{k} {v}" for k, v in r["node_rejected"].items()) or "none"
+        print(f"{'':<{width}}by the node's own count (/diagnostics): {r['node_outputs']} outputs "
+              f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent; "
+              f"{r['compiled_outputs']} by its compiled cycle), rejected: {rejected}; "
+              f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
+    print(f"{'':<{width}}its threads' CPU per cycle (µs): "
+          + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))
+    if r["compiled_declined"]:
+        print(f"{'':<{width}}pairs its compiled cycle handed to the usual one since the start, by reason: "
+              f"{r['compiled_declined']}")
+    if r["phases"] is not None:
+        print(f"{'':<{width}}its thread's CPU per output (µs): "
+              + ", ".join(f"{part} {value:.1f}" for part, value in zip(PHASES, r["phases"])))
+    elif floor == "pipeline":
+        print(f"{'':<{width}}(its CPU by part was not reported: it did not end on SIGTERM)")
+    if requests:
+        trips = np.array(r["round_trips"]) * 1e3
+        print(f"{'':<{width}}~/linearize: {r['answered']}/{requests} answered with success, round trip "
+              f"p50 {np.nanpercentile(trips, 50):.1f} ms, max {np.nanmax(trips):.1f} ms")
+
+
+def print_ratios(name: str, runs: list) -> None:
+    """--against-floor: each round's node and kernel floor over that round's floor, and their medians."""
+    floors = [r["cpu_per_cycle"] for mode, r in runs if mode == "floor"]
+    for mode in ("", "kernel"):
+        ratios = [r["cpu_per_cycle"] / floor for (_, r), floor in zip([run for run in runs if run[0] == mode], floors)]
+        print(f"{name}: {ROUND_LABELS[mode]} / floor, round by round: " + ", ".join(f"{x:.2f}" for x in ratios)
+              + f" (median {np.median(ratios):.2f})")
+    served = [r["node_outputs"] >= r["sent"] for mode, r in runs if mode == ""]
+    print(f"{name}: every joint state linearized by the node in {sum(served)} of its {len(served)} runs")
 
 
 if __name__ == "__main__":
