@@ -32,12 +32,14 @@ PARAMETERS = {  # name: (default, description)
     "publish_matrix_topics": (False, "also publish each matrix as its own std_msgs/Float64MultiArray (~/A, ~/B, "
                                      "~/M_inv …, ~/stamp, JSON label lists), for tools that read std_msgs only; "
                                      "~/linearization carries all of them, typed and stamped"),
-    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images, for eyes)"),
+    "publish_heatmaps": (True, "publish ~/A_heatmap and ~/B_heatmap (rgb8 images, for eyes; made only while one "
+                               "of them has a subscriber)"),
     "heatmap_rate_hz": (2.0, "rate of the heatmap images and of ~/health [Hz], > 0; made on their own timer, "
                              "never in the linearization cycle"),
     "publish_health": (True, "publish ~/health (a labelled vector for rqt_plot: compute time, spectral abscissa "
                              "of A, cond(M), spectral radius of A_d, contact normal forces and friction ratios) "
-                             "and ~/health_labels, at heatmap_rate_hz"),
+                             "and ~/health_labels, at heatmap_rate_hz (made only while one of them has a "
+                             "subscriber)"),
     "validation_tolerance": (1e-6, "~/validate succeeds when every block's relative error is below this, > 0"),
     "mimic_joints": ("coupled", "URDF mimic joints: 'coupled' (they follow their source joint and are not states "
                                 "or inputs), 'independent' (actuated joints) or 'error'"),
