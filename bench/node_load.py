@@ -382,7 +382,14 @@ def serve_lean(node, urdf_path: str) -> None:
             if views is None:  # the message laid out by the node's own cycle, once
                 pipeline.receive("odometry", odometry, time.time_ns())
                 writer(pipeline.receive("joint_states", joint_state, time.time_ns())[0], pipeline.base_frame)
-                views = dict(writer._arrays)
+                message, places = writer.layout()
+                raw = np.empty(len(message) + 8, np.uint8)
+                start = (4 - raw.ctypes.data) % 8  # (the CDR's doubles are 8-aligned counted from byte 4)
+                buffer = raw[start:start + len(message)]
+                buffer[:] = np.frombuffer(message, np.uint8)
+                views = {name: buffer[offset:offset + 8 * count].view(np.float64)
+                         for name, (offset, count) in places.items()}
+                stamp_at = places["header.stamp"][0]
                 order = np.array([joint_state.name.index(name) for name in model.joint_names])
             positions, velocities = joint_state.position[order], joint_state.velocity[order]
             linearizer.linearize_arrays(positions, velocities, base_pose=np.array(odometry.position
@@ -392,8 +399,8 @@ def serve_lean(node, urdf_path: str) -> None:
                                  ("inverse_mass_matrix", linearizer.M_inv), ("joint_positions", positions),
                                  ("joint_velocities", velocities)):
                 views[name][:] = values.reshape(-1)
-            STAMP.pack_into(writer._buffer, writer._stamp, *divmod(joint_state.stamp_ns, 1_000_000_000))
-            publisher.publish(bytes(writer._buffer))
+            STAMP.pack_into(buffer, stamp_at, *divmod(joint_state.stamp_ns, 1_000_000_000))
+            publisher.publish(buffer.tobytes())
 
 
 class RqtView:
