@@ -568,7 +568,7 @@ def main() -> None:
                  else f"heatmaps {'off' if args.no_heatmaps else 'on (default rate)'}, input path {args.input_path}")
               + ("; rqt's linearization view running beside it" if args.with_rqt else "")
               + (f"; {args.requests} ~/linearize calls during the window" if args.requests else ""))
-        width = max(13, max(map(len, args.robots)) + (len(" kernel floor") if args.against_floor else 0) + 2)
+        width = max(13, max(map(len, args.robots), default=0) + (len(" kernel floor") if args.against_floor else 0) + 2)
         print(f"{'robot':<{width}}{'nv':>4}{'sent':>7}{'linearized':>12}{'p50 ms':>9}{'p99 ms':>9}{'CPU ms/cycle':>14}"
               f"{'node CPU':>10}{'first output s':>16}" + (f"{'rqt CPU':>9}" if args.with_rqt else ""))
         modes = [mode for _ in range(args.against_floor) for mode in ROUND] if args.against_floor else [floor]
