@@ -551,6 +551,8 @@ def main() -> None:
         serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6])
         return
     args = parser.parse_args()
+    if args.against_floor < 0:
+        parser.error(f"--against-floor: a number of rounds, >= 1 (got {args.against_floor})")
     extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
     floor = ("floor" if args.floor else "kernel" if args.kernel_floor else "lean" if args.lean_floor
