@@ -3,6 +3,7 @@
 without ROS in test_ros_*.py, this checks the glue."""
 
 import json
+import threading
 import time
 
 import numpy as np
@@ -98,9 +99,14 @@ def ros():
 def test_linearization_node_round_trip(ros, input_path, monkeypatch):
     """On each input path: the fast wait set (what 'auto' picks where it works), the
     public executor when asked, and the executor as the fallback when the private API
-    fails its self-test; /diagnostics says which."""
+    fails its self-test; /diagnostics says which.  The services are answered on the fast
+    path by the node's service thread, otherwise by the executor."""
     if input_path.startswith("auto, "):
         monkeypatch.setattr(node_module, "wait_set_problem", lambda node: "simulated: the private API changed")
+    served_by = set()
+    linearize_request = LinearizationNode._linearize_request
+    monkeypatch.setattr(LinearizationNode, "_linearize_request", lambda self, request, response: (
+        served_by.add(threading.current_thread().name), linearize_request(self, request, response)))
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
                                                          Parameter("input_path", value=input_path.split(",")[0])]))
     expected_path = {"auto": "wait_set (it passed its self-test)", "executor": "executor (the input_path parameter)"
@@ -163,6 +169,7 @@ def test_linearization_node_round_trip(ros, input_path, monkeypatch):
     request.contacts = "front_left_fot"
     answer = graph.call(f"{NS}/linearize", Linearize, request)
     assert not answer.success and answer.message.startswith("contacts: ") and "\n" not in answer.message
+    assert served_by == {"linearization services" if input_path == "auto" else threading.current_thread().name}
     # ~/validate: the latest output, then a requested state, as typed reports
     answer = graph.call(f"{NS}/validate", Validate, Validate.Request())
     assert answer.success and answer.passed and "A[rdot,s]" in answer.blocks, answer.message
@@ -775,8 +782,9 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
 def test_heatmaps_and_health_are_made_only_while_something_subscribes(ros, monkeypatch):
     """Nobody subscribed to ~/A_heatmap, ~/B_heatmap, ~/health or ~/health_labels: over a second of
     outputs (two ticks of their 2 Hz timer) none is made, nor the Output they would be made of; then
-    a subscriber to ~/health gets the health vector, still with no image made; then one to ~/A_heatmap
-    gets the image."""
+    a subscriber to ~/health_labels gets the labels with no health vector computed (no eigenvalues);
+    then one to ~/health gets the vector, still with no image made; then one to ~/A_heatmap gets the
+    image."""
     made = []
     monkeypatch.setattr(node_module, "health", lambda out: made.append("health") or rl_health(out))
     monkeypatch.setattr(node_module, "heatmap_messages", lambda *a: made.append("heatmaps") or rl_heatmaps(*a))
@@ -805,6 +813,12 @@ def test_heatmaps_and_health_are_made_only_while_something_subscribes(ros, monke
         assert spin(180.0, lambda: node.pipeline.model is not None and received.get("linearization"))
         spin(1.2)
         assert made == [] and node._heatmap_of is None and len(received["linearization"]) > 20
+        client.create_subscription(String, f"{NS}/health_labels",
+                                   lambda m: received.setdefault("labels", []).append(m), LATCHED)
+        assert spin(5.0, lambda: received.get("labels"))
+        assert json.loads(received["labels"][-1].data) == ["compute_time_ms", "spectral_abscissa_A", "cond_M"]
+        spin(1.2)
+        assert made == []
         client.create_subscription(Float64MultiArray, f"{NS}/health",
                                    lambda m: received.setdefault("health", []).append(m), 10)
         assert spin(5.0, lambda: received.get("health"))

@@ -27,7 +27,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data
 from rclpy.serialization import deserialize_message
 
 from .compiled_cycle import CompiledCycle
-from .health import health
+from .health import health, health_labels
 from .images import heatmap_rgb
 from .interfaces import LINEARIZATION, LinearizationCdr, linearization_message, validation_fields
 from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_message, contact_margin_labels_message,
@@ -126,28 +126,71 @@ class WaitSetTaker:
             yield index, taken[0]
 
 
+class ServiceTaker:
+    """Calls of a few services through rclpy's own wait set, as :class:`WaitSetTaker` takes
+    messages (the same private API, the same self-test)."""
+
+    def __init__(self, node: Node, services):
+        from rclpy.impl.implementation_singleton import rclpy_implementation
+
+        self.services = services
+        self.wait_set = rclpy_implementation.WaitSet(0, 0, 0, 0, len(services), 0, node.context.handle)
+
+    def take(self, timeout_ns: int):
+        """Wait up to ``timeout_ns`` for a call and yield (service, request, header) of every call
+        waiting, each service asked in turn until none has one."""
+        wait_set, services = self.wait_set, self.services
+        wait_set.clear_entities()
+        for service in services:
+            wait_set.add_service(service.handle)
+        wait_set.wait(timeout_ns)
+        taken = True
+        while taken:
+            taken = False
+            for service in services:
+                with service.handle:
+                    request, header = service.handle.service_take_request(service.srv_type.Request) or (None, None)
+                if header is not None:
+                    taken = True
+                    yield service, request, header
+
+
 def wait_set_problem(node: Node) -> str | None:
     """Why the fast input path cannot be used here, or None: the node publishes to a
-    probe subscription of its own and takes the message through :class:`WaitSetTaker`
-    (an rclpy that renamed or changed those calls fails here, not in the cycle)."""
+    probe subscription of its own and takes the message through :class:`WaitSetTaker`,
+    and calls a probe service of its own and answers through :class:`ServiceTaker` (an
+    rclpy that renamed or changed those calls fails here, not in the cycle)."""
+    from rcl_interfaces.srv import ListParameters
     from std_msgs.msg import Empty
 
-    probe = publisher = None
+    probe = publisher = service = client = None
     try:
         probe = node.create_subscription(Empty, "~/_input_path_probe", lambda msg: None, 10,
                                          callback_group=TakenByTheirOwner(), raw=True)
         publisher = node.create_publisher(Empty, "~/_input_path_probe", 10)
-        taker = WaitSetTaker(node, [probe])
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            publisher.publish(Empty())
-            if any(isinstance(message, bytes) for _, message in taker.take(50_000_000)):
-                return None
-        return "rclpy's wait set took nothing from the node's own probe topic in 2 s"
+        service = node.create_service(ListParameters, "~/_input_path_probe", lambda request, response: response,
+                                      callback_group=TakenByTheirOwner())
+        client = node.create_client(ListParameters, "~/_input_path_probe", callback_group=TakenByTheirOwner())
+        taker, service_taker = WaitSetTaker(node, [probe]), ServiceTaker(node, [service])
+        deadline, taken, called, answered = time.monotonic() + 2.0, False, False, False
+        while time.monotonic() < deadline and not (taken and answered):
+            if not taken:
+                publisher.publish(Empty())
+                taken = any(isinstance(message, bytes) for _, message in taker.take(50_000_000))
+            if not called and client.service_is_ready():
+                client.call_async(ListParameters.Request())
+                called = True
+            for _, request, header in service_taker.take(50_000_000 if called else 1_000_000):
+                service.send_response(ListParameters.Response(), header)
+                answered = True
+        if not taken:
+            return "rclpy's wait set took nothing from the node's own probe topic in 2 s"
+        return None if answered else "rclpy's wait set took no call of the node's own probe service in 2 s"
     except Exception as e:  # noqa: BLE001 - whatever a changed private API raises
         return f"rclpy's private wait-set API failed: {e!r}"
     finally:
-        for entity, destroy in ((probe, node.destroy_subscription), (publisher, node.destroy_publisher)):
+        for entity, destroy in ((probe, node.destroy_subscription), (publisher, node.destroy_publisher),
+                                (service, node.destroy_service), (client, node.destroy_client)):
             if entity is not None:
                 destroy(entity)
 
@@ -227,6 +270,31 @@ def declare_parameters(node: Node, table: dict) -> dict:
     return {name: node.get_parameter(name).value for name in table}
 
 
+class ServiceLoop(threading.Thread):
+    """~/linearize and ~/validate on their own thread, outside the executor (the fast path, as
+    the inputs' :class:`InputLoop`): on the executor a call cost ≈ 1.6 ms of CPU beside a 1 kHz
+    humanoid (bench/node_load.py --requests), of which the call's own work (its linearization, its
+    message, their conversions) is 0.22 ms hot; the rest is the executor's, which rebuilds its wait
+    set from every entity of the node and runs the call as a task.  Calls are answered one at a time,
+    as the executor answered them, each by its service's callback."""
+
+    def __init__(self, node: Node, services):
+        super().__init__(name="linearization services", daemon=True)
+        self.node, self.services = node, services
+        self.running = True
+
+    def run(self) -> None:
+        node = self.node
+        try:
+            taker = ServiceTaker(node, self.services)
+            while self.running and node.context.ok():
+                for service, request, header in taker.take(100_000_000):  # 0.1 s: shutdown is noticed within it
+                    service.send_response(service.callback(request, service.srv_type.Response()), header)
+        except Exception as e:  # noqa: BLE001 - reported; at shutdown the context going away is expected
+            if self.running and node.context.ok():
+                node.get_logger().error(f"service loop stopped: {e!r}")
+
+
 class LinearizationNode(Node):
     def __init__(self, **node_options):
         """node_options: rclpy.node.Node keywords (parameter_overrides, namespace …)."""
@@ -286,8 +354,11 @@ class LinearizationNode(Node):
             self.create_timer(WATCH_PERIOD, self.watch_inputs)
         from robot_linearization.srv import Linearize, Validate
 
-        self.create_service(Linearize, "~/linearize", self._service(self._linearize_request))
-        self.create_service(Validate, "~/validate", self._service(self._validate_request))
+        services = [self.create_service(Linearize, "~/linearize", self._service(self._linearize_request),
+                                        callback_group=group),
+                    self.create_service(Validate, "~/validate", self._service(self._validate_request),
+                                        callback_group=group)]
+        self.service_loop = ServiceLoop(self, services) if fast else None
         self.on_input_step = settings.rate_hz == 0.0
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
@@ -308,13 +379,18 @@ class LinearizationNode(Node):
         self.input_loop = InputLoop(self, [(odometry, "odometry"), (joint_states, "joint_states")], (1,),
                                     settings.description, serve=fast)
         self.input_loop.start()
+        if self.service_loop is not None:
+            self.service_loop.start()
         self.get_logger().info("ready")
 
     def destroy_node(self):
-        """Stop the input loop before the subscriptions it waits on go."""
-        self.input_loop.running = False
-        if self.input_loop.is_alive() and threading.current_thread() is not self.input_loop:
-            self.input_loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
+        """Stop the input and service loops before the subscriptions and services they wait on go."""
+        for loop in (self.input_loop, self.service_loop):
+            if loop is None:
+                continue
+            loop.running = False
+            if loop.is_alive() and threading.current_thread() is not loop:
+                loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
         return super().destroy_node()
 
     def _choose_input_path(self, requested: str) -> str:
@@ -334,7 +410,8 @@ class LinearizationNode(Node):
                 path, reason = "executor", f"fallback: {problem}"
                 self.get_logger().warning(f"input path: the executor (slower), because {problem}")
         self.pipeline.input_path = f"{path} ({reason})"
-        taker = "an input thread on rclpy's wait set" if path == "wait_set" else "the executor"
+        taker = ("an input thread on rclpy's wait set, ~/linearize and ~/validate answered by a thread of their own"
+                 if path == "wait_set" else "the executor, as ~/linearize and ~/validate")
         self.get_logger().info(f"joint_states and odom taken by {taker} ({reason})")
         return path
 
@@ -465,11 +542,11 @@ class LinearizationNode(Node):
         first when they change), of the latest Output, once per Output; each only while something
         subscribes to it (a few ms of the executor's time at each tick, a humanoid's eigenvalues among
         them, for nobody): the images while one of them has a subscriber, the health vector while it
-        or its latched labels have one."""
+        has one, its latched labels while it or they have one."""
         heatmaps = self.publish_heatmaps and any(publisher.get_subscription_count() for name, publisher
                                                  in self.out.items() if "heatmap" in name)
-        health_wanted = self.publish_health and (self.out["health"].get_subscription_count()
-                                                 or self.health_labels_pub.get_subscription_count())
+        values_wanted = self.publish_health and self.out["health"].get_subscription_count() > 0
+        health_wanted = values_wanted or (self.publish_health and self.health_labels_pub.get_subscription_count())
         if not (heatmaps or health_wanted):
             return
         with self.lock:  # (after a compiled cycle, built from what it keeps)
@@ -486,11 +563,13 @@ class LinearizationNode(Node):
                 self.get_logger().error(f"heatmap failed: {e!r}")
         if health_wanted:
             try:
-                labels, values = health(latest)
+                lin = latest.linearization
+                labels = health_labels(lin.A_d is not None, bool(lin.contacts))
                 if labels != self._health_labels:  # contacts on or off: the entries after the first ones change
                     self.health_labels_pub.publish(health_labels_message(self.factory, labels))
                     self._health_labels = labels
-                self.out["health"].publish(health_message(self.factory, values))
+                if values_wanted:  # (the eigenvalues only for a subscriber to the values, not to their names)
+                    self.out["health"].publish(health_message(self.factory, health(latest)[1]))
             except Exception as e:  # noqa: BLE001
                 self.get_logger().error(f"health vector failed: {e!r}")
 

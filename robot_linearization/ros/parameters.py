@@ -49,7 +49,8 @@ PARAMETERS = {  # name: (default, description)
     "discretization": ("euler", "that step: 'euler' (semi-implicit Euler on the state's Lie group, rl.step) or "
                                 "'zoh' (zero-order hold of A, B)"),
     "input_path": ("auto", "how joint_states and odom are taken: 'wait_set' (the fast path: an input thread on "
-                           "rclpy's wait set, a private API), 'executor' (rclpy's public executor), or 'auto' "
+                           "rclpy's wait set, a private API, and ~/linearize and ~/validate answered by a thread of "
+                           "their own on it), 'executor' (rclpy's public executor, for the services too), or 'auto' "
                            "(wait_set if a self-test at start-up shows it works, else executor)"),
     "kernel": ("", "which kernel linearizes: 'auto' (the generic one from the first cycle, and the one generated "
                    "for the robot and contact set once it is built in another process at low priority; the same "
