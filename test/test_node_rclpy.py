@@ -3,6 +3,7 @@
 without ROS in test_ros_*.py, this checks the glue."""
 
 import json
+import struct
 import threading
 import time
 
@@ -16,6 +17,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, Header, String  # noqa: E402
 
@@ -737,10 +739,16 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
     try:
         js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
         odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
-        outputs = {}  # stamp -> A (a history deep enough for the whole stream: none is replaced unread)
-        graph.client.create_subscription(Linearization, f"{NS}/linearization", lambda m: outputs.__setitem__(
-            m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec,
-            linearization_matrices(m)["state_matrix"]), 10000)
+        # taken serialized, and read only once the stream is over: reading each as it comes loaded this process,
+        # the node's too, so that it fell more than the node's publisher keeps behind and lost outputs
+        taken = []
+        graph.client.create_subscription(Linearization, f"{NS}/linearization", taken.append, 10000, raw=True)
+
+        def stamp_of(raw):  # (the header's stamp: the message's first 8 bytes after its 4-byte encapsulation)
+            sec, nanosec = struct.unpack_from("<iI", raw, 4)
+            return sec * 1_000_000_000 + nanosec
+
+        outputs = {}  # stamp -> its serialized ~/linearization
         rng = np.random.default_rng(5)
         s, r, H, v = rng.normal(size=12), rng.normal(size=12), se3_exp(rng.normal(size=6)), rng.normal(size=6)
         expected = rl.linearize(MODEL, rl.State(base_pose=H, joint_positions=s, base_twist=v, joint_velocities=r),
@@ -756,12 +764,17 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
             kinds.append(takeover.kernel is not None)
             time.sleep(0.005)
 
-        assert graph.spin_until(lambda: outputs, each=publish)
+        assert graph.spin_until(lambda: taken, each=publish)
         first = len(sent)
         graph.spin_until(lambda: kinds[-1] and kinds.count(True) > 200, timeout=240, each=publish)
         assert takeover.kernel is not None, takeover.problem
-        graph.spin_until(lambda: False, timeout=1.0)
         served = sent[first:]  # (after discovery: from the first output on)
+
+        def all_arrived():
+            outputs.update((stamp_of(raw), raw) for raw in taken)
+            taken.clear()
+            return all(stamp in outputs for stamp in served)
+        graph.spin_until(all_arrived, timeout=10.0)
         missing = [stamp for stamp in served if stamp not in outputs]
         with graph.node.lock:
             values = graph.node.pipeline.diagnostics(0)[0][3]
@@ -774,7 +787,8 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
             for array in graph.received.get("/diagnostics", []) for status in array.status
             for value in status.values), timeout=3.0)
         for stamp in served:
-            assert np.array_equal(outputs[stamp], expected), stamp
+            assert np.array_equal(linearization_matrices(deserialize_message(outputs[stamp], Linearization))[
+                "state_matrix"], expected), stamp
     finally:
         graph.close()
 
