@@ -180,7 +180,7 @@ def wait_set_problem(node: Node) -> str | None:
             if not called and client.service_is_ready():
                 client.call_async(ListParameters.Request())
                 called = True
-            for _, request, header in service_taker.take(50_000_000 if called else 1_000_000):
+            for _, _, header in service_taker.take(50_000_000 if called else 1_000_000):
                 service.send_response(ListParameters.Response(), header)
                 answered = True
         if not taken:
