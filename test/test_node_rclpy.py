@@ -688,11 +688,11 @@ def test_slow_validate_calls_do_not_block_the_inputs_of_a_humanoid_stream(ros, m
     calls, each held 0.5 s in the service (beside the validation itself): 100 inputs arrive during each,
     twice the 50 the input subscriptions keep.  The services work on a snapshot of the pipeline, never
     on the inputs' lock: the joint states are linearized, each with the odometry of its own stamp
-    (odometry k puts the base at x = k).  A service that held the inputs' lock loses about half of them
-    (465 of 1000, tried by hand); the sensor-data QoS is best effort, and a loaded two-core machine
-    drops a few (up to 14 of 1000 seen), so at most 3 % may be missing.  (The rate is one any machine
-    carries, the generic kernel serving while the generated one builds beside it; the hold, not the
-    rate, is what loses inputs if a service blocks them.)"""
+    (odometry k puts the base at x = k), and the validation, in its own process, takes no time of the
+    input thread's.  A service that held the inputs' lock loses about half of them (tried by hand:
+    628 of 1000); the sensor-data QoS is best effort, so at most 1 % may be missing.  (The rate is one
+    any machine carries, the generic kernel serving while the generated one builds beside it; the
+    hold, not the rate, is what loses inputs if a service blocks them.)"""
     import subprocess
     import sys
 
@@ -703,9 +703,9 @@ def test_slow_validate_calls_do_not_block_the_inputs_of_a_humanoid_stream(ros, m
     assert hold * rate >= 2 * INPUT_QOS.depth  # a blocked input thread would lose half of each hold's inputs
     validate = pipeline_module.Snapshot.validate_output
 
-    def held(self, out=None):
+    def held(self, out=None, **options):
         time.sleep(hold)
-        return validate(self, out)
+        return validate(self, out, **options)
 
     monkeypatch.setattr(pipeline_module.Snapshot, "validate_output", held)
     path = example_robot_path("talos")
@@ -734,7 +734,7 @@ def test_slow_validate_calls_do_not_block_the_inputs_of_a_humanoid_stream(ros, m
         with graph.node.lock:
             values = graph.node.pipeline.diagnostics(0)[0][3]
         missing = [k for k, stamp in enumerate(stamps) if stamp not in arrived]
-        assert len(missing) <= 0.03 * count, f"{len(missing)} of {count} not linearized (first {missing[:5]}): {values}"
+        assert len(missing) <= 0.01 * count, f"{len(missing)} of {count} not linearized (first {missing[:5]}): {values}"
         x = [deserialize_message(arrived[stamp], Linearization).base_pose.position.x
              for stamp in stamps if stamp in arrived]
         assert x == [float(k) for k in range(count) if k not in missing]

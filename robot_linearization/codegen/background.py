@@ -21,18 +21,13 @@ def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
     no GIL); None when the kernel is in the cache, else why not, in one line."""
     import subprocess
 
+    from ..own_process import module_command
     from . import kernels
 
-    # this very package (robot_linearization/codegen/background.py), whatever the working directory
-    # holds (-m puts it first on sys.path)
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    command, environment, directory = module_command("robot_linearization.codegen.background")
     try:
-        done = subprocess.run([sys.executable, "-m", "robot_linearization.codegen.background"], cwd=package_parent,
-                              input=pickle.dumps((model, contacts, kind, kernels.GENERATED_OPERATIONS), protocol=4),
-                              capture_output=True,
-                              env=environment, timeout=1800)
+        done = subprocess.run(command, cwd=directory, env=environment, capture_output=True, timeout=1800,
+                              input=pickle.dumps((model, contacts, kind, kernels.GENERATED_OPERATIONS), protocol=4))
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"the background build could not run: {error}"
     lines = done.stderr.decode(errors="replace").strip().splitlines()

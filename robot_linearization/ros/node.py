@@ -35,6 +35,7 @@ from .messages import (CdrInputs, InputError, MessageFactory, contact_labels_mes
                        output_messages, output_topics, state_labels_message)
 from .parameters import PARAMETERS, node_settings
 from .pipeline import FREE_FLOATING_UNTIL_FIT, LinearizationPipeline
+from .validation_process import ValidationError, ValidationProcess
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 INPUT_QOS = QoSProfile(depth=50, reliability=qos_profile_sensor_data.reliability,
@@ -359,6 +360,7 @@ class LinearizationNode(Node):
                     self.create_service(Validate, "~/validate", self._service(self._validate_request),
                                         callback_group=group)]
         self.service_loop = ServiceLoop(self, services) if fast else None
+        self.validation_process = ValidationProcess()  # (rl.validate holds the GIL: in a process of its own)
         self.on_input_step = settings.rate_hz == 0.0
         if not self.on_input_step:
             self.create_timer(1.0 / settings.rate_hz, self._step)
@@ -384,13 +386,15 @@ class LinearizationNode(Node):
         self.get_logger().info("ready")
 
     def destroy_node(self):
-        """Stop the input and service loops before the subscriptions and services they wait on go."""
+        """Stop the input and service loops before the subscriptions and services they wait on go,
+        then the validation process."""
         for loop in (self.input_loop, self.service_loop):
             if loop is None:
                 continue
             loop.running = False
             if loop.is_alive() and threading.current_thread() is not loop:
                 loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
+        self.validation_process.close()
         return super().destroy_node()
 
     def _choose_input_path(self, requested: str) -> str:
@@ -596,14 +600,19 @@ class LinearizationNode(Node):
 
     def _validate_request(self, request, response) -> None:
         """~/validate: the typed report of rl.validate, of the latest output or at the request's state,
-        on a snapshot of the pipeline, outside the lock (a validation takes tens of ms)."""
+        on a snapshot of the pipeline, outside the lock, in the validation process (a validation takes
+        tens to hundreds of ms of Python, which would take the GIL from the input thread)."""
         with self.lock:
             snapshot = self.pipeline.snapshot()
         out = snapshot.linearize_request(request) if request.at_state else None
         if isinstance(out, str):
             response.success, response.message = False, out
             return
-        report, summary = snapshot.validate_output(out)
+        try:
+            report, summary = snapshot.validate_output(out, validator=self.validation_process.validate)
+        except ValidationError as error:
+            response.success, response.message = False, str(error)
+            return
         tolerance = snapshot.config.validation_tolerance
         if report is not None and out is None:  # the stream's latest output: shown in /diagnostics
             with self.lock:

@@ -613,14 +613,15 @@ class Snapshot:
     latest: Output | None
     last_problem: str | None
 
-    def validate_output(self, out: Output | None = None):
+    def validate_output(self, out: Output | None = None, validator: Callable = validate):
         """(report, summary) of the ~/validate service: rl.validate of ``out`` (default: the latest
         output) against finite differences, inv(CRBA) and the dense KKT solve; report None (and
-        the reason) without an output.  Slow (tens of ms): run it outside the node's lock."""
+        the reason) without an output.  Slow (tens of ms): run it outside the node's lock
+        (``validator``: rl.validate, or the node's validation process, validation_process.py)."""
         out = self.latest if out is None else out
         if out is None:
             return None, f"no linearization yet: {self.last_problem or 'no input'}"
-        report = validate(out.model, out.linearization)  # (out's model: the node may swap models meanwhile)
+        report = validator(out.model, out.linearization)  # (out's model: the node may swap models meanwhile)
         tolerance = self.config.validation_tolerance
         summary = (f"{'PASS' if report.passed(tolerance) else 'FAIL'}: largest relative error {report.max_rel:.2e} "
                    f"(tolerance {tolerance:g}) against independent references, at the joint state of "
