@@ -147,7 +147,6 @@ def test_a_bag_played_in_a_loop_with_its_clock_is_served_in_every_loop(tmp_path)
     from rclpy.parameter import Parameter
 
     from robot_linearization.ros.node import LinearizationNode
-    from robot_linearization.msg import Linearization
     from test_node_rclpy import Graph, header_stamp_ns
 
     steps = write_simulation_bag(tmp_path / "in", Simulation(MODEL, dt=0.01, seed=4), URDF, 3.0,
@@ -161,11 +160,7 @@ def test_a_bag_played_in_a_loop_with_its_clock_is_served_in_every_loop(tmp_path)
         pipeline, notices = graph.node.pipeline, []
         warn = pipeline.on_notice
         pipeline.on_notice = lambda text: (notices.append(text), warn(text))
-        # the outputs taken serialized, with a history that keeps them all: a client that reads each as it comes
-        # may fall behind on a slow machine and lose some, which says nothing of the node
-        taken, values = [], []
-        graph.client.create_subscription(Linearization, "/robot_linearization/linearization", taken.append, 10000,
-                                         raw=True)
+        taken, values = graph.take_linearizations(), []
 
         def loops():  # the output stamps, split where they go back
             values.extend(header_stamp_ns(raw) for raw in taken)

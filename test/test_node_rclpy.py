@@ -70,6 +70,14 @@ class Graph:
             # loaded on the node's input thread; the first start after an install compiles (up to ≈ 40 s)
             assert self.spin_until(lambda: node.pipeline.model is not None, timeout=180.0), node.pipeline.model_error
 
+    def take_linearizations(self):
+        """A list the node's ~/linearization outputs are appended to, serialized, all of them kept: a
+        client that deserialized each as it came could fall behind on a slow machine and lose some,
+        which would say nothing of the node (read the stamps with :func:`header_stamp_ns`)."""
+        taken = []
+        self.client.create_subscription(Linearization, f"{NS}/linearization", taken.append, 10000, raw=True)
+        return taken
+
     def _recorder(self, topic):
         return lambda msg: self.received.setdefault(topic, []).append(msg)
 
@@ -712,8 +720,7 @@ def test_slow_validate_calls_do_not_block_the_inputs_of_a_humanoid_stream(ros, m
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=path),
                                                          Parameter("publish_heatmaps", value=False),
                                                          Parameter("publish_health", value=False)]), record=False)
-    taken, arrived = [], {}  # the serialized ~/linearization; stamp -> it (read once the stream is over)
-    graph.client.create_subscription(Linearization, f"{NS}/linearization", taken.append, 10000, raw=True)
+    taken, arrived = graph.take_linearizations(), {}  # stamp -> its serialized output (read after the stream)
 
     def all_arrived():
         arrived.update((header_stamp_ns(raw), raw) for raw in taken)
@@ -761,8 +768,7 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
         odom_pub = graph.client.create_publisher(Odometry, "/odom", 50)
         # taken serialized, and read only once the stream is over: reading each as it comes loaded this process,
         # the node's too, so that it fell more than the node's publisher keeps behind and lost outputs
-        taken = []
-        graph.client.create_subscription(Linearization, f"{NS}/linearization", taken.append, 10000, raw=True)
+        taken = graph.take_linearizations()
 
         outputs = {}  # stamp -> its serialized ~/linearization
         rng = np.random.default_rng(5)
