@@ -12,7 +12,7 @@ from rosbags.typesys import Stores, get_typestore
 import robot_linearization as rl
 from robot_linearization.contacts import as_contacts
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
-from robot_linearization.ros.compiled_cycle import DECLINED, CompiledCycle
+from robot_linearization.ros.compiled_cycle import DECLINED, HELD_ODOMETRIES, CompiledCycle
 from robot_linearization.ros.interfaces import LinearizationCdr
 from robot_linearization.ros.messages import (CdrInputs, InputError, RosbagsFactory, joint_state_message,
                                               odometry_message)
@@ -55,15 +55,16 @@ class Fed:
             self.published.append(self.writer(out, self.pipeline.base_frame))
             self.cycle.note_output(out)
 
-    def feed(self, batch) -> None:
-        """One batch of what the input loop took: [(topic, serialized message, arrival [ns])]."""
+    def feed(self, batch, flush: bool = True) -> None:
+        """One batch of what the input loop took: [(topic, serialized message, arrival [ns])]; then
+        (``flush``) a wait that brought nothing."""
         for topic, raw, now in batch:
             for action in self.cycle.take(topic, raw, now):
                 if type(action) is bytes:
                     self.published.append(action)
                 else:
                     self.usual(*action)
-        for action in self.cycle.flush():
+        for action in self.cycle.flush() if flush else ():
             self.usual(*action)
 
 
@@ -95,6 +96,7 @@ def assert_same(usual: Fed, compiled: Fed) -> None:
     assert usual.notices == compiled.notices and usual.problems == compiled.problems
     p, q = usual.pipeline, compiled.pipeline
     assert p.last_times == q.last_times and p.settled == q.settled and p.assumed == q.assumed
+    assert p.last_problem == q.last_problem
     assert [(t, H.tobytes(), v.tobytes()) for t, H, v in p._odometry] == \
         [(t, H.tobytes(), v.tobytes()) for t, H, v in q._odometry]
     diagnostics = [[(level, name, message, {k: v for k, v in values.items() if k != "compute_time_ms"})
@@ -128,9 +130,9 @@ def both(**config):
     return Fed(False, **config), Fed(True, **config)
 
 
-def feed_both(feds, batch) -> None:
+def feed_both(feds, batch, flush: bool = True) -> None:
     for fed in feds:
-        fed.feed(batch)
+        fed.feed(batch, flush)
 
 
 def test_steady_pairs_are_served_compiled_and_equal_the_usual_cycle_bit_for_bit(rng):
@@ -196,6 +198,68 @@ def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_th
     said = feds[1].cycle.diagnostics()["compiled_cycle_declined"]
     assert "odometry encoding 1" in said and "kernel status 1" in said and said.count(",") == len(declined) - 1
     assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
+
+
+def backlog(ks, rng, nows=None, odometries=None):
+    """What the input loop takes when the node is late by len(ks) cycles: every odometry (asked first)
+    before the joint states, taken 1 µs apart after the last was sent; ``odometries`` replaces some
+    ({k: serialized odometry}), ``nows`` their arrivals ({k: [ns]}); stamps k ms (a float k: an
+    odometry only, between the cycles)."""
+    odometries, nows = odometries or {}, nows or {}
+    stamps = {k: int(k * MS) for k in ks}
+    taken_at = max(stamps.values()) + 100_000
+    taken = [("odometry", odometries.get(k, odometry(stamps[k])), nows.get(k, taken_at + i * 1000))
+             for i, k in enumerate(ks)]
+    return taken + [("joint_states", joint_state(stamps[k], 0.3 * rng.normal(size=N), rng.normal(size=N)),
+                     taken_at + (len(ks) + i) * 1000) for i, k in enumerate(ks) if float(k).is_integer()]
+
+
+def test_a_node_late_by_a_few_cycles_serves_its_backlog_compiled_as_the_usual_cycle_would(rng):
+    feds = both()
+    compiled = feds[1].cycle
+    batches = [  # (what the loop takes, the joint states of it that the compiled cycle serves)
+        (pair(1, rng), 0), (pair(2, rng), 1),
+        (backlog([3, 4], rng), 2), (backlog([5, 6, 7], rng), 3),
+        (backlog([8, 9], rng)[:-1], 1), (backlog([9], rng)[2:], 0),  # (its odometry went with the batch before)
+        (backlog([10, 10.5, 11], rng), 2),  # (an odometry between the cycles: the older one the nearer)
+        (backlog([11.6, 12], rng), 1),  # (two odometries of one cycle: the newer the nearer)
+        (backlog([12.3, 12.6, 13], rng, odometries={12.3: with_quaternion(odometry(12.3 * MS), (0, 0, 0, 0))}), 0),
+        (backlog([13, 14], rng, odometries={14: odometry(14 * MS, twist=np.r_[np.nan, np.zeros(5)])}), 0),
+        # (joint state 14 waits for an odometry: 15 goes to the usual cycle, and is nearer to 15 than 16)
+        (backlog([15, 16], rng), 0), (backlog([17, 18], rng), 2),
+        (backlog([19, 20], rng, odometries={20: odometry(18.5 * MS)}), 0),  # (a stamp that went back)
+        (backlog([21, 22], rng), 0), (backlog([23, 24], rng), 2),
+        (backlog([25, 26], rng, nows={26: -5 * MS}), 0),  # (the clock went back: a new timeline)
+        (backlog([27, 28], rng), 2),
+        (backlog([29, 30], rng, nows={30: 60 * MS}), 0),  # (the joint state's clock went back)
+        (backlog([31, 32], rng), 0), (backlog(range(33, 33 + HELD_ODOMETRIES), rng), HELD_ODOMETRIES),
+        (backlog(range(100, 100 + HELD_ODOMETRIES + 1), rng), 0),  # (more than are held: all to the usual cycle)
+        (backlog([200, 201], rng), 2),
+    ]
+    for batch, served in batches:
+        before = compiled.served
+        feed_both(feds, batch)
+        assert_same(*feds)
+        assert compiled.served - before == served, batch
+    assert compiled.declined[DECLINED.index("odometry backlog")] == 5
+    assert any("time" in notice for notice in feds[0].notices)
+
+
+def test_an_odometry_taken_last_is_held_for_the_joint_state_the_next_take_brings(rng):
+    feds = both()
+    compiled = feds[1].cycle
+    feed_both(feds, pair(1, rng))
+    for k in range(2, 40, 2):  # (each take ends between an odometry and its joint state)
+        o, j = pair(k, rng), pair(k + 1, rng)
+        feed_both(feds, [o[0]], flush=False)
+        feed_both(feds, [o[1], j[0]], flush=False)
+        feed_both(feds, [j[1]], flush=k % 6 == 0)
+        assert_same(*feds)
+    assert compiled.served == 38 and not compiled.declined.any()
+    feed_both(feds, [pair(40, rng)[0]], flush=False)
+    assert feds[0].pipeline.last_times != feds[1].pipeline.last_times  # (held: taken with the next joint state)
+    feed_both(feds, [], flush=True)  # (a wait that brought nothing: the usual cycle has it)
+    assert_same(*feds)
 
 
 def test_efforts_are_served_when_used_and_an_empty_effort_goes_to_the_usual_cycle(rng):

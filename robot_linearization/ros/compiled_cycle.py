@@ -22,6 +22,7 @@ the generated one has taken over).
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections.abc import Callable
 
@@ -35,15 +36,23 @@ from ..model import Model, State
 from ..spatial import unit_quaternion_pose_into
 from .interfaces import LinearizationCdr
 from .messages import QUATERNION_TOLERANCE, CdrInputs, InputError, joint_order
-from .pipeline import LinearizationPipeline, Output
+from .pipeline import ODOMETRY_BUFFER, LinearizationPipeline, Output
 
 NONE = np.iinfo(np.int64).min
 """An int64 standing for the pipeline's None (no stamp, no clock yet)."""
 
 DECLINED = ("", "odometry encoding", "odometry length", "odometry child frame", "odometry values",
             "joint_states encoding", "joint_states length", "joint_states names", "joint_states values",
-            "clock went back", "stamps not newer", "stale", "pairing", "kernel status", "stamp range")
-"""Why :func:`serve_pair_into` declined, by its status (0: served)."""
+            "clock went back", "stamps not newer", "stale", "pairing", "kernel status", "stamp range",
+            "odometry backlog")
+"""Why :func:`serve_pair_into` declined, by its status (0: served); the last, why several odometries held
+for a joint state were handed to the usual cycle (:meth:`CompiledCycle.take`)."""
+_BACKLOG = len(DECLINED) - 1
+
+HELD_ODOMETRIES = ODOMETRY_BUFFER
+"""The most odometries held for the joint states after them: a node some cycles late takes the odometries
+queued (its input subscriptions keep 50) before the joint state of the first (the input loop asks the
+odometry first); as many as the pipeline keeps for pairing (pipeline.ODOMETRY_BUFFER)."""
 
 _POSE, _TWIST, _ARRAYS = 0, 7, 13  # where the odometry's pose, twist and the joint state's arrays go in ``values``
 
@@ -77,10 +86,77 @@ def _header(raw):
     return sec * 1_000_000_000 + _uint32(raw, 8), end
 
 
+def header_stamp(raw: bytes) -> int | None:
+    """The header stamp [ns] of a little-endian CDR message starting with a std_msgs/Header, as
+    :func:`_header` reads it; None for another encoding or a message too short."""
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        return None
+    sec, nanosec = struct.unpack_from("<iI", raw, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
 @kernel(inline=True)
 def _copy_bytes(raw, start, count, staging, at):
     for k in range(count):
         staging[at + k] = raw[start + k]
+
+
+@kernel(inline=True)
+def _read_odometry(odometry, child_frame, staging, values):
+    """(status, stamp [ns], the quaternion's norm) of the serialized nav_msgs/Odometry ``odometry``
+    (uint8), its pose and twist read into values[0:13] (a float64 view of ``staging``): status 0, or
+    serve_pair_into's reason to decline (1 to 4), the checks of messages.odometry_base_state with the
+    base frame ``child_frame`` (UTF-8)."""
+    stamp_o, offset = _header(odometry)
+    if offset < 0:
+        return (1 if offset == -1 else 2), 0, 0.0
+    # child_frame_id: the base frame's bytes (its length counts the NUL)
+    offset = _aligned(offset, 4)
+    if len(odometry) < offset + 4:
+        return 2, 0, 0.0
+    size = _uint32(odometry, offset)
+    offset += 4
+    if size - 1 != len(child_frame) or len(odometry) < offset + size:
+        return 3, 0, 0.0
+    for k in range(size - 1):
+        if odometry[offset + k] != child_frame[k]:
+            return 3, 0, 0.0
+    # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles
+    start = _aligned(offset + size, 8)
+    if len(odometry) < start + 85 * 8:
+        return 2, 0, 0.0
+    _copy_bytes(odometry, start, 56, staging, 8 * _POSE)
+    _copy_bytes(odometry, start + 43 * 8, 48, staging, 8 * _TWIST)
+    for k in range(13):
+        if not np.isfinite(values[k]):
+            return 4, 0, 0.0
+    x, y, z, w = values[3], values[4], values[5], values[6]
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    if norm < 1e-9 or abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        return 4, 0, 0.0
+    return 0, stamp_o, norm
+
+
+@kernel(inline=True)
+def _base_state_into(values, norm, pose, twist):
+    """H (4, 4) and the twist (6,) of the odometry :func:`_read_odometry` read into ``values``, its
+    quaternion's norm ``norm`` (messages.odometry_base_state, spatial.quaternion_pose)."""
+    x, y, z, w = values[3] / norm, values[4] / norm, values[5] / norm, values[6] / norm
+    unit_quaternion_pose_into(w, x, y, z, values[0], values[1], values[2], pose)
+    for k in range(6):
+        twist[k] = values[_TWIST + k]
+
+
+@kernel
+def read_odometry_into(odometry, child_frame, staging, values, pose, twist):
+    """(status, stamp [ns]) of the serialized nav_msgs/Odometry ``odometry`` (uint8) with the base frame
+    ``child_frame`` (UTF-8): status 0 and its H (4, 4) and twist (6,) written into ``pose`` and ``twist``,
+    bit for bit what the usual cycle makes of it, or serve_pair_into's reason to decline (1 to 4).
+    ``staging``, ``values``: as serve_pair_into's."""
+    status, stamp, norm = _read_odometry(odometry, child_frame, staging, values)
+    if status == 0:
+        _base_state_into(values, norm, pose, twist)
+    return status, stamp
 
 
 @kernel
@@ -99,33 +175,9 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
     velocities, torques, base_pose (x, y, z, qx, qy, qz, qw) and stamp_words (sec, nanosec) the
     message's own numbers (float64 and uint32 views of it); the generated kernel at ``address`` (its
     ``scratch``) writes A, B, M⁻¹, ν̇ at ``outputs`` (4,) int64."""
-    stamp_o, offset = _header(odometry)
-    if offset < 0:
-        return 1 if offset == -1 else 2
-    # child_frame_id: the base frame's bytes (its length counts the NUL)
-    offset = _aligned(offset, 4)
-    if len(odometry) < offset + 4:
-        return 2
-    size = _uint32(odometry, offset)
-    offset += 4
-    if size - 1 != len(child_frame) or len(odometry) < offset + size:
-        return 3
-    for k in range(size - 1):
-        if odometry[offset + k] != child_frame[k]:
-            return 3
-    # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles
-    start = _aligned(offset + size, 8)
-    if len(odometry) < start + 85 * 8:
-        return 2
-    _copy_bytes(odometry, start, 56, staging, 8 * _POSE)
-    _copy_bytes(odometry, start + 43 * 8, 48, staging, 8 * _TWIST)
-    for k in range(13):
-        if not np.isfinite(values[k]):
-            return 4
-    x, y, z, w = values[3], values[4], values[5], values[6]
-    norm = math.sqrt(w * w + x * x + y * y + z * z)
-    if norm < 1e-9 or abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        return 4
+    status, stamp_o, norm = _read_odometry(odometry, child_frame, staging, values)
+    if status:
+        return status
 
     stamp_j, offset = _header(joint_state)
     if offset < 0:
@@ -176,10 +228,8 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
     if sec < -2147483648 or sec > 2147483647:
         return 14
 
-    # H of the odometry's pose (messages.odometry_base_state, spatial.quaternion_pose), the kernel
-    unit_quaternion_pose_into(w / norm, x / norm, y / norm, z / norm, values[0], values[1], values[2], pose)
-    for k in range(6):
-        twist[k] = values[_TWIST + k]
+    # H and the twist of the odometry, the kernel
+    _base_state_into(values, norm, pose, twist)
     if generated_linearize_at(address, scratch, (pose, positions, twist, velocities, torques), outputs) != -1:
         return 13
 
@@ -219,12 +269,13 @@ def quaternion_of_pose_into(H, out):
 
 
 def compile_serve_pair() -> None:
-    """Compile :func:`serve_pair_into` for the types :class:`CompiledCycle` calls it with (or load it
-    from numba's cache): at installation (precompile.py), so that a node's first compiled cycle does
-    not wait for the compiler.  (The call itself declines at once: an empty odometry.)"""
+    """Compile :func:`serve_pair_into` and :func:`read_odometry_into` for the types :class:`CompiledCycle`
+    calls them with (or load them from numba's cache): at installation (precompile.py), so that a node's
+    first compiled cycle does not wait for the compiler.  (The calls decline at once: an empty odometry.)"""
     doubles, integers, data = np.empty(1), np.zeros(11, dtype=np.int64), np.zeros(8, dtype=np.uint8)
     serve_pair_into(b"", b"", data, data, integers[:1], integers, 0.02, data, doubles, np.empty((4, 4)), doubles,
                     doubles, doubles, doubles, doubles, np.zeros(2, dtype=np.uint32), 0, doubles, integers[:4])
+    read_odometry_into(b"", data, data, doubles, np.empty((4, 4)), np.empty(6))
 
 
 class _Buffers:
@@ -262,8 +313,9 @@ class CompiledCycle:
     The input loop hands it every message it takes, ``take(topic, raw, now)`` ("odometry" or
     "joint_states", serialized, its arrival on the node's clock [ns]), and does what comes back, in
     order: bytes, a ~/linearization to publish; (topic, raw, now), a message for the usual cycle.
-    An odometry is held until the next message; a joint state after it is served with it when
-    ``serve`` can.  ``flush()`` at the end of what the loop took hands on a held odometry.
+    Odometries are held until the next joint state, which is served with the one the usual cycle
+    would pair it with when ``serve`` can: as if the loop had taken them just before it.  ``flush()``
+    hands on the held odometries (the loop: when a wait brought nothing; HELD_ODOMETRIES bound them).
     ``note_output(out)`` after the usual cycle wrote ``out``'s message: ``armed`` says whether the
     next pairs can be served.  ``served``: outputs made; ``declined``: how many pairs each reason of
     DECLINED sent to the usual cycle.  An error in it stops it for good (``problem``, told to
@@ -277,27 +329,65 @@ class CompiledCycle:
         self.declined = np.zeros(len(DECLINED), dtype=np.int64)
         self._key: tuple | None = None
         self._call = TypedCall(serve_pair_into)
-        self._held: tuple | None = None  # (the odometry's bytes, its arrival)
+        self._read = TypedCall(read_odometry_into)
+        self._held: list = []  # [(an odometry's bytes, its arrival, what _backlog read of it)], oldest first
         self.problem: str | None = None  # why it stopped serving, if an error stopped it
         self.on_problem: Callable[[str], None] | None = None  # told of that once (the node's ERROR log)
 
     def take(self, topic: str, raw: bytes, now_ns: int) -> list:
-        held, self._held = self._held, None
-        before = [] if held is None else [("odometry", *held)]
         if topic == "odometry":
-            if self.armed and self.pipeline.settled:
-                self._held = (raw, now_ns)
-                return before
-            return before + [(topic, raw, now_ns)]
-        if held is not None:
+            if self.armed and self.pipeline.settled and len(self._held) < HELD_ODOMETRIES:
+                self._held.append((raw, now_ns, None))
+                return []
+            return self.flush() + [(topic, raw, now_ns)]
+        data = None
+        if self._held:
             try:
-                data = self.serve(held[0], held[1], raw, now_ns)
+                data = self._serve_held(raw, now_ns)
             except Exception as error:  # noqa: BLE001 - never the node's inputs: the usual cycle serves them
                 self._stop(error)
-                data = None
-            if data is not None:
-                return [data]
-        return before + [(topic, raw, now_ns)]
+        return [data] if data is not None else self.flush() + [(topic, raw, now_ns)]
+
+    def _serve_held(self, joint_state: bytes, now_ns: int) -> bytes | None:
+        """The joint state served with the held odometry the usual cycle pairs it with, as the usual cycle
+        would have received them all before it: the held ones before that odometry are recorded first,
+        those after it stay held, arrived (by the node's clock) with the joint state.  None where that is
+        not sure (what is not recorded stays held)."""
+        if len(self._held) > 1:
+            stamp_j, backlog = self._backlog(joint_state, now_ns)
+            if backlog is None:
+                self.declined[_BACKLOG] += 1
+                return None
+            nearest = min(range(len(backlog)), key=lambda k: abs(backlog[k][0] - stamp_j))  # (a tie: declined)
+            for (stamp, H, twist), (_, now, _) in zip(backlog[:nearest], self._held):
+                self.pipeline.record_odometry(stamp, H, twist, now)
+            del self._held[:nearest]
+        data = self.serve(*self._held[0][:2], joint_state, now_ns)
+        if data is not None:
+            self._held = [(raw, now_ns, read) for raw, _, read in self._held[1:]]
+        return data
+
+    def _backlog(self, joint_state: bytes, now_ns: int) -> tuple:
+        """(the joint state's stamp, [(stamp, H, twist)] of the held odometries) when the usual cycle would
+        take each of them as it is, with no rejection, notice or new timeline — valid, each stamp newer
+        than the one before, the node's clock not going back by more than pairing_tolerance from one to
+        the next and to the joint state —; else (stamp, None).  Each is read once while it is held."""
+        _, last_stamp, last_now = self.pipeline.last_times
+        tolerance = self._times[5]
+        stamp_j = header_stamp(joint_state)
+        if stamp_j is None:
+            return None, None
+        for k, (raw, now, read) in enumerate(self._held):
+            if read is None:
+                H, twist = np.empty((4, 4)), np.empty(6)
+                status, stamp = self._read(raw, self._child, self._staging, self._values, H, twist)
+                read = None if status else (stamp, H, twist)
+                self._held[k] = (raw, now, read or False)
+            if not read or (last_stamp is not None and read[0] <= last_stamp) \
+                    or (last_now is not None and last_now - now > tolerance):
+                return stamp_j, None
+            last_stamp, last_now = read[0], now
+        return stamp_j, ([read for _, _, read in self._held] if last_now - now_ns <= tolerance else None)
 
     def _stop(self, error: Exception) -> None:
         """An error in the compiled cycle: it stops serving, says why once, and the usual cycle serves."""
@@ -307,8 +397,8 @@ class CompiledCycle:
             self.on_problem(self.problem)
 
     def flush(self) -> list:
-        held, self._held = self._held, None
-        return [] if held is None else [("odometry", *held)]
+        held, self._held = self._held, []
+        return [("odometry", raw, now) for raw, now, _ in held]
 
     def diagnostics(self) -> dict:
         """/diagnostics' values of the compiled cycle (none when it is not enabled): its outputs so far,

@@ -244,15 +244,18 @@ class InputLoop(threading.Thread):
             # odometry wakes the loop only while a joint state waits for it; otherwise it is taken, first,
             # when the joint state of its stamp wakes the loop (sent after it): one wake per cycle
             waking = None if pipeline.waiting else self.waking
+            quiet = True
             for index, message in taker.take(100_000_000, waking):  # 0.1 s: shutdown is noticed within it
+                quiet = False
                 with node.lock:  # (the compiled cycle serves a joint state with the odometry before it)
                     actions = cycle.take(topics[index], message, node.now_ns())
                 node.act(actions)
                 if not self.running:
                     break
-            with node.lock:
-                actions = cycle.flush()
-            node.act(actions)
+            if quiet:  # (an odometry taken last stays held for the joint state sent after it, unless none came)
+                with node.lock:
+                    actions = cycle.flush()
+                node.act(actions)
             if time.monotonic() >= next_watch:
                 next_watch = time.monotonic() + WATCH_PERIOD
                 node.watch_inputs()

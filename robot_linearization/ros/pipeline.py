@@ -481,6 +481,16 @@ class LinearizationPipeline:
         self.last_problem = None
         return self.latest
 
+    def record_odometry(self, stamp: int, H: np.ndarray, twist: np.ndarray, now_ns: int) -> None:
+        """What ``receive("odometry", …, now_ns)`` leaves behind for an odometry of ``stamp``, newer than
+        the last, its pose H (4, 4) and twist (6,) (arrays kept, not copied), while the pipeline is
+        :attr:`settled` and the clock has not gone back: the node's compiled cycle took it
+        (compiled_cycle.py)."""
+        self._received["odometry"] += 1
+        self._last_now = now_ns
+        self._last_odometry_stamp = stamp
+        self._odometry.append((stamp, H, twist))
+
     def record_pair(self, odometry_stamp: int, H: np.ndarray, twist: np.ndarray, joint_state_stamp: int,
                     now_ns: int, output_of: Callable[[], Output]) -> None:
         """What ``receive("odometry", …)`` then ``receive("joint_states", …, now_ns)`` leave behind
