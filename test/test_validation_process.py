@@ -1,6 +1,6 @@
 """The node's ~/validate in a process of its own (ros/validation_process.py): the same report as
 rl.validate in the caller, the work done in a lower-priority process that ignores Ctrl-C, a worker
-that dies said in one line and replaced at the next call."""
+that dies said in one line and replaced at the next call, its answers apart from what it prints."""
 
 import dataclasses
 import os
@@ -87,6 +87,18 @@ def test_what_rl_validate_raises_is_raised_to_the_caller(process):
         process.validate(talos, lin)
     assert str(through_the_process.value) == str(in_the_caller.value)
     assert process.validate(MODEL, lin).passed(1e-6)  # (and the worker serves on)
+
+
+def test_what_a_library_prints_in_the_worker_does_not_come_between_its_answers(process, tmp_path, monkeypatch, capfd):
+    # (a module every Python of this environment imports at start-up: it prints, and writes to fd 1 itself)
+    (tmp_path / "sitecustomize.py").write_text("import os\nprint('a library says hello')\n"
+                                               "os.write(1, b'and writes to fd 1 itself\\n')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    rng = np.random.default_rng(8)
+    lin = rl.linearize(MODEL, random_state(MODEL, rng), rng.normal(size=12))
+    assert process.validate(MODEL, lin).passed(1e-6) and process.validate(MODEL, lin).passed(1e-6)
+    printed = capfd.readouterr().out  # (the worker's stdout is the caller's: a node's log)
+    assert "a library says hello" in printed and "and writes to fd 1 itself" in printed
 
 
 def test_close_ends_the_worker():

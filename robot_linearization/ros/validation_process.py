@@ -7,8 +7,9 @@ take that lock from the input thread over and over, and a 1 kHz stream would los
 as a validation lasts, although the service never touches the inputs' lock. Here it runs in one
 worker process (this module, run with -m), started at the first call and kept for the next ones,
 below the node's priority and deaf to the Ctrl-C meant for the node, which ends it by closing its
-input. The pickled (model, linearization) go in, the pickled report (or the exception) comes out;
-the caller only waits on the pipe, without the GIL. rclpy-free, like everything the node does.
+input. The pickled (model, linearization) go in on its stdin, the pickled report (or the exception)
+comes out on a pipe of its own; the caller only waits on that pipe, without the GIL. rclpy-free,
+like everything the node does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import BinaryIO
 
 from ..own_process import module_command
 from ..validation import ComparisonReport, validate
@@ -39,6 +41,7 @@ class ValidationProcess:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._worker: subprocess.Popen[bytes] | None = None
+        self._answers: BinaryIO | None = None  # (the read end of the worker's answers)
 
     @property
     def pid(self) -> int | None:
@@ -52,10 +55,8 @@ class ValidationProcess:
         with self._lock:
             try:
                 if self._worker is None or self._worker.poll() is not None:
-                    command, environment, directory = module_command("robot_linearization.ros.validation_process")
-                    self._worker = subprocess.Popen(command, cwd=directory, env=environment,
-                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                requests, answers = self._worker.stdin, self._worker.stdout
+                    self._start()
+                requests, answers = self._worker.stdin, self._answers
                 assert requests is not None and answers is not None  # (both piped)
                 pickle.dump((model, linearization), requests, protocol=4)
                 requests.flush()
@@ -74,11 +75,28 @@ class ValidationProcess:
         with self._lock:
             self._end()
 
+    def _start(self) -> None:
+        """A new worker.  Its answers come on a pipe of their own, not its stdout, which it shares with
+        the node: whatever a library prints there cannot come between them."""
+        self._end()
+        answers, answers_end = os.pipe()
+        try:
+            command, environment, directory = module_command("robot_linearization.ros.validation_process")
+            self._worker = subprocess.Popen([*command, str(answers_end)], cwd=directory, env=environment,
+                                            stdin=subprocess.PIPE, pass_fds=(answers_end,))
+        except BaseException:
+            os.close(answers)
+            raise
+        finally:
+            os.close(answers_end)  # (the worker's alone: its end closes when it dies)
+        self._answers = os.fdopen(answers, "rb")
+
     def _end(self) -> None:
         worker, self._worker = self._worker, None
+        answers, self._answers = self._answers, None
         if worker is None:
             return
-        requests, answers = worker.stdin, worker.stdout
+        requests = worker.stdin
         assert requests is not None and answers is not None  # (both piped)
         try:
             requests.close()  # (its end of the input: the worker returns)
@@ -91,10 +109,10 @@ class ValidationProcess:
 
 def main() -> int:
     """The worker: (model, linearization) pickled on stdin, (True, report) or (False, the exception)
-    pickled on stdout, until stdin ends."""
+    pickled on the file descriptor its argument names, until stdin ends."""
     os.nice(WORKER_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C reaches the node's whole process group)
-    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    requests, answers = sys.stdin.buffer, os.fdopen(int(sys.argv[1]), "wb")
     while True:
         try:
             model, linearization = pickle.load(requests)
