@@ -362,7 +362,8 @@ class CompiledCycle:
             for (stamp, H, twist), (_, now, _) in zip(backlog[:nearest], self._held):
                 self.pipeline.record_odometry(stamp, H, twist, now)
             del self._held[:nearest]
-        data = self.serve(*self._held[0][:2], joint_state, now_ns)
+        odometry, odometry_now, _ = self._held[0]
+        data = self.serve(odometry, odometry_now, joint_state, now_ns)
         if data is not None:
             self._held = [(raw, now_ns, read) for raw, _, read in self._held[1:]]
         return data

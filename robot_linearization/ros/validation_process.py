@@ -54,9 +54,10 @@ class ValidationProcess:
         Linearization of it), computed in the worker; what rl.validate raises is raised here."""
         with self._lock:
             try:
-                if self._worker is None or self._worker.poll() is not None:
-                    self._start()
-                requests, answers = self._worker.stdin, self._answers
+                worker = self._worker
+                if worker is None or worker.poll() is not None:
+                    worker = self._start()
+                requests, answers = worker.stdin, self._answers
                 assert requests is not None and answers is not None  # (both piped)
                 pickle.dump((model, linearization), requests, protocol=4)
                 requests.flush()
@@ -75,21 +76,22 @@ class ValidationProcess:
         with self._lock:
             self._end()
 
-    def _start(self) -> None:
+    def _start(self) -> subprocess.Popen[bytes]:
         """A new worker.  Its answers come on a pipe of their own, not its stdout, which it shares with
         the node: whatever a library prints there cannot come between them."""
         self._end()
         answers, answers_end = os.pipe()
         try:
             command, environment, directory = module_command("robot_linearization.ros.validation_process")
-            self._worker = subprocess.Popen([*command, str(answers_end)], cwd=directory, env=environment,
-                                            stdin=subprocess.PIPE, pass_fds=(answers_end,))
+            worker = subprocess.Popen([*command, str(answers_end)], cwd=directory, env=environment,
+                                      stdin=subprocess.PIPE, pass_fds=(answers_end,))
         except BaseException:
             os.close(answers)
             raise
         finally:
             os.close(answers_end)  # (the worker's alone: its end closes when it dies)
-        self._answers = os.fdopen(answers, "rb")
+        self._worker, self._answers = worker, os.fdopen(answers, "rb")
+        return worker
 
     def _end(self) -> None:
         worker, self._worker = self._worker, None
