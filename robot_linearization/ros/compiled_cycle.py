@@ -353,7 +353,7 @@ class CompiledCycle:
         would have received them all before it: the held ones before that odometry are recorded first,
         those after it stay held, arrived (by the node's clock) with the joint state.  None where that is
         not sure (what is not recorded stays held)."""
-        if len(self._held) > 1:
+        if len(self._held) > 1 and self._serves():
             stamp_j, backlog = self._backlog(joint_state, now_ns)
             if backlog is None:
                 self.declined[_BACKLOG] += 1
@@ -447,11 +447,17 @@ class CompiledCycle:
         self._child = np.frombuffer(pipeline.base_frame.encode(), np.uint8).copy()
         self._scratch, self._address = np.empty(generated.scratch_size), generated.address
         self._model, self._key = model, key
+        self._held = [(raw, now, None) for raw, now, _ in self._held]  # (read again: for this base frame)
         return True
+
+    def _serves(self) -> bool:
+        """Whether the pipeline is still the one :meth:`_arm` laid the compiled cycle out for, settled."""
+        pipeline = self.pipeline
+        return self.armed and pipeline.model is self._model and pipeline.settled and not pipeline.contacts
 
     def serve(self, odometry: bytes, odometry_now: int, joint_state: bytes, now_ns: int) -> bytes | None:
         pipeline = self.pipeline
-        if not (self.armed and pipeline.model is self._model and pipeline.settled and not pipeline.contacts):
+        if not self._serves():
             return None
         buffers, times = self._buffers[self._next], self._times
         times[0], times[1] = odometry_now, now_ns
