@@ -10,6 +10,7 @@ import copy
 import logging
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -287,28 +288,44 @@ def test_compiled_once_then_loaded_from_the_cache(rng, tmp_path, monkeypatch, ca
 
 
 @needs_compiler
-def test_a_robots_kernel_compiled_anew_replaces_its_older_one_and_leaves_the_others(rng, tmp_path, monkeypatch):
-    """Another version of the package generates other C for the same robot: the cache keeps one
-    library per robot, a robot of the same name but another model (talos_reduced and talos_full are
-    both 'talos') keeps its own, and a file it did not write is never touched."""
+def test_a_robots_kernel_compiled_anew_is_kept_beside_the_versions_used_last_and_leaves_the_others(
+        rng, tmp_path, monkeypatch, caplog):
+    """Other versions of the package generate other C for the same robot: two of them used in turn
+    (a checkout's venv and a ROS overlay on one machine) each keep theirs, compiled once; a version
+    built beyond KEPT_VERSIONS removes the one built or loaded longest ago, which need not be the one
+    built first; a robot of the same name but another model (talos_reduced and talos_full are both
+    'talos') keeps its own, and a file the package did not write is never touched."""
     monkeypatch.setenv("ROBOT_LINEARIZATION_CACHE_DIR", str(tmp_path))
     (tmp_path / "notes.txt").write_text("the user's")
     tree, namesake = random_tree(rng, 3), random_tree(rng, 4)
     assert tree.name == namesake.name
-    for model in (tree, namesake, _gimbal(rng)):
+    rl.Linearizer(tree, kernel="generated")
+    first, = _libraries(tmp_path)
+    for model in (namesake, _gimbal(rng)):
         rl.Linearizer(model, kernel="generated")
-    older = _libraries(tmp_path)
-    assert len(older) == 3
-    # (other bytes, same robot)
-    monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", codegen.build.COMPILE_FLAGS + ("-O1",))
-    rl.Linearizer(copy.deepcopy(tree), kernel="generated")  # (the same robot, in a new process as it were)
-    newer = _libraries(tmp_path)
-    assert len(newer) == 3 and (tmp_path / "notes.txt").read_text() == "the user's"
-    assert {name[:-3] for name in newer} == {name.rsplit(".", 1)[0] for name in os.listdir(tmp_path)} - {"notes"}
-    assert len(set(older) - set(newer)) == len(set(newer) - set(older)) == 1  # (the tree's, replaced)
-    replaced, = set(older) - set(newer)
-    assert replaced.startswith("linearize-random_tree_") and replaced.rsplit("-", 1)[0] == \
-        (set(newer) - set(older)).pop().rsplit("-", 1)[0]
+    others = set(_libraries(tmp_path)) - {first}
+    assert len(others) == 2
+    flags = codegen.build.COMPILE_FLAGS
+
+    def version(*extra):  # the tree's kernel as a version of the package with other bytes builds or loads it
+        monkeypatch.setattr(codegen.build, "COMPILE_FLAGS", flags + extra)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="robot_linearization"):
+            rl.Linearizer(copy.deepcopy(tree), kernel="generated")  # (a new process, as it were)
+        time.sleep(0.01)  # (the files' times tell the versions apart)
+        return sum("compiling the generated kernel" in r.getMessage() for r in caplog.records)
+
+    assert version("-O1") == 1 and version() == 0 and version("-O1") == 0 and version() == 0  # (each compiled once)
+    second, = set(_libraries(tmp_path)) - others - {first}
+    assert codegen.build.KEPT_VERSIONS == 3
+    assert version("-Os") == 1  # a third version: the three kept
+    third, = set(_libraries(tmp_path)) - others - {first, second}
+    assert version() == 0 and version("-O3") == 1  # a fourth: the one used longest ago (-O1's, not the first) goes
+    fourth, = set(_libraries(tmp_path)) - others - {first, second, third}
+    assert set(_libraries(tmp_path)) == others | {first, third, fourth}  # (the namesake's and the gimbal's kept)
+    assert (tmp_path / "notes.txt").read_text() == "the user's"
+    assert {name[:-3] for name in _libraries(tmp_path)} == \
+        {name.rsplit(".", 1)[0] for name in os.listdir(tmp_path)} - {"notes"}  # (no record or lock left alone)
 
 
 @needs_compiler

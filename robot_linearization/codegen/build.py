@@ -12,8 +12,10 @@ sources of the kernels and of the generator, the compiler and its flags.  So
 - a library whose bytes are not the ones recorded (truncated, overwritten) is removed and built
   again, never loaded;
 - a failed or interrupted compile leaves nothing (it writes under another name and renames);
-- compiling a kernel anew (another version of the package) removes the older ones of the same
-  robot, contact set, kind and instruction set.
+- a kernel compiled anew (another version of the package) is kept beside the other versions of the
+  same robot, contact set, kind and instruction set up to KEPT_VERSIONS of them, the ones built or
+  loaded last: two installations of different versions on one machine (a checkout's venv and a ROS
+  overlay) keep one each instead of removing each other's and compiling theirs again at every start.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ from ..model import Model
 COMPILE_FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off")
 """No contraction of a multiply and an add into one FMA: it would round differently from the
 generic kernel.  The instruction set comes from :func:`target_flags`."""
+
+KEPT_VERSIONS = 3
+"""The versions of one kernel (robot, contact set, kind, instruction set) the cache keeps: those built
+or loaded last (the record's modification time, set at each load); an older one goes when another is
+built."""
 
 _log = logging.getLogger("robot_linearization")
 
@@ -204,6 +211,8 @@ def cached(model: Model, contacts: tuple, kind: str) -> Library | None:
         path = base + ".so"
         if os.path.getsize(path) != record["size"] or _sha256(path) != record["sha256"]:
             raise ValueError("its bytes are not the recorded ones")
+        with contextlib.suppress(OSError):  # (used now: kept before versions loaded longer ago; a read-only cache)
+            os.utime(base + ".json")
         return Library(path, record["symbol"], record["pointers"], record["scratch_size"], record["operations"],
                        record.get("timing"))
     except FileNotFoundError:
@@ -260,11 +269,22 @@ def build(model: Model, contacts: tuple, kind: str, what: str, make_source) -> L
                              "scratch_size": scratch_size, "symbol": symbol, "pointers": pointers,
                              "size": os.path.getsize(base + ".so"), "sha256": _sha256(base + ".so"),
                              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
-    for name in os.listdir(directory):  # the older versions of this kernel (another version of the package)
-        if name.startswith(prefix) and not name.startswith(os.path.basename(base)) \
-                and name.endswith((".so", ".json", ".lock")):
-            _remove(os.path.join(directory, name))
+    _remove_unused_versions(directory, prefix)
     return Library(base + ".so", symbol, pointers, scratch_size, operations)
+
+
+def _remove_unused_versions(directory: str, prefix: str) -> None:
+    """Remove the versions of the kernel whose file names start with ``prefix`` beyond the KEPT_VERSIONS
+    built or loaded last: by the latest modification time of their files (the record's, set at each
+    load; a build under way has only its lock, as recent as the build)."""
+    versions: dict = {}  # file name without its extension -> when it was last built or loaded
+    for name in os.listdir(directory):
+        stem, extension = os.path.splitext(name)
+        if name.startswith(prefix) and extension in (".so", ".json", ".lock"):
+            with contextlib.suppress(OSError):  # (removed meanwhile by another process)
+                versions[stem] = max(versions.get(stem, float("-inf")), os.path.getmtime(os.path.join(directory, name)))
+    for stem in sorted(versions, key=versions.__getitem__, reverse=True)[KEPT_VERSIONS:]:
+        _remove(*(os.path.join(directory, stem + extension) for extension in (".so", ".json", ".lock")))
 
 
 def _write_record(base: str, record: dict) -> None:
