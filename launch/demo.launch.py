@@ -7,12 +7,16 @@ contacts:=none for a floating robot).  Then:
 ``ros2 service call /robot_linearization/validate std_srvs/srv/Trigger``."""
 
 import os
+import sys
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (ros2 launch's Python: not the package's)
+from robot_linearization_parameters import parameters_file  # noqa: E402
 
 FEET = "front_left_foot, front_right_foot, hind_left_foot, hind_right_foot"
 
@@ -23,12 +27,15 @@ def _nodes(context):
     # the gait is the bundled quadruped's on its feet: it sets the contacts, which both nodes start with
     gait = LaunchConfiguration("gait").perform(context) if contacts == FEET else "none"
     share = get_package_share_directory("robot_linearization")
+    # (files of the launch's own, removed at its end: launch_ros leaves the ones it writes for dicts)
+    robot, robot_removal = parameters_file({"contacts": contacts, "gait": gait})
+    node, node_removal = parameters_file({"use_effort": True, "contacts": contacts})
     return [
+        robot_removal, node_removal,
         Node(package="robot_linearization", executable="simulated_robot", name="simulated_robot",
-             parameters=[{"contacts": contacts, "gait": gait}], output="screen"),  # /contacts: the schedule
+             parameters=[robot], output="screen"),  # /contacts: the schedule
         Node(package="robot_linearization", executable="linearization_node", name="robot_linearization",
-             parameters=[os.path.join(share, "config", "linearization.yaml"),
-                         {"use_effort": True, "contacts": contacts}], output="screen"),
+             parameters=[os.path.join(share, "config", "linearization.yaml"), node], output="screen"),
     ]
 
 

@@ -6,19 +6,23 @@ joint velocity.
 
   ros2 launch robot_linearization robot_stack.launch.py urdf_file:=/path/ur5.urdf
 
-The URDF goes to robot_state_publisher through a parameters file written by
-launch (never through ``-p robot_description:=...``, which rcl parses as YAML and
-which fails on many real URDFs).  For a floating base, set floating_base:=true and
+The URDF goes to robot_state_publisher through a parameters file the launch writes and removes
+at its end (never through ``-p robot_description:=...``, which rcl parses as YAML and which fails
+on many real URDFs).  For a floating base, set floating_base:=true and
 give the node a nav_msgs/Odometry of the base on odom_topic.
 """
 
 import os
+import sys
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (ros2 launch's Python: not the package's)
+from robot_linearization_parameters import launch_value, parameters_file  # noqa: E402
 
 
 def _nodes(context):
@@ -28,14 +32,21 @@ def _nodes(context):
     with open(urdf_file) as f:
         description = f.read()
     share = get_package_share_directory("robot_linearization")
+    # (files of the launch's own, removed at its end: launch_ros leaves the ones it writes for dicts)
+    description_file, description_removal = parameters_file({"robot_description": description})
+    rate_file, rate_removal = parameters_file(
+        {"rate": launch_value(LaunchConfiguration("joint_state_rate").perform(context))})
+    node_file, node_removal = parameters_file({
+        "urdf_path": urdf_file,
+        "floating_base": launch_value(LaunchConfiguration("floating_base").perform(context))})
     return [
+        description_removal, rate_removal, node_removal,
         Node(package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
-             parameters=[{"robot_description": description}], output="screen"),
+             parameters=[description_file], output="screen"),
         Node(package="joint_state_publisher", executable="joint_state_publisher", name="joint_state_publisher",
-             parameters=[{"rate": LaunchConfiguration("joint_state_rate")}], output="screen"),
+             parameters=[rate_file], output="screen"),
         Node(package="robot_linearization", executable="linearization_node", name="robot_linearization",
-             parameters=[os.path.join(share, "config", "linearization.yaml"),
-                         {"urdf_path": urdf_file, "floating_base": LaunchConfiguration("floating_base")}],
+             parameters=[os.path.join(share, "config", "linearization.yaml"), node_file],
              remappings=[("odom", LaunchConfiguration("odom_topic"))], output="screen"),
     ]
 

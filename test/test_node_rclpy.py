@@ -492,11 +492,13 @@ def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, when, tmp_path):
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
 
 
-@pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py"])
-def test_ctrl_c_on_a_launch_ends_our_programs_cleanly(launch_file, tmp_path):
+@pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py", "linearization.launch.py"])
+def test_ctrl_c_on_a_launch_ends_our_programs_cleanly_and_leaves_no_file_behind(launch_file, tmp_path):
     """Ctrl-C in the terminal of `ros2 launch` (SIGINT to the whole process group, and
     launch forwards one more): ros2 launch exits 0 and reports our programs as finished
-    cleanly. (Humble's stock joint_state_publisher 2.4.0 dies there with exit code 1 and a
+    cleanly, and the temporary directory is as empty as before (launch_ros leaves a
+    launch_params_* file there for every dict of parameters; ours are removed at shutdown).
+    (Humble's stock joint_state_publisher 2.4.0 dies there with exit code 1 and a
     traceback: launch reports that one, never ours.)"""
     import os
     import shutil
@@ -511,11 +513,14 @@ def test_ctrl_c_on_a_launch_ends_our_programs_cleanly(launch_file, tmp_path):
                 get_package_prefix(package)
         except PackageNotFoundError as e:
             pytest.skip(f"the robot stack is not installed: {e}")
-    arguments = [f"urdf_file:={example_robot_path('ur5')}"] if launch_file == "robot_stack.launch.py" else []
-    log = tmp_path / "launch.log"
+    arguments = {"robot_stack.launch.py": [f"urdf_file:={example_robot_path('ur5')}"],
+                 "linearization.launch.py": [f"urdf_file:={bundled_urdf_path()}"]}.get(launch_file, [])
+    log, temporary = tmp_path / "launch.log", tmp_path / "tmp"
+    temporary.mkdir()
     with open(log, "w") as out:
         process = subprocess.Popen([shutil.which("ros2"), "launch", "robot_linearization", launch_file, *arguments],
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env={**os.environ, "TMPDIR": str(temporary)})
         try:
             deadline = time.monotonic() + 120.0  # until the node's first output (a fresh install compiles)
             while "linearization cycle" not in log.read_text() and "]: ready" not in log.read_text() \
@@ -535,6 +540,7 @@ def test_ctrl_c_on_a_launch_ends_our_programs_cleanly(launch_file, tmp_path):
         assert not any(f"[{program}-" in line and ("process has died" in line or "Traceback" in line)
                        for line in output.splitlines()), output[-3000:]
     assert process.returncode == 0, output[-3000:]
+    assert os.listdir(temporary) == [], output[-3000:]
 
 
 def test_the_readmes_service_call_works_as_written(ros):

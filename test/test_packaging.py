@@ -115,7 +115,7 @@ def test_the_rqt_plugin_is_exported_installed_and_names_a_class_that_exists():
 def test_installed_files_exist_and_launch_files_compile(tmp_path):
     root = _source_tree()
     for path in ["resource/robot_linearization", "config/linearization.yaml", "launch/linearization.launch.py",
-                 "launch/demo.launch.py",
+                 "launch/demo.launch.py", "launch/robot_linearization_parameters.py",
                  "launch/robot_stack.launch.py", "robot_linearization/robots/rl_quadruped.urdf"]:
         assert (root / path).exists(), path
     for launch_file in (root / "launch").glob("*.py"):
