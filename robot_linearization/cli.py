@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -44,6 +45,23 @@ def _stop(signum, frame):
     for other in STOP_SIGNALS:  # the clean-up that follows is not interrupted in turn
         signal.signal(other, signal.SIG_IGN)
     raise Interrupted(signum)
+
+
+def _raised_again(hook):
+    """sys.unraisablehook: a stop signal's Interrupted that Python swallowed — raised in a weakref
+    callback or a __del__ the signal happened to land in, which Python only reports — is sent again
+    10 ms later (from a thread: sent from here, it would land in this hook, which swallows it too),
+    so that it is raised where the program is by then; anything else goes to ``hook``."""
+    def unraisable(report) -> None:
+        if isinstance(report.exc_value, Interrupted):
+            signum = report.exc_value.signum
+            signal.signal(signum, _stop)
+            again = threading.Timer(0.01, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+        else:
+            hook(report)
+    return unraisable
 
 
 def _remove_demo_outputs(path: str, names) -> None:
@@ -462,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
     args = command_line_parser().parse_args(argv)
     handlers = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
+    unraisable_hook, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook)
     try:
         status = args.run(args)
         sys.stdout.flush()  # a closed stdout shows here, not in the interpreter's last flush
@@ -475,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     finally:
+        sys.unraisablehook = unraisable_hook
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
 

@@ -143,3 +143,37 @@ def test_a_closed_stdout_ends_the_demo_quietly(tmp_path):
     err = process.stderr.read()
     assert process.wait(timeout=300) == 128 + signal.SIGPIPE, err
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+
+
+SWALLOWED = """
+import signal, sys, time, weakref
+from argparse import Namespace
+from robot_linearization import cli
+
+class Thing:
+    pass
+
+def run(args):
+    thing = Thing()
+    # the signal lands in a weakref callback, where Python reports an exception and goes on
+    reference = weakref.ref(thing, lambda ref: (signal.raise_signal(signal.SIGTERM), sum(range(1000))))
+    del thing
+    for _ in range(2000):  # the run's work goes on (2 s)
+        time.sleep(0.001)
+    print("finished")
+    return 0
+
+cli.command_line_parser = lambda: Namespace(parse_args=lambda argv: Namespace(run=run))
+sys.exit(cli.main([]))
+"""
+
+
+def test_a_stop_signal_that_lands_where_python_swallows_exceptions_still_stops_the_run(tmp_path):
+    """A signal handled inside a weakref callback (as importlib's module locks have): the Interrupted
+    raised there is only reported by Python, so it is delivered again and stops the run where it is
+    then, exit 128 + SIGTERM, instead of letting it finish as if nothing had come."""
+    process = subprocess.run([sys.executable, "-c", SWALLOWED], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, (process.stdout, process.stderr)
+    assert "finished" not in process.stdout
+    assert "interrupted by SIGTERM" in process.stderr
