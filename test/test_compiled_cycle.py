@@ -200,6 +200,26 @@ def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_th
     assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
 
 
+def test_a_loops_last_pairs_taken_after_its_clock_went_back_go_to_the_usual_cycle_which_drops_them(rng):
+    """A bag looped with its clock whose last pairs cross the next loop's first clock (pipeline._left_behind):
+    stamped ahead of the node's clock, the compiled cycle hands them on, singly or held as a backlog."""
+    feds = both()
+    for k in range(1000, 1010):
+        feed_both(feds, pair(k, rng))
+    feed_both(feds, pair(10, rng, now_offset=0))  # (the clock went back: a new timeline)
+    feed_both(feds, pair(1010, rng, now_offset=-999 * MS))  # (the loop before's last pair, 1 ms later)
+    late = backlog([1011, 1012], rng)  # (then two, taken together)
+    feed_both(feds, [(topic, raw, 12 * MS + i * 1000) for i, (topic, raw, _) in enumerate(late)])
+    for k in range(13, 20):
+        feed_both(feds, pair(k, rng))
+        assert_same(*feds)
+    assert sum("ahead of the node's clock" in problem for problem in feds[0].problems) == 6
+    assert sum("jump back in time" in notice for notice in feds[0].notices) == 1
+    compiled = feds[1].cycle
+    assert compiled.declined[DECLINED.index("ahead of the clock")] == 1
+    assert compiled.declined[DECLINED.index("odometry backlog")] == 1 and compiled.served >= 16
+
+
 def backlog(ks, rng, nows=None, odometries=None):
     """What the input loop takes when the node is late by len(ks) cycles: every odometry (asked first)
     before the joint states, taken 1 µs apart after the last was sent; ``odometries`` replaces some

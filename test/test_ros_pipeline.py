@@ -589,6 +589,42 @@ def test_a_bag_looped_with_its_clock_is_served_in_every_loop_from_its_first_inpu
     assert values["time_jumps_back"] == 2 and values["outputs"] == 900 and values.get("rejected_out_of_order") is None
 
 
+def test_a_loops_last_messages_taken_after_its_next_clock_are_dropped_not_taken_for_a_second_jump(rng):
+    """`ros2 bag play --loop --clock`: the loop's last messages can cross the next loop's first /clock, so
+    the node takes them after its clock went back.  Stamped ahead of the clock by more than max_input_age,
+    they belong to the timeline the clock left: dropped (out of order, with the reason), and the next
+    loop's inputs are served without a second jump back (each jump is said once)."""
+    pipeline = LinearizationPipeline(PipelineConfig())
+    assert pipeline.set_description(URDF) is None
+    warnings = []
+    pipeline.on_notice = warnings.append
+    H, v, s, r = _state(rng)
+    period, served = 10_000_000, []
+    for loop in range(3):
+        for k in range(300):
+            t = 100 * SEC + k * period
+            served += pipeline.receive("odometry", odometry(t, H, v), t)
+            served += pipeline.receive("joint_states", joint_state(t, s, r), t)
+        # the next loop's first clock comes before this loop's last pair
+        last = 100 * SEC + 300 * period
+        pipeline.observe_clock(100 * SEC)
+        assert not pipeline.receive("odometry", odometry(last, H, v), 100 * SEC + 1_000_000)
+        assert pipeline.last_problem == (f"odometry stamp {last * 1e-9:.9f} s is ahead of the node's clock "
+                                         "(100.001 s), which went back from 102.990 s: a message of the timeline "
+                                         "it left, dropped")
+        assert not pipeline.receive("joint_states", joint_state(last, s, r), 100 * SEC + 1_000_000)
+    assert len({out.stamp_ns for out in served}) == 300 and len(served) == 900
+    jumps = [text for text in warnings if "jump back in time" in text]
+    assert jumps == ["detected jump back in time: the node's clock went from 102.990 s to 100.000 s; dropped the "
+                     "queued inputs, serving again from the next paired input"] * 3, warnings
+    values = pipeline.diagnostics(100 * SEC)[0][3]
+    assert values["time_jumps_back"] == 3 and values["rejected_out_of_order"] == 6
+    # once the clock is back where it went back from, a message stamped ahead of it is no longer taken for one
+    # of the timeline left (max_input_age says how old an input may be, not how new)
+    pipeline.observe_clock(103 * SEC)
+    assert pipeline.on_odometry(odometry(104 * SEC, H, v))
+
+
 def test_the_clock_alone_jumping_back_drops_the_queue_and_a_late_message_is_not_a_new_timeline(rng):
     pipeline = LinearizationPipeline(PipelineConfig())
     assert pipeline.set_description(URDF) is None

@@ -44,7 +44,7 @@ NONE = np.iinfo(np.int64).min
 DECLINED = ("", "odometry encoding", "odometry length", "odometry child frame", "odometry values",
             "joint_states encoding", "joint_states length", "joint_states names", "joint_states values",
             "clock went back", "stamps not newer", "stale", "pairing", "kernel status", "stamp range",
-            "odometry backlog")
+            "ahead of the clock", "odometry backlog")
 """Why :func:`serve_pair_into` declined, by its status (0: served); the last, why several odometries held
 for a joint state were handed to the usual cycle (:meth:`CompiledCycle.take`)."""
 _BACKLOG = len(DECLINED) - 1
@@ -220,6 +220,8 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
         return 10
     if now_j - stamp_j > max_age:
         return 11
+    if stamp_o - now_o > max_age or stamp_j - now_j > max_age:  # (after a jump back, pipeline._left_behind)
+        return 15
     gap = abs(stamp_o - stamp_j)
     if (last_o != NONE and abs(last_o - stamp_j) <= gap) or gap * 1e-9 > pairing_tolerance \
             or not (stamp_o >= stamp_j or now_j - stamp_j > tolerance):
@@ -371,8 +373,9 @@ class CompiledCycle:
     def _backlog(self, joint_state: bytes, now_ns: int) -> tuple:
         """(the joint state's stamp, [(stamp, H, twist)] of the held odometries) when the usual cycle would
         take each of them as it is, with no rejection, notice or new timeline — valid, each stamp newer
-        than the one before, the node's clock not going back by more than pairing_tolerance from one to
-        the next and to the joint state —; else (stamp, None).  Each is read once while it is held."""
+        than the one before and not more than max_input_age ahead of its arrival, the node's clock not
+        going back by more than pairing_tolerance from one to the next and to the joint state —; else
+        (stamp, None).  Each is read once while it is held."""
         _, last_stamp, last_now = self.pipeline.last_times
         tolerance = self._times[5]
         stamp_j = header_stamp(joint_state)
@@ -385,7 +388,7 @@ class CompiledCycle:
                 read = None if status else (stamp, H, twist)
                 self._held[k] = (raw, now, read or False)
             if not read or (last_stamp is not None and read[0] <= last_stamp) \
-                    or (last_now is not None and last_now - now > tolerance):
+                    or (last_now is not None and last_now - now > tolerance) or read[0] - now > self._times[6]:
                 return stamp_j, None
             last_stamp, last_now = read[0], now
         return stamp_j, ([read for _, _, read in self._held] if last_now - now_ns <= tolerance else None)

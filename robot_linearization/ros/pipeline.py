@@ -116,6 +116,9 @@ class LinearizationPipeline:
         # inputs whose stamps went back while the clock did not (yet): (handler, message, stamp), and the clock then
         self._held: collections.deque = collections.deque()
         self._held_clock: int | None = None
+        # the clock before its last jump back, until it gets there again: inputs stamped more than max_input_age
+        # ahead of the clock meanwhile are late messages of the timeline it left
+        self._clock_left: int | None = None
         self.assumed: tuple = ()  # assumptions made for the latest joint state (empty velocity/effort arrays)
         self._noticed: set = set()
         self._latest: Output | None = None
@@ -253,6 +256,8 @@ class LinearizationPipeline:
         if self.model is None:
             return self._reject(self.model_error, "no_model")
         stamp = msg.stamp_ns if isinstance(msg, JointStateFields) else stamp_to_ns(msg.header.stamp)
+        if self._left_behind("joint_states", stamp):
+            return False
         self._check_time(stamp, self._last_joint_stamp, "joint_states stamp")
         if self._last_joint_stamp is not None and stamp <= self._last_joint_stamp:
             if self._hold_for_new_timeline("joint_states", msg, stamp, self._last_joint_stamp):
@@ -280,6 +285,8 @@ class LinearizationPipeline:
         if self.model is None:
             return self._reject(self.model_error, "no_model")
         stamp = msg.stamp_ns if isinstance(msg, OdometryFields) else stamp_to_ns(msg.header.stamp)
+        if self._left_behind("odometry", stamp):
+            return False
         self._check_time(stamp, self._last_odometry_stamp, "odometry stamp")
         if self._last_odometry_stamp is not None and stamp <= self._last_odometry_stamp:
             if self._hold_for_new_timeline("odometry", msg, stamp, self._last_odometry_stamp):
@@ -317,6 +324,8 @@ class LinearizationPipeline:
         without jumping, dropped as the late messages they then are."""
         jumped = self._check_time(now_ns, self._last_now, "the node's clock", clock=True)
         self._last_now = now_ns
+        if self._clock_left is not None and now_ns >= self._clock_left:
+            self._clock_left = None
         if self._held and (jumped or now_ns != self._held_clock):
             held, self._held = list(self._held), collections.deque()
             for topic, message, stamp in held:
@@ -342,6 +351,19 @@ class LinearizationPipeline:
         self._held.append((topic, message, stamp))
         return True
 
+    def _left_behind(self, topic: str, stamp: int) -> bool:
+        """An input stamped more than max_input_age ahead of the node's clock since the clock went back
+        (and before it got where it was): a message of the timeline the clock left, taken after the jump
+        (``ros2 bag play --loop --clock``: the loop's last messages and its next clock cross).  Rejected
+        (True), so that it is not taken for the new timeline and its successors for a second jump."""
+        if self._clock_left is None or self._last_now is None \
+                or stamp - self._last_now <= int(self.config.max_input_age * 1e9):
+            return False
+        self._reject(f"{topic} stamp {stamp * 1e-9:.9f} s is ahead of the node's clock "
+                     f"({self._last_now * 1e-9:.3f} s), which went back from {self._clock_left * 1e-9:.3f} s: "
+                     "a message of the timeline it left, dropped", "out_of_order")
+        return True
+
     def _reject_late(self, topic: str, stamp: int) -> None:
         self._reject(f"{topic} stamp {stamp * 1e-9:.9f} s went back in time and the node's clock did not: dropped",
                      "out_of_order")
@@ -361,6 +383,7 @@ class LinearizationPipeline:
         self._joint_states.clear()
         self._odometry.clear()
         self._last_joint_stamp = self._last_odometry_stamp = self._last_now = None
+        self._clock_left = before if clock else None
         self._counters.time_jumps += 1
         if self.on_notice is not None:
             self.on_notice(f"detected jump back in time: {what} went from {before * 1e-9:.3f} s to {now * 1e-9:.3f} s; "
