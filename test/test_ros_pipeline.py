@@ -533,6 +533,23 @@ def test_an_input_topic_with_publishers_that_delivers_nothing_is_a_warning_withi
     assert pipeline.input_problem is None
 
 
+def test_a_clock_that_jumps_between_two_looks_is_not_a_silence():
+    """Sim time is 0 until the first /clock, which then jumps to the bag's time (`ros2 bag play --clock`):
+    a jump between two looks starts the count again; a silence after it is still one."""
+    pipeline = LinearizationPipeline(PipelineConfig())
+    second, both = 1_000_000_000, {"joint_states": 1, "odometry": 1}
+    for _ in range(3):  # (no /clock yet: looks every 0.1 s of the steady clock, all at sim time 0)
+        assert not pipeline.watch_inputs(0, both)
+    assert not pipeline.watch_inputs(100 * second, both) and pipeline.input_problem is None
+    for k in range(1, 5):
+        assert not pipeline.watch_inputs(100 * second + k * second // 10, both)
+    assert pipeline.watch_inputs(100 * second + second // 2, both)
+    assert pipeline.input_problem.startswith("joint_states has 1 publisher but nothing arrived for 0.5 s; odometry")
+    pipeline.note_received("joint_states")
+    pipeline.note_received("odometry")
+    assert not pipeline.watch_inputs(3 * second, both) and pipeline.input_problem is None  # (a jump back)
+
+
 def test_a_clock_that_jumps_back_restarts_the_pairing_and_serves_again(rng):
     """A bag played with --loop --clock: the node's clock and the stamps go back to the start at
     every loop.  Each jump is said once (on_notice, the node's WARN), the queued inputs and newest

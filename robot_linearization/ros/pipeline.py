@@ -139,6 +139,7 @@ class LinearizationPipeline:
         self.input_problem: str | None = None  # an input topic with publishers that delivers nothing
         self._received: collections.Counter = collections.Counter()  # messages per input topic
         self._heard: dict = {}  # input topic -> (messages received, ns since which that count stands)
+        self._last_look: int | None = None  # the clock at the last watch_inputs
 
     # ---- model -----------------------------------------------------------
     def set_description(self, description: str) -> str | None:
@@ -398,12 +399,17 @@ class LinearizationPipeline:
         """Notice an input path that has gone quiet: {topic: its publisher count} now.
         A topic with publishers whose count of received messages has not moved for
         INPUT_SILENCE_NS becomes ``input_problem`` (a WARN in the diagnostics); True when
-        such a problem appears, so that the caller can publish the diagnostics at once."""
+        such a problem appears, so that the caller can publish the diagnostics at once.  The silence is
+        counted on the node's clock over looks at most INPUT_SILENCE_NS apart (the caller looks every
+        0.1 s): a clock that jumps between two looks — sim time's first /clock, from 0 to the bag's
+        time, or a jump back — starts the count again instead of making a silence of the jump."""
         problems = []
+        jumped = self._last_look is not None and not 0 <= now_ns - self._last_look <= INPUT_SILENCE_NS
+        self._last_look = now_ns
         for topic, count in publishers.items():
             received = self._received[topic]
             heard = self._heard.get(topic)
-            if count == 0 or heard is None or heard[0] != received:
+            if count == 0 or heard is None or heard[0] != received or jumped:
                 self._heard[topic] = (received, now_ns)
             elif now_ns - heard[1] >= INPUT_SILENCE_NS:
                 problems.append(f"{topic} has {count} publisher{'s' if count > 1 else ''} but nothing arrived for "
