@@ -250,6 +250,55 @@ def test_an_input_path_that_silently_stops_receiving_is_reported_within_a_second
     graph.close()
 
 
+def test_an_input_or_service_thread_that_stops_hands_its_work_to_the_executor(ros, monkeypatch):
+    """The private wait-set API failing mid-run (as a changed rclpy might): the thread that stopped
+    hands its subscriptions or services back to the executor, which serves them from then on, and the
+    input path in /diagnostics says why — the node never goes quiet."""
+    real_take, real_service_take = node_module.WaitSetTaker.take, node_module.ServiceTaker.take
+    taken = []
+
+    def fails_after_ten(self, timeout_ns, waking=None):
+        for item in real_take(self, timeout_ns, waking):
+            if not any(sub.topic_name.endswith("_input_path_probe") for sub in self.subscriptions):
+                taken.append(item)
+                if len(taken) > 10:
+                    raise RuntimeError("simulated: the wait set broke")
+            yield item
+
+    def service_fails(self, timeout_ns):
+        if not any(service.srv_name.endswith("_input_path_probe") for service in self.services):
+            raise RuntimeError("simulated: the service wait set broke")
+        yield from real_service_take(self, timeout_ns)
+    monkeypatch.setattr(node_module.WaitSetTaker, "take", fails_after_ten)
+    monkeypatch.setattr(node_module.ServiceTaker, "take", service_fails)
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("input_path", value="wait_set")]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
+    rng = np.random.default_rng(0)
+
+    def publish_inputs():
+        now = graph.node.get_clock().now().nanoseconds
+        odom_pub.publish(odometry_message(graph.factory, now, "odom", "base_link", se3_exp(rng.normal(size=6)),
+                                          rng.normal(size=6)))
+        js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, rng.normal(size=12),
+                                           rng.normal(size=12)))
+
+    def outputs():
+        return len(graph.received.get(f"{NS}/linearization", []))
+    assert graph.spin_until(lambda: outputs() >= 40, each=publish_inputs)
+    assert len(taken) == 11  # (the thread stopped at its eleventh message; the executor served the rest)
+    assert graph.node.pipeline.input_path == ("executor (fallback: the input thread stopped: "
+                                              "RuntimeError('simulated: the wait set broke'))")
+    assert not graph.node.input_loop.is_alive() and not graph.node.service_loop.is_alive()
+    answer = graph.call(f"{NS}/validate", Validate, Validate.Request())  # (the latest output, by the executor)
+    assert answer.success and answer.passed, answer.message
+    assert graph.spin_until(lambda: any(value.key == "input_path" and value.value.startswith("executor (fallback")
+                                        for array in graph.received.get("/diagnostics", [])
+                                        for status in array.status for value in status.values), timeout=5.0)
+    graph.close()
+
+
 def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("floating_base", value=False),
                                                          Parameter("publish_matrix_topics", value=True)]))

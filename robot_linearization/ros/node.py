@@ -82,13 +82,17 @@ def message_class(type_name: str):
 class TakenByTheirOwner(CallbackGroup):
     """A group of subscriptions the executor never waits on (rclpy's executor leaves out
     what cannot execute): their owner takes their messages itself — the node's
-    :class:`InputLoop`, the rqt view's draw timer (rqt/plugin.py)."""
+    :class:`InputLoop`, the rqt view's draw timer (rqt/plugin.py) — until it hands them
+    back (``handed_back``): the executor then runs their callbacks, as it runs the
+    node's default group's."""
+
+    handed_back = False
 
     def can_execute(self, entity) -> bool:
-        return False
+        return self.handed_back
 
     def beginning_execution(self, entity) -> bool:
-        return False
+        return self.handed_back
 
     def ending_execution(self, entity) -> None:
         pass
@@ -227,7 +231,10 @@ class InputLoop(threading.Thread):
                 self._serve()
         except Exception as e:  # noqa: BLE001 - reported; at shutdown the context going away is expected
             if self.running and self.node.context.ok():
-                self.node.get_logger().error(f"input loop stopped: {e!r}")
+                if self.serve:
+                    self.node.hand_to_executor("inputs", f"the input thread stopped: {e!r}")
+                else:
+                    self.node.get_logger().error(f"input loop stopped: {e!r}")
 
     def _serve(self) -> None:
         taker = WaitSetTaker(self.node, [sub for sub, _ in self.subscriptions])
@@ -296,7 +303,7 @@ class ServiceLoop(threading.Thread):
                     service.send_response(service.callback(request, service.srv_type.Response()), header)
         except Exception as e:  # noqa: BLE001 - reported; at shutdown the context going away is expected
             if self.running and node.context.ok():
-                node.get_logger().error(f"service loop stopped: {e!r}")
+                node.hand_to_executor("services", f"the service thread stopped: {e!r}")
 
 
 class LinearizationNode(Node):
@@ -346,22 +353,24 @@ class LinearizationNode(Node):
                                "odometry": self._input(reader.odometry, Odometry, "odometry")}
         on_joint_state, on_odometry = self.input_handlers["joint_states"], self.input_handlers["odometry"]
         fast = self._choose_input_path(settings.input_path) == "wait_set"
-        group = TakenByTheirOwner() if fast else None  # (None: the node's default group, the executor)
+        # None: the node's default group, the executor; else the input and service threads take them, and hand
+        # them back should one stop (hand_to_executor)
+        self.owned = {"inputs": TakenByTheirOwner(), "services": TakenByTheirOwner()} if fast else {}
         # taken serialized: read in place by CdrInputs rather than built into Python messages
         unused = lambda msg: None  # noqa: E731 - the input loop takes them
         joint_states = self.create_subscription(JointState, "joint_states", unused if fast else on_joint_state,
-                                                INPUT_QOS, callback_group=group, raw=True)
+                                                INPUT_QOS, callback_group=self.owned.get("inputs"), raw=True)
         odometry = self.create_subscription(Odometry, "odom", unused if fast else on_odometry,
-                                            INPUT_QOS, callback_group=group, raw=True)
+                                            INPUT_QOS, callback_group=self.owned.get("inputs"), raw=True)
         self.input_topics = {"joint_states": joint_states.topic_name, "odometry": odometry.topic_name}
         if not fast:  # (the input thread watches on its own: no wake of the executor ten times a second)
             self.create_timer(WATCH_PERIOD, self.watch_inputs)
         from robot_linearization.srv import Linearize, Validate
 
         services = [self.create_service(Linearize, "~/linearize", self._service(self._linearize_request),
-                                        callback_group=group),
+                                        callback_group=self.owned.get("services")),
                     self.create_service(Validate, "~/validate", self._service(self._validate_request),
-                                        callback_group=group)]
+                                        callback_group=self.owned.get("services"))]
         self.service_loop = ServiceLoop(self, services) if fast else None
         self.validation_process = ValidationProcess()  # (rl.validate holds the GIL: in a process of its own)
         self.on_input_step = settings.rate_hz == 0.0
@@ -399,6 +408,26 @@ class LinearizationNode(Node):
                 loop.join(timeout=2.0)  # (still compiling at a Ctrl-C during start-up: a daemon, let it go)
         self.validation_process.close()
         return super().destroy_node()
+
+    def hand_to_executor(self, what: str, why: str) -> None:
+        """The input thread or the service thread stopped (``what``: "inputs" or "services"; ``why``, said):
+        the executor takes over what it took — the input subscriptions with their usual callbacks, the
+        odometries the compiled cycle held handed to the usual cycle, the watch for silence on a timer —,
+        woken at once so that it waits on them from now on.  Slower (docs/ros.md), never silent."""
+        self.get_logger().error(f"{why}: the executor takes the node's {what} from now on (slower)")
+        if what == "inputs":
+            for subscription, topic in self.input_loop.subscriptions:
+                subscription.callback = self.input_handlers[topic]
+            with self.lock:
+                actions = self.compiled_cycle.flush()
+                self.compiled_cycle.enabled = self.compiled_cycle.armed = False
+                self.pipeline.input_path = f"executor (fallback: {why})"
+            self.act(actions)
+            self.create_timer(WATCH_PERIOD, self.watch_inputs)
+        self.owned[what].handed_back = True
+        executor = self.executor
+        if executor is not None:
+            executor.wake()
 
     def _choose_input_path(self, requested: str) -> str:
         """'wait_set' (the fast path) or 'executor', as the input_path parameter asks:
@@ -581,8 +610,6 @@ class LinearizationNode(Node):
                 self.get_logger().error(f"health vector failed: {e!r}")
 
     def _publish_diagnostics(self) -> None:
-        if self.input_loop.serve and not self.input_loop.is_alive():  # (its watch stopped with it)
-            self.watch_inputs()
         now = self.now_ns()
         with self.lock:
             statuses = self.pipeline.diagnostics(now, f"{self.get_name()}: linearization")
