@@ -8,7 +8,8 @@
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
 For each robot: starts the node in its own process (heatmaps on, at their default
 rate), publishes sensor_msgs/JointState and nav_msgs/Odometry with one stamp at a fixed
-rate (sensor-data QoS, as a robot driver does), and records when each cycle's
+rate (sensor-data QoS, as a robot driver does; an arm on a fixed base, ur5: joint states
+only, the node with floating_base:=false), and records when each cycle's
 ~/linearization arrives (taken serialized: its header's stamp is the input's).
 Prints the share of joint states linearized, the latency from the input stamp to the
 arrival of the output (p50, p99), the node process's CPU time per cycle (and each of its threads'), and the
@@ -71,7 +72,10 @@ ROBOTS = {
     "talos": os.path.join(ROBOTS_DIR, "talos_data/robots/talos_reduced.urdf"),
     "solo12": os.path.join(ROBOTS_DIR, "solo_description/robots/solo12.urdf"),
     "rl_quadruped": bundled_urdf_path(),
+    "ur5": os.path.join(ROBOTS_DIR, "ur_description/urdf/ur5_robot.urdf"),
 }
+FIXED_BASE = frozenset({"ur5"})
+"""The robots on a fixed base (an arm): the node runs with floating_base:=false and gets joint states only."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PHASES = ("reading both inputs", "pairing and linearizing", "writing the message's CDR", "publishing it")
 """--pipeline-floor's parts of a cycle, in the order serve_floor times them."""
@@ -128,6 +132,7 @@ class LoadClient:
                                                0.3 * rng.normal(size=model.n_joints),
                                                rng.normal(size=model.n_joints), np.zeros(model.n_joints))
         self.odometry = odometry_message(self.factory, 0, "odom", base_frame, H, 0.1 * rng.normal(size=6))
+        self.inputs = (self.odometry, self.joint_state) if model.floating_base else (self.joint_state,)
         self.js_pub = self.node.create_publisher(JointState, f"/{namespace}/joint_states", qos_profile_sensor_data)
         self.odom_pub = self.node.create_publisher(Odometry, f"/{namespace}/odom", qos_profile_sensor_data)
         self.arrivals = {}  # input stamp (ns) -> arrival (ns)
@@ -193,9 +198,10 @@ class LoadClient:
 
     def publish(self) -> int:
         now = time.time_ns()
-        for msg in (self.odometry, self.joint_state):
+        for msg in self.inputs:
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(now, 1_000_000_000)
-        self.odom_pub.publish(self.odometry)
+        if self.model.floating_base:
+            self.odom_pub.publish(self.odometry)
         self.js_pub.publish(self.joint_state)
         return now
 
@@ -221,7 +227,7 @@ def _header_of(raw: bytes) -> bytes:
     return raw[:16 + size]
 
 
-def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> None:
+def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str, floating_base: bool = True) -> None:
     """The floor of any rclpy node with this interface (--floor): the node's input loop
     (a wait set on joint_states and odom, taken serialized), and for each joint state
     one ~/linearization published serialized — prebuilt, with A, B, M⁻¹ of the robot's
@@ -229,8 +235,9 @@ def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> N
     conversion at all (``mode`` "floor").
 
     ``mode`` "kernel" (--kernel-floor): before each publication, the generated kernel of the robot
-    at ``urdf_path`` (an rl.Linearizer with kernel="generated", its arrays allocated once) is
-    called at one random state, the same every time: what no node can save.
+    at ``urdf_path`` (an rl.Linearizer with kernel="generated", its arrays allocated once; its base
+    fixed unless ``floating_base``) is called at one random state, the same every time: what no node can
+    save.
 
     ``mode`` "lean" (--lean-floor): each joint state goes through the least any node with this
     interface must do (serve_lean).
@@ -251,7 +258,7 @@ def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> N
     if mode == "lean":
         serve_lean(node, urdf_path)
         return
-    kernel = (lambda: None) if mode == "floor" else kernel_call(urdf_path)
+    kernel = (lambda: None) if mode == "floor" else kernel_call(urdf_path, floating_base)
     prebuilt = Linearization(state_matrix=np.zeros(4 * nv * nv), input_matrix=np.zeros(2 * nv * n),
                              inverse_mass_matrix=np.zeros(nv * nv))
     publisher = node.create_publisher(Linearization, "~/linearization", 10)
@@ -279,13 +286,14 @@ def serve_floor(namespace: str, nv: int, n: int, mode: str, urdf_path: str) -> N
                     publisher.publish(header + bodies[len(header)])
 
 
-def kernel_call(urdf_path: str):
+def kernel_call(urdf_path: str, floating_base: bool = True):
     """serve_floor's --kernel-floor: a call of the robot's generated kernel at one random state."""
-    model = rl.load_urdf(urdf_path)
+    model = rl.load_urdf(urdf_path, floating_base=floating_base)
     linearizer = rl.Linearizer(model, kernel="generated")
     rng, n = np.random.default_rng(0), model.n_joints
-    state = rl.State(base_pose=se3_exp(0.1 * rng.normal(size=6)), joint_positions=0.3 * rng.normal(size=n),
-                     base_twist=rng.normal(size=6), joint_velocities=rng.normal(size=n))
+    H, twist = (se3_exp(0.1 * rng.normal(size=6)), rng.normal(size=6)) if floating_base else (None, None)
+    state = rl.State(base_pose=H, joint_positions=0.3 * rng.normal(size=n), base_twist=twist,
+                     joint_velocities=rng.normal(size=n))
     torques = rng.normal(size=n)
     return lambda: linearizer.linearize(state, torques)
 
@@ -445,12 +453,13 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
     """One robot's run; ``floor``: "" (the node), or serve_floor's mode: "floor", "kernel", "lean" or
     "pipeline"."""
     namespace = f"load_{name}"
-    model = rl.load_urdf(path)
+    model = rl.load_urdf(path, floating_base=name not in FIXED_BASE)
     started = time.monotonic()
     command = ([os.path.abspath(__file__), "--serve-floor", namespace, str(model.n_velocities), str(model.n_joints),
-                floor, path]
+                floor, path, "floating" if model.floating_base else "fixed"]
                if floor else ["-c", "from robot_linearization.ros.node import main; main()", "--ros-args",
-                              "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra])
+                              "-r", f"__ns:=/{namespace}", "-p", f"urdf_path:={path}", *extra,
+                              *([] if model.floating_base else ["-p", "floating_base:=false"])])
     # from /: `-c` puts the working directory first on sys.path, and a checkout's sources lack the
     # overlay's generated interfaces (robot_linearization.msg)
     node = subprocess.Popen([sys.executable, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -548,11 +557,15 @@ def main() -> None:
     parser.add_argument("--with-rqt", action="store_true",
                         help="rqt with the linearization view running beside the node, on Xvfb")
     if sys.argv[1:2] == ["--serve-floor"]:
-        serve_floor(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6])
+        namespace, nv, n, mode, urdf_path, base = sys.argv[2:8]
+        serve_floor(namespace, int(nv), int(n), mode, urdf_path, base == "floating")
         return
     args = parser.parse_args()
     if args.against_floor < 0:
         parser.error(f"--against-floor: a number of rounds, >= 1 (got {args.against_floor})")
+    if (args.lean_floor or args.pipeline_floor) and FIXED_BASE.intersection(args.robots):
+        parser.error(f"--lean-floor and --pipeline-floor run a floating base's cycle: not for "
+                     f"{', '.join(sorted(FIXED_BASE.intersection(args.robots)))}")
     extra = ["-p", f"input_path:={args.input_path}"] \
         + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
     floor = ("floor" if args.floor else "kernel" if args.kernel_floor else "lean" if args.lean_floor

@@ -75,11 +75,11 @@ def odometry(stamp, H=None, twist=None, child="base_link", little_endian=True):
     return bytes(TYPESTORE.serialize_cdr(msg, TYPES["odometry"], little_endian=little_endian))
 
 
-def joint_state(stamp, s, r, effort=(), names=MODEL.joint_names):
+def joint_state(stamp, s, r, effort=(), names=MODEL.joint_names, little_endian=True):
     order = [MODEL.joint_names.index(name) for name in names]
     msg = joint_state_message(FACTORY, stamp, list(names), np.asarray(s)[order],
                               np.asarray(r)[order] if len(r) else (), np.asarray(effort)[order] if len(effort) else ())
-    return bytes(TYPESTORE.serialize_cdr(msg, TYPES["joint_states"]))
+    return bytes(TYPESTORE.serialize_cdr(msg, TYPES["joint_states"], little_endian=little_endian))
 
 
 def with_quaternion(raw: bytes, q) -> bytes:
@@ -96,7 +96,7 @@ def assert_same(usual: Fed, compiled: Fed) -> None:
     assert usual.notices == compiled.notices and usual.problems == compiled.problems
     p, q = usual.pipeline, compiled.pipeline
     assert p.last_times == q.last_times and p.settled == q.settled and p.assumed == q.assumed
-    assert p.last_problem == q.last_problem
+    assert p.last_problem == q.last_problem and p._received == q._received  # (what the silence watch counts)
     assert [(t, H.tobytes(), v.tobytes()) for t, H, v in p._odometry] == \
         [(t, H.tobytes(), v.tobytes()) for t, H, v in q._odometry]
     diagnostics = [[(level, name, message, {k: v for k, v in values.items() if k != "compute_time_ms"})
@@ -115,7 +115,7 @@ def assert_same(usual: Fed, compiled: Fed) -> None:
                      (a.joint_torques, b.joint_torques)] + [
                 (getattr(a.linearization, k), getattr(b.linearization, k))
                 for k in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations")]:
-            assert x.tobytes() == y.tobytes()
+            assert (x is None) == (y is None) and (x is None or x.tobytes() == y.tobytes())  # (None: a fixed base)
         assert a.linearization.state_labels == b.linearization.state_labels
 
 
@@ -198,6 +198,43 @@ def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_th
     said = feds[1].cycle.diagnostics()["compiled_cycle_declined"]
     assert "odometry encoding 1" in said and "kernel status 1" in said and said.count(",") == len(declined) - 1
     assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
+
+
+def test_a_fixed_bases_joint_states_are_served_alone_and_equal_the_usual_cycle_through_every_reason_to_decline(rng):
+    """A fixed base (an arm): each joint state served as it comes, without odometry; an odometry it is
+    sent anyway goes to the usual cycle and pairs with nothing."""
+    feds = both(floating_base=False)
+    assert not feds[0].pipeline.model.floating_base
+    s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
+    permuted = tuple(np.array(MODEL.joint_names)[rng.permutation(N)])
+    js = lambda stamp, s, r, **options: joint_state(stamp, s, r, names=permuted, **options)  # noqa: E731
+    events = {
+        3: [("joint_states", joint_state(3 * MS, s, r, little_endian=False), 3 * MS)],
+        5: [("joint_states", js(5 * MS, s, r), 5 * MS)],  # (new names: the usual cycle, then served)
+        8: [("joint_states", js(8 * MS, np.r_[np.nan, s[1:]], r), 8 * MS)],
+        10: [("odometry", odometry(10 * MS), 10 * MS), ("joint_states", js(10 * MS, s, r), 10 * MS)],
+        11: [("odometry", odometry(12 * MS), 11 * MS), ("joint_states", js(11 * MS, s, r), 11 * MS)],
+        13: [("joint_states", js(13 * MS, s, r)[:-40], 13 * MS)],
+        15: [("joint_states", js(15 * MS, s, []), 15 * MS)],
+        17: [("joint_states", js(17 * MS, s, r), 17 * MS + 600 * MS)],  # stale by the clock ...
+        19: [("joint_states", js(18 * MS, s, r), 18 * MS)],  # ... whose next reading went back: a new timeline
+        21: [("joint_states", js(20 * MS, s, r), 21 * MS)],  # (not newer than the one before)
+        24: [("joint_states", js(24 * MS, s, 1e200 * r), 24 * MS)],
+        40: [("joint_states", js(40 * MS + 10**9, s, r), 40 * MS)],  # (a second ahead of the clock)
+    }
+    for k in range(1, 42):
+        names = permuted if k >= 5 else MODEL.joint_names
+        batch = events.get(k, [("joint_states", joint_state(k * MS, s + 0.01 * k, r, names=names), k * MS + 100_000)])
+        feed_both(feds, batch)
+        assert_same(*feds)
+    compiled = feds[1].cycle
+    declined = {DECLINED[i] for i in np.flatnonzero(compiled.declined)}
+    assert declined == {"joint_states encoding", "joint_states length", "joint_states names", "joint_states values",
+                        "clock went back", "stamps not newer", "stale", "kernel status", "ahead of the clock"}
+    assert compiled.served == 28 and not compiled._held  # (the odometries at 10 and 11 changed nothing)
+    assert compiled.declined[DECLINED.index("stamps not newer")] == 2
+    assert any("time" in notice for notice in feds[0].notices)  # (the jump back in time happened)
+    assert feds[1].pipeline.latest.state.base_pose is None
 
 
 def test_a_loops_last_pairs_taken_after_its_clock_went_back_go_to_the_usual_cycle_which_drops_them(rng):
@@ -295,8 +332,9 @@ def test_efforts_are_served_when_used_and_an_empty_effort_goes_to_the_usual_cycl
     assert feds[1].pipeline.latest.joint_torques.any()
 
 
-def test_corrupted_and_truncated_messages_give_what_the_usual_cycle_gives(rng):
-    feds = both()
+@pytest.mark.parametrize("floating_base", [True, False])
+def test_corrupted_and_truncated_messages_give_what_the_usual_cycle_gives(floating_base, rng):
+    feds = both(floating_base=floating_base)
     s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
     feed_both(feds, pair(1, rng))
     for k in range(2, 300):

@@ -870,6 +870,40 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
         graph.close()
 
 
+def test_a_fixed_base_is_served_by_the_compiled_cycle_each_output_the_generic_kernels_bit_for_bit(ros):
+    """An arm's node (floating_base false, the generated kernel): its joint states, alone, are served by the
+    compiled cycle, each output's A the generic kernel's at its state bit for bit, its base pose the identity."""
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
+                                                         Parameter("floating_base", value=False),
+                                                         Parameter("kernel", value="generated"),
+                                                         Parameter("publish_heatmaps", value=False)]))
+    try:
+        js_pub = graph.client.create_publisher(JointState, "/joint_states", 50)
+        taken = graph.take_linearizations()
+        fixed = rl.load_urdf(URDF, floating_base=False)
+        rng = np.random.default_rng(8)
+        states = [(rng.normal(size=12), rng.normal(size=12)) for _ in range(5)]
+        expected = [rl.linearize(fixed, rl.State(joint_positions=s, joint_velocities=r), kernel="generic").A
+                    for s, r in states]
+        sent = {}  # stamp -> which state
+
+        def publish():
+            now = graph.node.get_clock().now().nanoseconds
+            sent[now] = len(sent) % len(states)
+            js_pub.publish(joint_state_message(graph.factory, now, MODEL.joint_names, *states[sent[now]]))
+            time.sleep(0.005)
+
+        assert graph.spin_until(lambda: len(taken) > 150, each=publish, timeout=60)
+        graph.spin_until(lambda: False, timeout=0.5)
+        assert graph.node.compiled_cycle.served > 100, graph.node.compiled_cycle.declined
+        for raw in list(taken):
+            k, message = sent[header_stamp_ns(raw)], deserialize_message(raw, Linearization)
+            assert np.array_equal(linearization_matrices(message)["state_matrix"], expected[k])
+            assert not message.floating_base and message.base_pose.orientation.w == 1.0
+    finally:
+        graph.close()
+
+
 def test_heatmaps_and_health_are_made_only_while_something_subscribes(ros, monkeypatch):
     """Nobody subscribed to ~/A_heatmap, ~/B_heatmap, ~/health or ~/health_labels: over a second of
     outputs (two ticks of their 2 Hz timer) none is made, nor the Output they would be made of; then

@@ -1,10 +1,11 @@
-"""The node's cycle compiled: one odometry and the joint state taken after it, from their serialized
-CDR to the serialized ~/linearization, in one compiled call around the robot's generated kernel.
+"""The node's cycle compiled: one odometry and the joint state taken after it (a fixed base: the joint
+state alone), from their serialized CDR to the serialized ~/linearization, in one compiled call around
+the robot's generated kernel.
 
 The usual cycle (messages.CdrInputs, pipeline.LinearizationPipeline, interfaces.LinearizationCdr)
 spends in Python about twice what the generated kernel takes for a humanoid (docs/ros.md).  Its
-steady state — a free-floating robot without contacts or step, the same joint names in every
-joint state, each paired with the odometry that came just before it — is what this does in one
+steady state — a robot without contacts or step, the same joint names in every joint state, each
+paired with the odometry that came just before it where the base floats — is what this does in one
 call: it reads both messages where they lie, makes every check the usual cycle makes (encoding,
 lengths, names, NaN/inf, the quaternion, the child frame, the clock and the stamps, staleness,
 pairing), calls the generated kernel, and writes A, B, M⁻¹ and the state into the message.  Where
@@ -159,57 +160,73 @@ def read_odometry_into(odometry, child_frame, staging, values, pose, twist):
     return status, stamp
 
 
+@kernel(inline=True)
+def _read_joint_state(joint_state, names, order, times, staging, values, positions, velocities, torques):
+    """(status, stamp [ns]) of the serialized sensor_msgs/JointState ``joint_state`` (uint8): status 0 and its
+    positions, velocities and torques (n,) in the model's joint order, or serve_pair_into's reason to
+    decline (5 to 8; the arguments as its)."""
+    stamp_j, offset = _header(joint_state)
+    if offset < 0:
+        return (5 if offset == -1 else 6), 0
+    offset = _aligned(offset, 4)
+    if len(joint_state) < offset + len(names):
+        return 7, 0
+    for k in range(len(names)):
+        if joint_state[offset + k] != names[k]:
+            return 7, 0
+    offset += len(names)
+    count, use_effort = times[8], times[7]
+    for field in range(3):  # position, velocity, effort: sequence<double>
+        offset = _aligned(offset, 4)
+        if len(joint_state) < offset + 4:
+            return 6, 0
+        length = _uint32(joint_state, offset)
+        offset = _aligned(offset + 4, 8) if length else offset + 4
+        if len(joint_state) < offset + 8 * length:
+            return 6, 0
+        # the same length as the names (an effort not used may be empty); else the usual cycle says why
+        if length != count and (field < 2 or use_effort or length):
+            return 8, 0
+        _copy_bytes(joint_state, offset, 8 * length, staging, 8 * (_ARRAYS + field * count))
+        offset += 8 * length
+    for i in range(len(order)):
+        positions[i] = values[_ARRAYS + order[i]]
+        velocities[i] = values[_ARRAYS + count + order[i]]
+        torques[i] = values[_ARRAYS + 2 * count + order[i]] if use_effort else 0.0
+        if not (np.isfinite(positions[i]) and np.isfinite(velocities[i]) and np.isfinite(torques[i])):
+            return 8, 0
+    return 0, stamp_j
+
+
 @kernel
 def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pairing_tolerance, staging, values,
                     pose, positions, twist, velocities, torques, base_pose, stamp_words, address, scratch, outputs):
     """One cycle of the node's steady state (the module's docstring): 0 and everything written, or why
     not (a DECLINED index) with nothing of the pipeline's changed.
 
-    odometry, joint_state: the serialized messages (uint8).  names: the CDR bytes of the joint state's
-    name sequence the joint order ``order`` (n,) int64 was made for; child_frame: the base frame's UTF-8.
-    times (int64): in: the odometry's and the joint state's arrival on the node's clock, the pipeline's
-    last joint state stamp, last odometry stamp, last clock (NONE: none yet), pairing_tolerance and
-    max_input_age [ns], use_effort (0/1), the number of names; out: [9] the odometry's stamp, [10] the
-    joint state's.  pairing_tolerance [s] as the pipeline compares it.  staging (uint8) and values, a
-    float64 view of it: room for 13 + 3 × names numbers.  Out: pose H (4, 4); positions, twist,
-    velocities, torques, base_pose (x, y, z, qx, qy, qz, qw) and stamp_words (sec, nanosec) the
-    message's own numbers (float64 and uint32 views of it); the generated kernel at ``address`` (its
-    ``scratch``) writes A, B, M⁻¹, ν̇ at ``outputs`` (4,) int64."""
-    status, stamp_o, norm = _read_odometry(odometry, child_frame, staging, values)
+    odometry, joint_state: the serialized messages (uint8); a fixed base has no odometry (empty: the
+    joint state alone, its arrival in times[0] too; ``pose`` the identity and ``twist`` zeros, which
+    stay).  names: the CDR bytes of the joint state's name sequence the joint order ``order`` (n,)
+    int64 was made for; child_frame: the base frame's UTF-8.  times (int64): in: the odometry's and the
+    joint state's arrival on the node's clock, the pipeline's last joint state stamp, last odometry
+    stamp, last clock (NONE: none yet), pairing_tolerance and max_input_age [ns], use_effort (0/1), the
+    number of names; out: [9] the odometry's stamp, [10] the joint state's.  pairing_tolerance [s] as
+    the pipeline compares it.  staging (uint8) and values, a float64 view of it: room for 13 + 3 ×
+    names numbers.  Out: pose H (4, 4); positions, twist, velocities, torques, base_pose (x, y, z, qx,
+    qy, qz, qw) and stamp_words (sec, nanosec) the message's own numbers (float64 and uint32 views of
+    it); the generated kernel at ``address`` (its ``scratch``) writes A, B, M⁻¹, ν̇ at ``outputs`` (4,)
+    int64."""
+    floating = len(odometry) > 0
+    status, stamp_o, norm = (_read_odometry(odometry, child_frame, staging, values) if floating
+                             else (0, NONE, 1.0))
     if status:
         return status
-
-    stamp_j, offset = _header(joint_state)
-    if offset < 0:
-        return 5 if offset == -1 else 6
-    offset = _aligned(offset, 4)
-    if len(joint_state) < offset + len(names):
-        return 7
-    for k in range(len(names)):
-        if joint_state[offset + k] != names[k]:
-            return 7
-    offset += len(names)
-    count, use_effort = times[8], times[7]
-    for field in range(3):  # position, velocity, effort: sequence<double>
-        offset = _aligned(offset, 4)
-        if len(joint_state) < offset + 4:
-            return 6
-        length = _uint32(joint_state, offset)
-        offset = _aligned(offset + 4, 8) if length else offset + 4
-        if len(joint_state) < offset + 8 * length:
-            return 6
-        # the same length as the names (an effort not used may be empty); else the usual cycle says why
-        if length != count and (field < 2 or use_effort or length):
-            return 8
-        _copy_bytes(joint_state, offset, 8 * length, staging, 8 * (_ARRAYS + field * count))
-        offset += 8 * length
-    n = len(order)
-    for i in range(n):
-        positions[i] = values[_ARRAYS + order[i]]
-        velocities[i] = values[_ARRAYS + count + order[i]]
-        torques[i] = values[_ARRAYS + 2 * count + order[i]] if use_effort else 0.0
-        if not (np.isfinite(positions[i]) and np.isfinite(velocities[i]) and np.isfinite(torques[i])):
-            return 8
+    status, stamp_j = _read_joint_state(joint_state, names, order, times, staging, values, positions, velocities,
+                                        torques)
+    if status:
+        return status
+    if not floating:
+        stamp_o = stamp_j  # (the checks below of the odometry's stamp are the joint state's again)
 
     # the node's clock and the stamps (pipeline.receive of both), staleness, pairing (pipeline._linearize)
     now_o, now_j, last_j, last_o, last_now, tolerance, max_age = (times[0], times[1], times[2], times[3], times[4],
@@ -223,24 +240,26 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
     if stamp_o - now_o > max_age or stamp_j - now_j > max_age:  # (after a jump back, pipeline._left_behind)
         return 15
     gap = abs(stamp_o - stamp_j)
-    if (last_o != NONE and abs(last_o - stamp_j) <= gap) or gap * 1e-9 > pairing_tolerance \
-            or not (stamp_o >= stamp_j or now_j - stamp_j > tolerance):
+    if floating and ((last_o != NONE and abs(last_o - stamp_j) <= gap) or gap * 1e-9 > pairing_tolerance
+                     or not (stamp_o >= stamp_j or now_j - stamp_j > tolerance)):
         return 12
     sec = stamp_j // 1_000_000_000
     if sec < -2147483648 or sec > 2147483647:
         return 14
 
     # H and the twist of the odometry, the kernel
-    _base_state_into(values, norm, pose, twist)
+    if floating:
+        _base_state_into(values, norm, pose, twist)
     if generated_linearize_at(address, scratch, (pose, positions, twist, velocities, torques), outputs) != -1:
         return 13
 
     # the message's stamp and base pose (interfaces.linearization_values: the quaternion of H by
-    # messages.pose_quaternion)
+    # messages.pose_quaternion; a fixed base's stays the identity's)
     stamp_words[0] = sec + 4294967296 if sec < 0 else sec
     stamp_words[1] = stamp_j - sec * 1_000_000_000
-    base_pose[0], base_pose[1], base_pose[2] = pose[0, 3], pose[1, 3], pose[2, 3]
-    quaternion_of_pose_into(pose, base_pose)
+    if floating:
+        base_pose[0], base_pose[1], base_pose[2] = pose[0, 3], pose[1, 3], pose[2, 3]
+        quaternion_of_pose_into(pose, base_pose)
     times[9], times[10] = stamp_o, stamp_j
     return 0
 
@@ -316,7 +335,8 @@ class CompiledCycle:
     "joint_states", serialized, its arrival on the node's clock [ns]), and does what comes back, in
     order: bytes, a ~/linearization to publish; (topic, raw, now), a message for the usual cycle.
     Odometries are held until the next joint state, which is served with the one the usual cycle
-    would pair it with when ``serve`` can: as if the loop had taken them just before it.  ``flush()``
+    would pair it with when ``serve`` can: as if the loop had taken them just before it.  A fixed
+    base's joint states are served alone, as they come (its odometries go to the usual cycle).  ``flush()``
     hands on the held odometries (the loop: when a wait brought nothing; HELD_ODOMETRIES bound them).
     ``note_output(out)`` after the usual cycle wrote ``out``'s message: ``armed`` says whether the
     next pairs can be served.  ``served``: outputs made; ``declined``: how many pairs each reason of
@@ -333,19 +353,20 @@ class CompiledCycle:
         self._call = TypedCall(serve_pair_into)
         self._read = TypedCall(read_odometry_into)
         self._held: list = []  # [(an odometry's bytes, its arrival, what _backlog read of it)], oldest first
+        self._floating = True  # (the model's, once armed: a fixed base's joint states are served alone)
         self.problem: str | None = None  # why it stopped serving, if an error stopped it
         self.on_problem: Callable[[str], None] | None = None  # told of that once (the node's ERROR log)
 
     def take(self, topic: str, raw: bytes, now_ns: int) -> list:
         if topic == "odometry":
-            if self.armed and self.pipeline.settled and len(self._held) < HELD_ODOMETRIES:
+            if self.armed and self._floating and self.pipeline.settled and len(self._held) < HELD_ODOMETRIES:
                 self._held.append((raw, now_ns, None))
                 return []
             return self.flush() + [(topic, raw, now_ns)]
         data = None
-        if self._held:
+        if self._held or (self.armed and not self._floating):
             try:
-                data = self._serve_held(raw, now_ns)
+                data = self._serve_held(raw, now_ns) if self._held else self.serve(b"", now_ns, raw, now_ns)
             except Exception as error:  # noqa: BLE001 - never the node's inputs: the usual cycle serves them
                 self._stop(error)
         return [data] if data is not None else self.flush() + [(topic, raw, now_ns)]
@@ -425,7 +446,7 @@ class CompiledCycle:
     def _arm(self, output: Output) -> bool:
         pipeline = self.pipeline
         model, config, lin = pipeline.model, pipeline.config, output.linearization
-        if not (type(model) is Model and model.floating_base and output.model is model and pipeline.base_frame
+        if not (type(model) is Model and output.model is model and (pipeline.base_frame or not model.floating_base)
                 and not pipeline.contacts and output.impact is None and output.margins is None
                 and lin.A_d is None and not lin.contacts):
             return False
@@ -449,7 +470,9 @@ class CompiledCycle:
         self._names, self._order = np.frombuffer(section, np.uint8).copy(), np.array(order, dtype=np.int64)
         self._child = np.frombuffer(pipeline.base_frame.encode(), np.uint8).copy()
         self._scratch, self._address = np.empty(generated.scratch_size), generated.address
-        self._model, self._key = model, key
+        self._model, self._key, self._floating = model, key, model.floating_base
+        for buffers in self._buffers:  # (a fixed base's, which the kernel reads and nothing writes)
+            buffers.pose[:] = np.eye(4)
         self._held = [(raw, now, None) for raw, now, _ in self._held]  # (read again: for this base frame)
         return True
 
@@ -465,6 +488,8 @@ class CompiledCycle:
         buffers, times = self._buffers[self._next], self._times
         times[0], times[1] = odometry_now, now_ns
         times[2], times[3], times[4] = (NONE if t is None else t for t in pipeline.last_times)
+        if not self._floating:  # (odometries a fixed base's node may take are no joint state's)
+            times[3] = NONE
         start = time.perf_counter()
         status = self._call(odometry, joint_state, self._names, self._child, self._order, times,
                             pipeline.config.pairing_tolerance, self._staging, self._values, buffers.pose,
@@ -476,14 +501,20 @@ class CompiledCycle:
             return None
         buffers.compute_time[0] = compute_time
         self._next ^= 1
-        H, twist, stamp = buffers.pose.copy(), buffers.twist.copy(), int(times[10])
-        pipeline.record_pair(int(times[9]), H, twist, stamp, now_ns,
-                             lambda: self._output(buffers, stamp, compute_time, H, twist))
+        stamp = int(times[10])
+        if self._floating:
+            H, twist = buffers.pose.copy(), buffers.twist.copy()
+            pipeline.record_pair(int(times[9]), H, twist, stamp, now_ns,
+                                 lambda: self._output(buffers, stamp, compute_time, H, twist))
+        else:
+            pipeline.record_joint_state(stamp, now_ns, lambda: self._output(buffers, stamp, compute_time, None, None))
         self.served += 1
         return bytes(buffers.message)
 
-    def _output(self, buffers: _Buffers, stamp: int, compute_time: float, H: np.ndarray, twist: np.ndarray) -> Output:
-        """The pipeline's Output of the cycle written into ``buffers`` (copies: they are written again)."""
+    def _output(self, buffers: _Buffers, stamp: int, compute_time: float, H: np.ndarray | None,
+                twist: np.ndarray | None) -> Output:
+        """The pipeline's Output of the cycle written into ``buffers`` (copies: they are written again);
+        H and twist None for a fixed base."""
         state = State._given(H, buffers.positions.copy(), twist, buffers.velocities.copy())
         torques = buffers.torques.copy()
         lin = free_result(self._model, buffers.A.copy(), buffers.B.copy(), buffers.M_inv.copy(), buffers.nu_dot.copy(),

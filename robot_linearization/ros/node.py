@@ -569,9 +569,10 @@ class LinearizationNode(Node):
             self.compiled_cycle.note_output(out)
         if self.compiled_cycle.armed and not self._compiled_said:
             self._compiled_said = True
-            self.get_logger().info("the compiled cycle serves joint_states with the odometry before them from now "
-                                   "on (the generated kernel's, in one call from the serialized inputs to the "
-                                   "serialized ~/linearization)")
+            paired = " with the odometry before them" if out.model.floating_base else ""
+            self.get_logger().info(f"the compiled cycle serves joint_states{paired} from now on (the generated "
+                                   "kernel's, in one call from the serialized inputs to the serialized "
+                                   "~/linearization)")
 
     def _publish_heatmaps_and_health(self) -> None:
         """The heatmap_rate_hz timer: the heatmaps, then the health vector (health.py; its labels

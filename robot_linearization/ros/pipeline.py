@@ -528,10 +528,17 @@ class LinearizationPipeline:
         (compiled_cycle.py) made the output, which ``output_of()`` builds when :attr:`latest` is
         asked for."""
         self._received["odometry"] += 1
-        self._received["joint_states"] += 1
         self._last_odometry_stamp = odometry_stamp
         self._odometry.append((odometry_stamp, H, twist))
-        self._last_joint_stamp, self._last_now = joint_state_stamp, now_ns
+        self.record_joint_state(joint_state_stamp, now_ns, output_of)
+
+    def record_joint_state(self, stamp: int, now_ns: int, output_of: Callable[[], Output]) -> None:
+        """What ``receive("joint_states", …, now_ns)`` leaves behind when the joint state of ``stamp`` is
+        linearized at once (with the odometry :meth:`record_pair` recorded, or a fixed base's alone),
+        without a notice or rejection: the node's compiled cycle made the output, which ``output_of()``
+        builds when :attr:`latest` is asked for."""
+        self._received["joint_states"] += 1
+        self._last_joint_stamp, self._last_now = stamp, now_ns
         self.assumed, self.margin_problem, self.last_problem = (), None, None
         self.held_contacts = self.contacts
         self._latest, self._latest_of = None, output_of
