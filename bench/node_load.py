@@ -2,7 +2,7 @@
 
     source /opt/ros2/setup_env.sh        # or /opt/ros/<distro>/setup.bash
     .venv-ros-<distro>/bin/python bench/node_load.py [--robots talos solo12] [--rate 1000] [--seconds 10] \
-        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] \
+        [--input-path auto|wait_set|executor] [--requests 100] [--with-rqt] [--step DT] \
         [--floor | --kernel-floor | --lean-floor | --pipeline-floor | --against-floor ROUNDS]
 
 (.venv-ros-<distro> is the virtualenv scripts/test.sh makes over that ROS's Python, with this package.)
@@ -532,6 +532,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="input rate [Hz]")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window [s]")
     parser.add_argument("--no-heatmaps", action="store_true", help="publish_heatmaps:=false")
+    parser.add_argument("--step", type=float, default=0.0, metavar="DT",
+                        help="discretization_dt:=DT: the node also publishes the Euler step's A_d, B_d")
     parser.add_argument("--input-path", choices=["auto", "wait_set", "executor"], default="auto",
                         help="the node's input_path parameter (default: auto, the wait set where it works)")
     floors = parser.add_mutually_exclusive_group()
@@ -566,8 +568,11 @@ def main() -> None:
     if (args.lean_floor or args.pipeline_floor) and FIXED_BASE.intersection(args.robots):
         parser.error(f"--lean-floor and --pipeline-floor run a floating base's cycle: not for "
                      f"{', '.join(sorted(FIXED_BASE.intersection(args.robots)))}")
+    if not (args.step >= 0.0 and np.isfinite(args.step)):
+        parser.error(f"--step: a step in seconds, > 0 (got {args.step})")
     extra = ["-p", f"input_path:={args.input_path}"] \
-        + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else [])
+        + (["-p", "publish_heatmaps:=false"] if args.no_heatmaps else []) \
+        + (["-p", f"discretization_dt:={args.step!r}"] if args.step else [])
     floor = ("floor" if args.floor else "kernel" if args.kernel_floor else "lean" if args.lean_floor
              else "pipeline" if args.pipeline_floor else "")
     rclpy.init()

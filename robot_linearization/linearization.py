@@ -332,11 +332,13 @@ def _status_message(model: Model, status: int, state, where: str = "") -> str:
             f"velocity or torque is {largest:.3g}")
 
 
-def free_result(model: Model, A, B, M_inv, nu_dot, state: State, joint_torques) -> Linearization:
-    """The Linearization :func:`linearize` returns, without contacts or step, for its kernel's
-    outputs A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) at ``state`` and ``joint_torques`` (n,)
-    (the arrays are taken, not copied)."""
-    return _result(model, A, B, M_inv, nu_dot, state, joint_torques, _CONTINUOUS)
+def free_result(model: Model, A, B, M_inv, nu_dot, state: State, joint_torques, dt: float = 0.0,
+                euler_step: tuple | None = None) -> Linearization:
+    """The Linearization :func:`linearize` returns, without contacts, for its kernel's outputs A (2N, 2N),
+    B (2N, n), M_inv (N, N), ν̇ (N,) at ``state`` and ``joint_torques`` (n,); with ``dt`` > 0, the Euler
+    step's (A_d, B_d) ``euler_step`` computed with them (the arrays are taken, not copied)."""
+    step = {"dt": dt, "discretization": "euler"} if dt else _CONTINUOUS
+    return _result(model, A, B, M_inv, nu_dot, state, joint_torques, step, euler_step)
 
 
 def _result(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,

@@ -114,9 +114,11 @@ def assert_same(usual: Fed, compiled: Fed) -> None:
                      (a.state.base_twist, b.state.base_twist), (a.state.joint_velocities, b.state.joint_velocities),
                      (a.joint_torques, b.joint_torques)] + [
                 (getattr(a.linearization, k), getattr(b.linearization, k))
-                for k in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations")]:
+                for k in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "A_d", "B_d")]:
             assert (x is None) == (y is None) and (x is None or x.tobytes() == y.tobytes())  # (None: a fixed base)
         assert a.linearization.state_labels == b.linearization.state_labels
+        steps = [(out.linearization.dt, out.linearization.discretization) for out in (a, b)]
+        assert steps[0] == steps[1]
 
 
 def pair(k, rng, now_offset=100_000, **odometry_options):
@@ -135,12 +137,14 @@ def feed_both(feds, batch, flush: bool = True) -> None:
         fed.feed(batch, flush)
 
 
-def test_steady_pairs_are_served_compiled_and_equal_the_usual_cycle_bit_for_bit(rng):
-    feds = both()
+@pytest.mark.parametrize("step", [{}, {"discretization_dt": 0.001}], ids=["no step", "Euler step"])
+def test_steady_pairs_are_served_compiled_and_equal_the_usual_cycle_bit_for_bit(step, rng):
+    feds = both(**step)
     for k in range(1, 60):
         feed_both(feds, pair(k, rng, H=se3_exp(0.3 * rng.normal(size=6)), twist=rng.normal(size=6)))
         assert_same(*feds)
     assert feds[1].cycle.served == 58 and feds[0].cycle.served == 0  # (the first one lays the message out)
+    assert (feds[1].pipeline.latest.linearization.A_d is not None) == bool(step)
     assert not feds[1].cycle.declined.any()
     assert feds[1].cycle.diagnostics() == {"compiled_cycle_outputs": 58, "compiled_cycle_declined": "none"}
     assert feds[0].cycle.diagnostics() == {}  # (not enabled: the node's executor path, rate_hz …)
@@ -203,7 +207,7 @@ def test_every_reason_to_decline_hands_the_pair_to_the_usual_cycle_which_does_th
 def test_a_fixed_bases_joint_states_are_served_alone_and_equal_the_usual_cycle_through_every_reason_to_decline(rng):
     """A fixed base (an arm): each joint state served as it comes, without odometry; an odometry it is
     sent anyway goes to the usual cycle and pairs with nothing."""
-    feds = both(floating_base=False)
+    feds = both(floating_base=False, discretization_dt=0.002)  # (and the Euler step of a fixed base)
     assert not feds[0].pipeline.model.floating_base
     s, r = 0.3 * rng.normal(size=N), rng.normal(size=N)
     permuted = tuple(np.array(MODEL.joint_names)[rng.permutation(N)])
@@ -361,8 +365,9 @@ def test_a_compiled_output_is_not_disturbed_by_a_later_cycle_that_fails(rng):
     assert_same(*feds)  # (the latest output, built now, is the one before the failure)
 
 
-@pytest.mark.parametrize("setting", [{"discretization_dt": 0.001}, {"contacts": as_contacts(BUNDLED_FEET)}])
-def test_a_step_or_contacts_keep_the_usual_cycle(setting, rng):
+@pytest.mark.parametrize("setting", [{"discretization_dt": 0.001, "discretization": "zoh"},
+                                     {"contacts": as_contacts(BUNDLED_FEET)}])
+def test_a_zero_order_hold_step_or_contacts_keep_the_usual_cycle(setting, rng):
     feds = both(**setting)
     for k in range(1, 6):
         feed_both(feds, pair(k, rng))

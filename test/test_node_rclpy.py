@@ -871,10 +871,12 @@ def test_the_generated_kernel_takes_over_the_node_without_a_cycle_missed_or_a_bi
 
 
 def test_a_fixed_base_is_served_by_the_compiled_cycle_each_output_the_generic_kernels_bit_for_bit(ros):
-    """An arm's node (floating_base false, the generated kernel): its joint states, alone, are served by the
-    compiled cycle, each output's A the generic kernel's at its state bit for bit, its base pose the identity."""
+    """An arm's node (floating_base false, the generated kernel, an Euler step): its joint states, alone, are
+    served by the compiled cycle, each output's A and A_d the generic kernel's at its state bit for bit, its
+    base pose the identity."""
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path()),
                                                          Parameter("floating_base", value=False),
+                                                         Parameter("discretization_dt", value=0.002),
                                                          Parameter("kernel", value="generated"),
                                                          Parameter("publish_heatmaps", value=False)]))
     try:
@@ -883,7 +885,7 @@ def test_a_fixed_base_is_served_by_the_compiled_cycle_each_output_the_generic_ke
         fixed = rl.load_urdf(URDF, floating_base=False)
         rng = np.random.default_rng(8)
         states = [(rng.normal(size=12), rng.normal(size=12)) for _ in range(5)]
-        expected = [rl.linearize(fixed, rl.State(joint_positions=s, joint_velocities=r), kernel="generic").A
+        expected = [rl.linearize(fixed, rl.State(joint_positions=s, joint_velocities=r), kernel="generic", dt=0.002)
                     for s, r in states]
         sent = {}  # stamp -> which state
 
@@ -898,7 +900,9 @@ def test_a_fixed_base_is_served_by_the_compiled_cycle_each_output_the_generic_ke
         assert graph.node.compiled_cycle.served > 100, graph.node.compiled_cycle.declined
         for raw in list(taken):
             k, message = sent[header_stamp_ns(raw)], deserialize_message(raw, Linearization)
-            assert np.array_equal(linearization_matrices(message)["state_matrix"], expected[k])
+            matrices = linearization_matrices(message)
+            assert np.array_equal(matrices["state_matrix"], expected[k].A)
+            assert np.array_equal(matrices["discrete_state_matrix"], expected[k].A_d)
             assert not message.floating_base and message.base_pose.orientation.w == 1.0
     finally:
         graph.close()

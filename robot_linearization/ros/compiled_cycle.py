@@ -4,11 +4,12 @@ the robot's generated kernel.
 
 The usual cycle (messages.CdrInputs, pipeline.LinearizationPipeline, interfaces.LinearizationCdr)
 spends in Python about twice what the generated kernel takes for a humanoid (docs/ros.md).  Its
-steady state — a robot without contacts or step, the same joint names in every joint state, each
-paired with the odometry that came just before it where the base floats — is what this does in one
-call: it reads both messages where they lie, makes every check the usual cycle makes (encoding,
-lengths, names, NaN/inf, the quaternion, the child frame, the clock and the stamps, staleness,
-pairing), calls the generated kernel, and writes A, B, M⁻¹ and the state into the message.  Where
+steady state — a robot without contacts, with no step or the Euler step, the same joint names in
+every joint state, each paired with the odometry that came just before it where the base floats — is
+what this does in one call: it reads both messages where they lie, makes every check the usual cycle
+makes (encoding, lengths, names, NaN/inf, the quaternion, the child frame, the clock and the stamps,
+staleness, pairing), calls the generated kernel (and takes the Euler step), and writes A, B, M⁻¹ (A_d,
+B_d) and the state into the message.  Where
 any check would make the usual cycle do something else (a rejection, a notice, a queued joint
 state, a new timeline, another pairing), it declines and changes nothing: the caller hands both
 messages to the usual cycle.  What it serves is the usual cycle's message bit for bit (but the
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..codegen.kernels import generated_linearize_at
 from ..compiled import TypedCall, kernel
+from ..discretization import NO_STEP, euler_step_into
 from ..kernel_choice import current, kernel_argument
 from ..linearization import free_result
 from ..model import Model, State
@@ -200,7 +202,8 @@ def _read_joint_state(joint_state, names, order, times, staging, values, positio
 
 @kernel
 def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pairing_tolerance, staging, values,
-                    pose, positions, twist, velocities, torques, base_pose, stamp_words, address, scratch, outputs):
+                    pose, positions, twist, velocities, torques, base_pose, stamp_words, address, scratch, outputs,
+                    dt, matrices):
     """One cycle of the node's steady state (the module's docstring): 0 and everything written, or why
     not (a DECLINED index) with nothing of the pipeline's changed.
 
@@ -215,7 +218,8 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
     names numbers.  Out: pose H (4, 4); positions, twist, velocities, torques, base_pose (x, y, z, qx,
     qy, qz, qw) and stamp_words (sec, nanosec) the message's own numbers (float64 and uint32 views of
     it); the generated kernel at ``address`` (its ``scratch``) writes A, B, M⁻¹, ν̇ at ``outputs`` (4,)
-    int64."""
+    int64; with ``dt`` > 0, the Euler step's A_d, B_d follow from them (discretization.euler_step_into on
+    ``matrices`` (A, B, ν̇, A_d, B_d), the arrays at those addresses and the message's A_d, B_d)."""
     floating = len(odometry) > 0
     status, stamp_o, norm = (_read_odometry(odometry, child_frame, staging, values) if floating
                              else (0, NONE, 1.0))
@@ -252,6 +256,9 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
         _base_state_into(values, norm, pose, twist)
     if generated_linearize_at(address, scratch, (pose, positions, twist, velocities, torques), outputs) != -1:
         return 13
+    if dt > 0.0:
+        A, B, nu_dot, A_d, B_d = matrices
+        euler_step_into(A, B, twist, nu_dot, floating, dt, A_d, B_d)
 
     # the message's stamp and base pose (interfaces.linearization_values: the quaternion of H by
     # messages.pose_quaternion; a fixed base's stays the identity's)
@@ -295,7 +302,8 @@ def compile_serve_pair() -> None:
     first compiled cycle does not wait for the compiler.  (The calls decline at once: an empty odometry.)"""
     doubles, integers, data = np.empty(1), np.zeros(11, dtype=np.int64), np.zeros(8, dtype=np.uint8)
     serve_pair_into(b"", b"", data, data, integers[:1], integers, 0.02, data, doubles, np.empty((4, 4)), doubles,
-                    doubles, doubles, doubles, doubles, np.zeros(2, dtype=np.uint32), 0, doubles, integers[:4])
+                    doubles, doubles, doubles, doubles, np.zeros(2, dtype=np.uint32), 0, doubles, integers[:4], 0.0,
+                    (NO_STEP[0], NO_STEP[0], doubles, *NO_STEP))
     read_odometry_into(b"", data, data, doubles, np.empty((4, 4)), np.empty(6))
 
 
@@ -321,10 +329,15 @@ class _Buffers:
         self.base_pose, self.compute_time = doubles("base_pose", (7,)), doubles("compute_time", (1,))
         self.A, self.B = doubles("state_matrix", (2 * N, 2 * N)), doubles("input_matrix", (2 * N, n))
         self.M_inv = doubles("inverse_mass_matrix", (N, N))
+        self.A_d, self.B_d = NO_STEP  # (the Euler step's, when the message has them)
+        if "discrete_state_matrix" in places:
+            self.A_d = doubles("discrete_state_matrix", (2 * N, 2 * N))
+            self.B_d = doubles("discrete_input_matrix", (2 * N, n))
         stamp = places["header.stamp"][0]
         self.stamp_words = self.message[stamp:stamp + 8].view(np.uint32)
         self.pose, self.nu_dot = np.empty((4, 4)), np.empty(N)
         self.outputs = np.array([a.ctypes.data for a in (self.A, self.B, self.M_inv, self.nu_dot)], dtype=np.int64)
+        self.matrices = (self.A, self.B, self.nu_dot, self.A_d, self.B_d)  # (serve_pair_into's, for the step)
 
 
 class CompiledCycle:
@@ -448,7 +461,7 @@ class CompiledCycle:
         model, config, lin = pipeline.model, pipeline.config, output.linearization
         if not (type(model) is Model and output.model is model and (pipeline.base_frame or not model.floating_base)
                 and not pipeline.contacts and output.impact is None and output.margins is None
-                and lin.A_d is None and not lin.contacts):
+                and (lin.A_d is None or lin.discretization == "euler") and not lin.contacts):
             return False
         generated = current(model, (), "linearize", kernel_argument(config.kernel))
         if generated is None:
@@ -470,6 +483,7 @@ class CompiledCycle:
         self._names, self._order = np.frombuffer(section, np.uint8).copy(), np.array(order, dtype=np.int64)
         self._child = np.frombuffer(pipeline.base_frame.encode(), np.uint8).copy()
         self._scratch, self._address = np.empty(generated.scratch_size), generated.address
+        self._dt = lin.dt if lin.A_d is not None and lin.dt is not None else 0.0
         self._model, self._key, self._floating = model, key, model.floating_base
         for buffers in self._buffers:  # (a fixed base's, which the kernel reads and nothing writes)
             buffers.pose[:] = np.eye(4)
@@ -494,7 +508,8 @@ class CompiledCycle:
         status = self._call(odometry, joint_state, self._names, self._child, self._order, times,
                             pipeline.config.pairing_tolerance, self._staging, self._values, buffers.pose,
                             buffers.positions, buffers.twist, buffers.velocities, buffers.torques, buffers.base_pose,
-                            buffers.stamp_words, self._address, self._scratch, buffers.outputs)
+                            buffers.stamp_words, self._address, self._scratch, buffers.outputs, self._dt,
+                            buffers.matrices)
         compute_time = time.perf_counter() - start
         if status:
             self.declined[status] += 1
@@ -517,6 +532,7 @@ class CompiledCycle:
         H and twist None for a fixed base."""
         state = State._given(H, buffers.positions.copy(), twist, buffers.velocities.copy())
         torques = buffers.torques.copy()
+        step = (buffers.A_d.copy(), buffers.B_d.copy()) if self._dt else None
         lin = free_result(self._model, buffers.A.copy(), buffers.B.copy(), buffers.M_inv.copy(), buffers.nu_dot.copy(),
-                          state, torques)
+                          state, torques, self._dt, step)
         return Output(stamp, self._model, state, torques, lin, compute_time)
