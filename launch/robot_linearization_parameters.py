@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 
@@ -20,15 +21,17 @@ from launch.event_handlers import OnShutdown
 
 def launch_value(text: str) -> bool | int | float | str:
     """A launch argument's text as the parameter value launch_ros would make of it: true/false (any
-    case) a bool, a number an int or a float, anything else the text (which the node's checks name)."""
+    case) a bool, a finite number an int or a float, anything else the text (which the node's checks
+    name; "nan" and "inf" too, as YAML reads them and a parameters file could not hold them)."""
     flag = {"true": True, "false": False}.get(text.strip().lower())
     if flag is not None:
         return flag
     for number in (int, float):
         try:
-            return number(text)
+            value = number(text)
         except ValueError:
-            pass
+            continue
+        return value if math.isfinite(value) else text
     return text
 
 

@@ -541,6 +541,33 @@ def test_ctrl_c_once_or_twice_ends_the_node_cleanly(signals, when, tmp_path):
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
 
 
+def test_a_launch_arguments_text_becomes_the_parameter_launch_ros_would_make_and_nan_stays_text():
+    """launch_value: flags and finite numbers typed, anything else (nan, inf) the text, as YAML reads it:
+    the parameters file is JSON that YAML reads back to the same values (a NaN written there was not)."""
+    import importlib.util
+    import os
+
+    import yaml
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "launch",
+                        "robot_linearization_parameters.py")
+    spec = importlib.util.spec_from_file_location("robot_linearization_parameters", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    texts = ["true", "False", "50", "1e3", "0.5", "nan", "NaN", "inf", "-inf", "fast"]
+    values = [module.launch_value(text) for text in texts]
+    assert values == [True, False, 50, 1000.0, 0.5, "nan", "NaN", "inf", "-inf", "fast"]
+    for text, value in zip(texts, values):
+        if isinstance(value, str):
+            assert yaml.safe_load(text) == text  # (what launch_ros makes of such a text: the text)
+    file, _ = module.parameters_file(dict(zip(texts, values)))
+    try:
+        with open(file) as f:
+            assert yaml.safe_load(f)["/**"]["ros__parameters"] == dict(zip(texts, values))
+    finally:
+        os.remove(file)
+
+
 @pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py", "linearization.launch.py"])
 def test_ctrl_c_on_a_launch_ends_our_programs_cleanly_and_leaves_no_file_behind(launch_file, tmp_path):
     """Ctrl-C in the terminal of `ros2 launch` (SIGINT to the whole process group, and
