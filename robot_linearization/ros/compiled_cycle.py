@@ -9,13 +9,12 @@ every joint state, each paired with the odometry that came just before it where 
 what this does in one call: it reads both messages where they lie, makes every check the usual cycle
 makes (encoding, lengths, names, NaN/inf, the quaternion, the child frame, the clock and the stamps,
 staleness, pairing), calls the generated kernel (and takes the Euler step), and writes A, B, M⁻¹ (A_d,
-B_d) and the state into the message.  Where
-any check would make the usual cycle do something else (a rejection, a notice, a queued joint
-state, a new timeline, another pairing), it declines and changes nothing: the caller hands both
-messages to the usual cycle.  What it serves is the usual cycle's message bit for bit (but the
-compute time), and the pipeline is left as the usual cycle would leave it; the pipeline's
-``latest`` Output is built from it only when something asks for it (the services, the heatmaps,
-/diagnostics).
+B_d) and the state into the message.  Where any check would make the usual cycle do something else (a
+rejection, a notice, a queued joint state, a new timeline, another pairing), it declines and changes
+nothing: the caller hands both messages to the usual cycle.  What it serves is the usual cycle's
+message bit for bit (but the compute time), and the pipeline is left as the usual cycle would leave
+it; the pipeline's ``latest`` Output is built from it only when something asks for it (the services,
+the heatmaps, /diagnostics).
 
 It serves only with the generated kernel (the generic one answers through the usual cycle until
 the generated one has taken over).
@@ -299,7 +298,7 @@ def quaternion_of_pose_into(H, out):
 def compile_serve_pair() -> None:
     """Compile :func:`serve_pair_into` and :func:`read_odometry_into` for the types :class:`CompiledCycle`
     calls them with (or load them from numba's cache): at installation (precompile.py), so that a node's
-    first compiled cycle does not wait for the compiler.  (The calls decline at once: an empty odometry.)"""
+    first compiled cycle does not wait for the compiler.  (The calls decline at once: empty messages.)"""
     doubles, integers, data = np.empty(1), np.zeros(11, dtype=np.int64), np.zeros(8, dtype=np.uint8)
     serve_pair_into(b"", b"", data, data, integers[:1], integers, 0.02, data, doubles, np.empty((4, 4)), doubles,
                     doubles, doubles, doubles, doubles, np.zeros(2, dtype=np.uint32), 0, doubles, integers[:4], 0.0,
@@ -349,8 +348,9 @@ class CompiledCycle:
     order: bytes, a ~/linearization to publish; (topic, raw, now), a message for the usual cycle.
     Odometries are held until the next joint state, which is served with the one the usual cycle
     would pair it with when ``serve`` can: as if the loop had taken them just before it.  A fixed
-    base's joint states are served alone, as they come (its odometries go to the usual cycle).  ``flush()``
-    hands on the held odometries (the loop: when a wait brought nothing; HELD_ODOMETRIES bound them).
+    base's joint states are served alone, as they come (its odometries go to the usual cycle).
+    ``flush()`` hands on the held odometries (the loop: when a wait brought nothing; HELD_ODOMETRIES
+    bound them).
     ``note_output(out)`` after the usual cycle wrote ``out``'s message: ``armed`` says whether the
     next pairs can be served.  ``served``: outputs made; ``declined``: how many pairs each reason of
     DECLINED sent to the usual cycle.  An error in it stops it for good (``problem``, told to
