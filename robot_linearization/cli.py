@@ -17,6 +17,7 @@ import numpy as np
 from . import load_urdf, linearize
 from .contacts import CONTACT_SYNTAX, ContactError, as_contacts, format_contacts, resolve
 from .codegen.build import cache_directory, cache_entries, clear_cache
+from .codegen.timing import measured
 from .kernel_choice import KERNELS
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
@@ -348,7 +349,7 @@ def cache_command(args) -> int:
         return 0
     for entry in entries:
         timed = (f", {entry.timing['generated_us']:.1f} µs a call against the generic {entry.timing['generic_us']:.1f}"
-                 if entry.timing else "")
+                 if entry.timing and measured(entry.timing) else "")
         print(f"{entry.robot}: {entry.what}, {entry.operations} operations, {_size(entry.bytes)}, built {entry.created}"
               f"{timed}  ({entry.name})")
     print(f"{len(entries)} kernels, {_size(sum(e.bytes for e in entries))}, in {directory}")

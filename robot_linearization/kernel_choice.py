@@ -118,9 +118,10 @@ class Takeover:
 
 
 def _untimed(model: Model, contacts: tuple, kind: str) -> bool:
-    """Whether the kernel is not in the cache yet, or not yet timed against the generic one."""
+    """Whether the kernel is not in the cache yet, or not yet timed against the generic one (or its record's
+    timing is no verdict: timed again)."""
     library = cached(model, contacts, kind)
-    return library is None or library.timing is None
+    return library is None or not timing.measured(library.timing)
 
 
 def _check_it_pays(library) -> None:

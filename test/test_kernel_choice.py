@@ -15,6 +15,7 @@ import pytest
 import robot_linearization as rl
 from robot_linearization import codegen, kernel_choice
 from robot_linearization.codegen.build import cached, record_timing
+from robot_linearization.cli import main
 from robot_linearization.contacts import as_contacts
 
 from conftest import random_state, random_tree
@@ -180,6 +181,30 @@ def test_a_kernel_built_untimed_is_timed_at_its_first_auto_use(rng, cache):
     takeover = kernel_choice.takeover(model, (), "linearize")
     assert takeover.wait(300) and takeover.kernel is not None, takeover.problem
     assert set(cached(model, (), "linearize").timing) == {"generated_us", "generic_us"}
+
+
+@pytest.mark.parametrize("figures", [{"generated_us": 3.0}, {"generic_us": 3.0, "generated": 2.0},
+                                     {"generated_us": None, "generic_us": 2.0},
+                                     {"generated_us": "2", "generic_us": 2.0},
+                                     {"generated_us": float("nan"), "generic_us": 2.0}, []],
+                         ids=["one figure", "another key", "None", "a string", "NaN", "a list"])
+def test_a_record_whose_timing_is_no_verdict_is_timed_again_and_takes_over(figures, rng, cache, caplog, capsys):
+    """A record without both figures (cut short, or written by another version) is neither a reason to raise
+    in the background nor a verdict: "auto" has the kernel timed again, then it takes over; `cache list`
+    reads the record too."""
+    model = random_tree(rng, 3)
+    codegen.kernels.library(model, (), "linearize")
+    record_timing(model, (), "linearize", figures)
+    assert repr(cached(model, (), "linearize").timing) == repr(figures)  # (NaN included)
+    assert main(["cache", "list"]) == 0 and "µs a call" not in capsys.readouterr().out
+    with caplog.at_level(logging.INFO, logger="robot_linearization"):
+        rl.Linearizer(model, kernel="auto")
+        takeover = kernel_choice.takeover(model, (), "linearize")
+        assert takeover.wait(300) and takeover.kernel is not None, takeover.problem
+    timed = cached(model, (), "linearize").timing
+    assert set(timed) == {"generated_us", "generic_us"} and min(timed.values()) > 0
+    assert [r.getMessage() for r in caplog.records if "random_tree" in r.getMessage()][-1].startswith(
+        "the generated kernel takes over the linearization of model 'random_tree'")
 
 
 _DEFAULT = """

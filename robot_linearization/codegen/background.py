@@ -56,7 +56,7 @@ def main() -> int:
         # one background build at a time on the machine (an MPC's contact sets, several robots' nodes:
         # each its own gcc at once would take every core and gigabytes); the others wait their turn
         with file_lock(os.path.join(cache_directory(), "background")):
-            if kernels.library(model, contacts, kind).timing is None:
+            if not timing.measured(kernels.library(model, contacts, kind).timing):
                 kernel = kernels.generated(model, contacts, kind)
                 try:
                     figures = timing.timings(kernel, model, contacts, kind) or {}

@@ -8,6 +8,7 @@ the contact set and the machine: measured, not guessed from the trace's size."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -49,6 +50,20 @@ def call(kernel, scratch: np.ndarray, state: tuple, outputs: tuple, kind: str) -
     """One call of a generated ``kernel`` (kernels.GeneratedKernel, GeneratedContactKernel) of ``kind``
     with ``scratch`` (its scratch_size,) on :func:`arguments`' ``state`` and ``outputs``; its status."""
     return kernel.call(scratch, state, 0.0, outputs) if kind == "impact" else kernel.call(scratch, state, outputs, 0.0)
+
+
+FIGURES = ("generated_us", "generic_us")
+"""The figures of a verdict (:func:`timings`)."""
+
+
+def measured(figures) -> bool:
+    """Whether ``figures`` (a kernel record's timing) is a verdict :func:`timings` gave: both FIGURES,
+    positive finite numbers, or {} where none was possible.  False for None (not timed yet) and for
+    anything else (a record cut short or written by another version): such a kernel is timed again."""
+    if figures == {}:
+        return True
+    return isinstance(figures, dict) and set(figures) == set(FIGURES) and all(
+        type(value) in (int, float) and math.isfinite(value) and value > 0 for value in figures.values())
 
 
 def timings(kernel, model: Model, contacts: tuple, kind: str) -> dict | None:
