@@ -1,6 +1,7 @@
 """A fleet's bags: `robot-linearization replay` over many bags and globs on several processes,
 and its per-bag task on a Dask cluster, which writes what the serial run writes."""
 
+import os
 import pickle
 from pathlib import Path
 
@@ -95,6 +96,14 @@ def test_many_bags_on_two_processes_each_written_beside_it(tmp_path, capsys):
     assert "3 of 3 bags replayed" in out and "on 2 processes" in out and "30 linearizations" in out
     for bag in bags:
         assert len(linearizations(f"{bag}_linearized")) == 10
+
+
+def test_jobs_0_is_one_process_per_core_this_process_may_run_on(tmp_path, capsys, monkeypatch):
+    bags = make_bags(tmp_path, ["run1", "run2", "run3", "run4"])
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)  # (three of the cores)
+    assert main(["replay", *map(str, bags), "-j", "0", "--no-heatmaps"]) == 0
+    out = capsys.readouterr().out
+    assert "4 of 4 bags replayed" in out and "on 3 processes" in out, out
 
 
 def test_a_quoted_glob_is_expanded_and_a_rerun_replaces_nothing(tmp_path, capsys):

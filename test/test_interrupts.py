@@ -99,13 +99,75 @@ def test_a_worker_killed_fails_the_bags_not_finished_and_leaves_none_half_writte
     assert_only_whole_outputs(tmp_path)
 
 
-def assert_only_whole_outputs(directory):
-    """Bags a and b in ``directory``, and a's output only if it was finished (a slow start of the
-    second worker can leave the first time to finish before the second begins)."""
+def earlier_output(path):
+    """A finished output of an earlier run at ``path`` (a directory with metadata.yaml); what it holds,
+    to compare with after the run: {file: (bytes, mtime)}."""
+    path.mkdir()
+    (path / "metadata.yaml").write_text("rosbag2_bagfile_information: {version: 8}\n")
+    (path / "earlier_0.mcap").write_bytes(b"an earlier run's bag")
+    return contents(path)
+
+
+def contents(path):
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in path.iterdir()} if path.exists() else None
+
+
+def test_a_worker_killed_leaves_every_output_that_was_there_before_the_run(long_bag, tmp_path):
+    """Bags a and b being replayed, d queued, then c with a finished output of an earlier run: a worker
+    killed fails those not finished, and c's earlier output stays as it was, byte for byte; nothing of d
+    is made."""
+    import psutil
+
+    bags = [tmp_path / name for name in "abdc"]
+    for bag in bags:
+        shutil.copytree(long_bag, bag)
+    earlier = earlier_output(tmp_path / "c_linearized")
+    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
+    signal_when_written(process, f"{bags[0]}_linearized", None)
+    signal_when_written(process, f"{bags[1]}_linearized", None)
+    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    workers[0].kill()
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    assert f"  {bags[3]}: not replayed: a worker process died (killed, or out of memory) while this or another " \
+           "bag was being replayed" in out.splitlines(), out
+    assert contents(tmp_path / "c_linearized") == earlier
+    assert not (tmp_path / "d_linearized").exists()
+    assert_only_whole_outputs(tmp_path, also=["c", "c_linearized", "d"])
+
+
+def test_a_replay_whose_parent_is_killed_stops_its_workers_which_remove_only_their_own_bags(long_bag, tmp_path):
+    """SIGKILL to `replay --jobs 2` itself (nothing of it runs after): its workers see it gone, stop,
+    and remove the bags they were writing; c's earlier output stays; no worker is left behind."""
+    import psutil
+
+    bags = [tmp_path / name for name in "abc"]
+    for bag in bags:
+        shutil.copytree(long_bag, bag)
+    earlier = earlier_output(tmp_path / "c_linearized")
+    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
+    signal_when_written(process, f"{bags[0]}_linearized", None)
+    signal_when_written(process, f"{bags[1]}_linearized", None)
+    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(workers) == 2
+    process.kill()
+    try:  # (the workers hold its stdout and stderr: they end when the workers end)
+        process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the workers went on after their parent died, holding its output open")
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, f"workers left running after their parent died: {alive}"
+    assert contents(tmp_path / "c_linearized") == earlier
+    assert_only_whole_outputs(tmp_path, also=["c", "c_linearized"])
+
+
+def assert_only_whole_outputs(directory, also=()):
+    """Bags a and b in ``directory`` (and the names ``also``), and a's output only if it was finished (a
+    slow start of the second worker can leave the first time to finish before the second begins)."""
     from rosbags.highlevel import AnyReader
 
     left = sorted(p.name for p in directory.iterdir())
-    assert left in (["a", "b"], ["a", "a_linearized", "b"])
+    assert left in (sorted(["a", "b", *also]), sorted(["a", "a_linearized", "b", *also])), left
     if "a_linearized" in left:
         with AnyReader([directory / "a_linearized"]) as reader:
             assert reader.topics["/robot_linearization/linearization"].msgcount == 1500

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -176,13 +177,17 @@ def replay_bags(bags: Sequence[str], *, jobs: int = 1, progress: bool = False,
 def _replay_on_a_pool(bags: Sequence[str], jobs: int, bar: _FleetProgress | None, options: dict) -> list[BagResult]:
     """replay_bags on ``jobs`` spawned processes.  A worker that dies (killed, out of memory) fails
     its bag, and then those not done yet; Ctrl-C or a stop signal here kills the workers.  Either
-    way the bags that were being written are removed here, unless they were there before."""
+    way the outputs of the bags a worker had begun and not finished are removed here — only those:
+    an output that was there before the run (replay_bag refuses it), or of a bag no worker began,
+    is never touched."""
     outputs = [default_output(bag) for bag in bags]
-    existed = [os.path.lexists(output) for output in outputs]  # (replay_bag refuses them anyway)
+    existed = [os.path.lexists(output) for output in outputs]
     context = multiprocessing.get_context("spawn")
     manager = context.Manager() if bar else None
     messages = manager.Queue() if manager else None
-    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_leave_ctrl_c_to_the_parent)
+    begun = context.SimpleQueue()  # (the index of each bag a worker begins)
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+                                                  initargs=(begun,))
     futures = []
     try:
         futures = [pool.submit(_pool_task, bag, messages, index, options) for index, bag in enumerate(bags)]
@@ -206,8 +211,12 @@ def _replay_on_a_pool(bags: Sequence[str], jobs: int, bar: _FleetProgress | None
         pool.shutdown(wait=True, cancel_futures=True)
         if manager:
             manager.shutdown()
-        for future, output, was_there in zip(futures, outputs, existed):
-            if not was_there and future.done() and not future.cancelled() and future.exception() is not None:
+        started = set()
+        while not begun.empty():
+            started.add(begun.get())
+        for index, (future, output, was_there) in enumerate(zip(futures, outputs, existed)):
+            if index in started and not was_there and future.done() and not future.cancelled() \
+                    and future.exception() is not None:
                 shutil.rmtree(output, ignore_errors=True)  # its worker died writing it
 
 
@@ -219,12 +228,43 @@ def _result(future: concurrent.futures.Future, bag: str) -> BagResult:
                                           "this or another bag was being replayed")
 
 
-def _leave_ctrl_c_to_the_parent() -> None:
-    """A pool's worker ignores Ctrl-C at the terminal: the parent stops the workers."""
+_begun: Any = None
+"""A pool worker's queue of the bags it begins (_start_worker)."""
+
+
+def _start_worker(begun) -> None:
+    """A pool's worker: it says which bag it begins on ``begun`` (a SimpleQueue) and ignores Ctrl-C at
+    the terminal (the parent stops the workers).  A stop signal (SIGTERM: the pool's own when another
+    worker died) ends it, the bag it was writing removed first (bag._new_bag); so does its parent's
+    death, whatever killed the parent, seen within PARENT_WATCH s: the worker stops rather than finish
+    a bag nobody waits for, or wait for work forever."""
+    global _begun
+    _begun = begun
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop)
+    parent = os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent watch").start()
+
+
+PARENT_WATCH = 0.2
+"""s between a pool worker's looks at whether its parent is alive."""
+
+
+def _stop(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_WATCH)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _pool_task(bag: str, messages, index: int, options: dict) -> BagResult:
     """replay_bag in a pool's worker, its progress sent as (index, done, total) to ``messages``."""
     report = (lambda done, total: messages.put((index, done, total))) if messages is not None else False
-    return replay_bag(bag, progress=report, **options)
+    _begun.put(index)
+    try:
+        return replay_bag(bag, progress=report, **options)
+    except SystemExit as stop:  # (_stop: the bag is removed by now; the pool would hand it the next one)
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
