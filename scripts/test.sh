@@ -20,6 +20,15 @@ NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
 # tree runs the demo (linearization, replay, validation).
 bash scripts/wheel_check.sh
 
+# ---- the newest example-robot-data, alone ---------------------------------------------
+# walker() and the walking example where the newest example-robot-data is installed without what
+# brings its loaders module along (crocoddyl, example-robot-data-loaders): 6.0 ships the robots
+# without the module, and the walkers must be found all the same.
+echo "the walkers with the newest example-robot-data alone (.venv-data):"
+(VENV=.venv-data; source scripts/venv.sh mpc
+ .venv-data/bin/python -m pip install --quiet --upgrade "pytest>=7" example-robot-data
+ ROBOT_LINEARIZATION_TEST_DATA_ALONE=1 .venv-data/bin/pytest -q -p no:cacheprovider test/test_example_robot_data.py)
+
 # ---- Python 3.10 (Ubuntu 22.04's, under ROS 2 Humble) ------------------------------
 # The same suite in a venv of its own, wherever a python3.10 is found: on PATH, as
 # $PYTHON310, or in pyenv's versions.  Without one this says so.

@@ -7,6 +7,8 @@ name (the root joint's is the base's and is not taken).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -71,20 +73,16 @@ WALKERS = ("bundled",) + tuple(_EXAMPLE_ROBOTS)
 
 def walker(name: str) -> Walker:
     """The robot called ``name`` (one of :data:`WALKERS`), loaded.  ValueError in one line for another
-    name; ImportError in one line when example-robot-data is not installed."""
+    name; ImportError in one line when example-robot-data is not installed, or lacks the robot
+    (:func:`example_robots_directory`)."""
     if name == "bundled":
         model = load_urdf(bundled_urdf_path())
         return Walker(name, bundled_urdf_path(), model, BUNDLED_FEET, dict(TROT.posture),
                       effort_limits(bundled_urdf_path(), model.joint_names), gait=TROT)
     if name not in _EXAMPLE_ROBOTS:
         raise ValueError(f"robot {name!r}: expected one of {', '.join(WALKERS)}")
-    try:
-        import example_robot_data
-    except ImportError:
-        raise ImportError(f"robot {name!r} comes from example-robot-data, which is not installed: "
-                          "pip install example-robot-data") from None
     urdf, srdf, state, feet, sole_size = _EXAMPLE_ROBOTS[name]
-    root = example_robot_data.getModelPath(urdf)
+    root = example_robots_directory(name, urdf)
     urdf, srdf = os.path.join(root, urdf), os.path.join(root, srdf)
     model = load_urdf(urdf)
     posture = srdf_posture(srdf, state, model.joint_names)
@@ -94,6 +92,35 @@ def walker(name: str) -> Walker:
     return Walker(name, urdf, model, feet, posture, effort_limits(urdf, model.joint_names), sole_size,
                   Gait.walk(feet, posture, contact="6d", period=1.6, support=0.3),
                   sole_settings(sole_size))
+
+
+ROBOTS_SHARE = ("cmeel.prefix", "share", "example-robot-data", "robots")
+"""Where the example-robot-data wheel installs its robots, below its site-packages directory."""
+
+
+def example_robots_directory(name: str, urdf: str) -> str:
+    """The robots directory of the installed example-robot-data that holds ``urdf`` (a path below it),
+    for the robot ``name``: its ``example_robot_data`` module's, where the module is installed (up to
+    5.0, or example-robot-data-loaders), else the data's own share directory (6.0 ships the data
+    without the module).  ImportError in one line saying what is missing: the package, or the robot in
+    the version installed."""
+    try:
+        import example_robot_data
+    except ImportError:
+        pass
+    else:
+        with contextlib.suppress(OSError, ValueError):  # (its search raises where the file is absent)
+            return example_robot_data.getModelPath(urdf)
+    try:
+        distribution = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise ImportError(f"robot {name!r} comes from example-robot-data, which is not installed: "
+                          "pip install example-robot-data") from None
+    root = str(distribution.locate_file(os.path.join(*ROBOTS_SHARE)))
+    if not os.path.isfile(os.path.join(root, urdf)):
+        raise ImportError(f"robot {name!r}: example-robot-data {distribution.version} is installed but has no "
+                          f"{urdf} in {root}")
+    return root
 
 
 def srdf_posture(path: str, state: str, joint_names) -> dict:
