@@ -259,3 +259,24 @@ def test_the_gaits_of_any_legged_robot_are_made_from_its_feet():
     assert [(p.duration, p.stance) for p in TROT.phases] == [
         (0.1, tuple(FEET)), (0.25, tuple(PAIR_A.split(", "))), (0.1, tuple(FEET)), (0.25, tuple(PAIR_B.split(", ")))]
     assert TROT.swing_duration("front_left_foot") == 0.25 and walk.swing_duration("fl") == 0.2
+
+
+def test_a_gaits_own_feet_are_checked_also_when_other_feet_are_given(quadruped):
+    """Gait.check(model, feet) with the MPC's feet: a foot misspelt in the gait itself is still named (else
+    the MPC would never put that foot down)."""
+    misspelt = Gait.trot(["front_left_foot", "front_rigth_foot", "hind_left_foot", "hind_right_foot"])
+    with pytest.raises(ValueError, match=r"^gait 'trot': foot 'front_rigth_foot' is not a frame of model "
+                                         r"'rl_quadruped'.*'front_right_foot'") as error:
+        misspelt.check(quadruped, FEET)
+    assert "\n" not in str(error.value)
+    TROT.check(quadruped, FEET)  # (the same gait spelt right)
+
+
+@pytest.mark.parametrize("gait, period, support", [("trot", 0.2, 0.1), ("pace", 0.4, 0.2), ("walk", 0.4, 0.1),
+                                                   ("trot", 0.2, 0.15)])
+def test_a_support_that_leaves_no_swing_is_refused_in_one_line(gait, period, support):
+    """Exactly no swing (period = 2 × support in a trot) is refused, as a negative one is."""
+    with pytest.raises(ValueError, match=rf"^support: {support:g} s on every foot leaves no time to swing") as error:
+        getattr(Gait, gait)(FEET, period=period, support=support)
+    assert "\n" not in str(error.value)
+    assert getattr(Gait, gait)(FEET, period=period + 0.01, support=support / 2).phases[1].duration > 0

@@ -179,6 +179,23 @@ def test_the_scale_is_the_robots():
     np.testing.assert_allclose(scale.inertia, np.diag(inertia), rtol=1e-9)
 
 
+@pytest.mark.parametrize("gravity", [(0.0, 0.0, -3.721), (0.0, 0.0, -1.62), (1.0, -2.0, -9.0)])
+def test_the_scale_takes_the_models_gravity(gravity):
+    """A robot loaded with another gravity (Mars, the Moon, a slope's) is scaled for it: g is |gravity|,
+    the weight m·|g|, the pendulum's time √(l/|g|), the rest as on Earth."""
+    import robot_linearization as rl
+
+    urdf = rl.robots.bundled_urdf_path()
+    earth, there = rl.load_urdf(urdf), rl.load_urdf(urdf, gravity=gravity)
+    posture = Gait.trot(rl.robots.BUNDLED_FEET).joint_posture(earth.joint_names)
+    a, b = (RobotScale.of(model, posture, rl.robots.BUNDLED_FEET) for model in (earth, there))
+    g = float(np.sqrt(np.sum(np.square(gravity))))
+    assert a.gravity == pytest.approx(9.81, rel=1e-15) and b.gravity == pytest.approx(g, rel=1e-15)
+    assert b.weight == pytest.approx(b.mass * g, rel=1e-15)
+    assert b.time == pytest.approx(a.time * np.sqrt(9.81 / g), rel=1e-12)
+    assert (a.mass, a.leg_length, a.inertia) == (b.mass, b.leg_length, b.inertia)
+
+
 def test_a_stand_holds_every_foot_and_the_simulation_starts_on_them(solo):
     gait = Gait.stand(solo.feet, solo.posture)
     assert gait.phases == (Phase(1.0, solo.feet),)
