@@ -4,7 +4,7 @@ follows its contact schedule on /contacts (gait:=none: standing on its four feet
 contacts:=none for a floating robot).  Then:
 ``ros2 run rqt_image_view rqt_image_view /robot_linearization/A_heatmap``,
 ``ros2 topic echo /robot_linearization/contact_forces`` or
-``ros2 service call /robot_linearization/validate std_srvs/srv/Trigger``."""
+``ros2 service call /robot_linearization/validate robot_linearization/srv/Validate "{}"``."""
 
 import os
 import sys

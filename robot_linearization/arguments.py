@@ -144,6 +144,22 @@ def check_model(model, name: str = "model"):
     return model
 
 
+class Settings:
+    """The base of the settings dataclasses (walking.mpc.MPCSettings, ros.pipeline.PipelineConfig): an
+    attribute that is not one of their fields is refused with an AttributeError of one line naming the
+    nearest field (a name of an earlier release, a typo), instead of being kept where nothing reads it."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value) -> None:
+        fields = getattr(self, "__dataclass_fields__", {})
+        if name not in fields:
+            nearest = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.0)
+            raise AttributeError(f"{type(self).__name__} has no setting {name!r}"
+                                 + (f": the nearest is {nearest[0]!r}" if nearest else ""))
+        object.__setattr__(self, name, value)
+
+
 def did_you_mean(name: str, options: Sequence[str]) -> str:
     """" (did you mean 'FL_FOOT'?)" for the closest of ``options`` (case-insensitive), or ""."""
     by_lower = {o.lower(): o for o in options}

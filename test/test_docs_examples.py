@@ -67,3 +67,19 @@ def test_the_example_runs_as_written(name, code, reason, capsys, tmp_path, monke
     if "report" in namespace:  # (the README's validation prints its verdict)
         assert namespace["report"].passed(1e-6)
         assert capsys.readouterr().out.count("PASS") == 1
+
+
+SERVICE_CALL = re.compile(r"ros2 service call (\S*/robot_linearization/(\w+)) (\S+)")
+
+
+def test_every_service_call_written_names_the_services_own_type():
+    """`ros2 service call /…/robot_linearization/NAME TYPE` in the README, the docs and the launch files'
+    docstrings: TYPE is robot_linearization/srv/<the srv file of NAME> (a service of another type
+    answers nothing)."""
+    services = {path.stem.lower(): f"robot_linearization/srv/{path.stem}" for path in (ROOT / "srv").glob("*.srv")}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs").glob("*.rst")),
+             *sorted((ROOT / "launch").glob("*.py"))]
+    calls = [(path.name, m.group(2), m.group(3)) for path in pages for m in SERVICE_CALL.finditer(path.read_text())]
+    assert len(calls) >= 2
+    for page, name, kind in calls:
+        assert kind == services.get(name), f"{page}: {name} called as {kind}"

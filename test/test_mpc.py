@@ -296,3 +296,17 @@ def test_both_solvers_plan_the_same_torques():
     scale = np.abs(torques["proxsuite"]).max()
     assert scale > 1.0  # the robot's weight is carried
     np.testing.assert_allclose(torques["osqp"], torques["proxsuite"], atol=1e-4 * scale)
+
+
+@pytest.mark.parametrize("settings, name, nearest", [
+    ("MPCSettings", "swing_height", "swing_lift"), ("MPCSettings", "horizon_knots", "knots"),
+    ("PipelineConfig", "max_age", "max_input_age"), ("PipelineConfig", "use_efforts", "use_effort")])
+def test_a_setting_that_does_not_exist_is_refused_in_one_line_naming_the_nearest(settings, name, nearest):
+    """(swing_height: MPCSettings' name before 0.6.0, which nothing reads since.)"""
+    from robot_linearization.ros.pipeline import PipelineConfig
+
+    made = {"MPCSettings": MPCSettings, "PipelineConfig": PipelineConfig}[settings]()
+    with pytest.raises(AttributeError, match=rf"^{settings} has no setting '{name}': the nearest is '{nearest}'$"):
+        setattr(made, name, 1.0)
+    assert not hasattr(made, name)
+    setattr(made, nearest, getattr(made, nearest))  # (a setting is set as before)

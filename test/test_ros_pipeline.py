@@ -662,3 +662,34 @@ def test_the_clock_alone_jumping_back_drops_the_queue_and_a_late_message_is_not_
     assert pipeline.on_joint_state(joint_state(1 * SEC + 5_000_000, s, r))
     (out,) = pipeline.step(1 * SEC + 6_000_000)
     assert out.stamp_ns == 1 * SEC + 5_000_000
+
+
+def test_inputs_dropped_as_stale_or_late_are_said_on_the_console_at_once_then_throttled(pipeline, rng, monkeypatch):
+    """A bag played without --clock: every joint state stamped 10 s behind the node's clock is dropped as
+    stale.  The node's WARN log (on_dropped) hears of the first at once, then of how many more at most
+    once each DROPPED_WARNING_PERIOD s of steady time; other rejections are /diagnostics' only."""
+    from robot_linearization.ros import pipeline as module
+
+    said, steady = [], [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: steady[0])
+    pipeline.on_dropped = said.append
+    H, v, s, r = _state(rng)
+    for k in range(200):  # (100 Hz for 2 s, the clock 10 s ahead of the stamps)
+        stamp = 100 * SEC + k * 10_000_000
+        steady[0] += 0.01
+        pipeline.receive("odometry", odometry(stamp, H, v), stamp + 10 * SEC)
+        pipeline.receive("joint_states", joint_state(stamp, s, r), stamp + 10 * SEC)
+    assert pipeline.latest is None and len(said) == 1
+    assert said[0].startswith("1 input dropped, the latest: joint_states is stale: 10.000 s old (max_input_age "
+                              "0.5 s). Their stamps are behind the node's clock or go back (a bag played without "
+                              "--clock")
+    steady[0] += 3.1  # (5 s since the first)
+    pipeline.receive("joint_states", joint_state(103 * SEC, s, r), 113 * SEC)
+    assert len(said) == 2 and said[1].startswith("200 inputs dropped in the last 5 s, the latest: joint_states is "
+                                                 "stale: 10.000 s old")
+    pipeline.receive("joint_states", joint_state(104 * SEC, s, r[:3]), 114 * SEC)  # (another reason: not said)
+    steady[0] += 60
+    pipeline.receive("odometry", odometry(90 * SEC, H, v), 114 * SEC)  # (a stamp that went back: held ...)
+    assert len(said) == 2
+    pipeline.step(114 * SEC + 1)  # (... until the clock moves on without jumping: then dropped, and said)
+    assert len(said) == 3 and "1 input dropped in the last 60 s, the latest: odometry stamp 90.000000000 s" in said[2]

@@ -315,6 +315,7 @@ class LinearizationNode(Node):
         self.lock = threading.Lock()  # the pipeline, shared by the executor's callbacks and the input loop
         self.pipeline = LinearizationPipeline(settings.pipeline)
         self.pipeline.on_notice = self.get_logger().warning  # e.g. empty velocity arrays: said once
+        self.pipeline.on_dropped = self.get_logger().warning  # inputs dropped as stale or late: throttled
         self.publish_heatmaps, self.publish_health = settings.publish_heatmaps, settings.publish_health
         self.matrix_topics = settings.publish_matrix_topics
         self.linearization_pub = self.create_publisher(message_class(LINEARIZATION), "~/linearization", 10)

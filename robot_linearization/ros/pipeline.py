@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linearization import Linearization, linearize
-from ..arguments import did_you_mean
+from ..arguments import Settings, did_you_mean
 from ..contact_margins import ContactMargins, contact_margins
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
 from ..coupling import AnyModel
@@ -47,7 +47,7 @@ FREE_FLOATING_UNTIL_FIT = "linearizing free-floating until a robot description o
 
 
 @dataclass
-class PipelineConfig:
+class PipelineConfig(Settings):
     """Parameters of the node (defaults as in config/linearization.yaml)."""
 
     floating_base: bool = True
@@ -97,6 +97,10 @@ class _Counters:
     negative_margins: int = 0  # outputs with a contact margin < 0
 
 
+DROPPED_WARNING_PERIOD = 5.0
+"""s (steady time) between two warnings of inputs dropped as stale or going back in time (on_dropped)."""
+
+
 class LinearizationPipeline:
     def __init__(self, config: PipelineConfig | None = None):
         self.config = config or PipelineConfig()
@@ -112,6 +116,11 @@ class LinearizationPipeline:
         # optional callable(text), the node's WARN log: told once of each assumption made for an input, and of
         # each jump back in time
         self.on_notice: Callable[[str], None] | None = None
+        # optional callable(text), the node's WARN log: told, at most once each DROPPED_WARNING_PERIOD s, of the
+        # inputs dropped as stale or as going back in time (e.g. a bag played without --clock drops them all)
+        self.on_dropped: Callable[[str], None] | None = None
+        self._dropped = 0  # inputs dropped since the last warning
+        self._dropped_warned: float | None = None  # time.monotonic() of the last warning
         self._last_now: int | None = None  # the node's clock at the last input or step
         # inputs whose stamps went back while the clock did not (yet): (handler, message, stamp), and the clock then
         self._held: collections.deque = collections.deque()
@@ -244,7 +253,22 @@ class LinearizationPipeline:
         self._counters.rejected[kind] += 1
         if self.on_problem is not None:
             self.on_problem(reason)
+        if kind in ("stale", "out_of_order") and self.on_dropped is not None:
+            self._say_dropped(reason)
         return False
+
+    def _say_dropped(self, reason: str) -> None:
+        """Tell on_dropped of the inputs dropped as stale or going back in time: the first at once, then
+        how many more, at most once each DROPPED_WARNING_PERIOD s (steady time), with the latest reason."""
+        self._dropped += 1
+        now = time.monotonic()
+        if self._dropped_warned is not None and now - self._dropped_warned < DROPPED_WARNING_PERIOD:
+            return
+        since = "" if self._dropped_warned is None else f" in the last {now - self._dropped_warned:.0f} s"
+        self.on_dropped(f"{self._dropped} input{'s' * (self._dropped > 1)} dropped{since}, the latest: {reason}. "
+                        "Their stamps are behind the node's clock or go back (a bag played without --clock, a "
+                        "clock not synchronised with the robot's?); /diagnostics counts them")
+        self._dropped, self._dropped_warned = 0, now
 
     def reject_input(self, reason: str, topic: str) -> bool:
         """Report an input that could not even be read (a malformed serialized message,

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk  # C ← αAAᵀ + βC, the upper triangle
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
-from ..arguments import positive_number, real_array
+from ..arguments import Settings, positive_number, real_array
 from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
@@ -54,7 +54,7 @@ class MPCError(RuntimeError):
 
 
 @dataclass
-class MPCSettings:
+class MPCSettings(Settings):
     """How the MPC plans, the same for any legged robot: its forces, heights and weights are in the
     robot's own units (walking/scale.py), which the MPC takes from the model unless ``scale`` gives
     them.
@@ -76,7 +76,8 @@ class MPCSettings:
     threads numpy's BLAS may use within a cycle (1: the cycle's products are too small to share,
     and BLAS threads that wait for a core another process holds made a cycle 5–8× slower; None
     leaves numpy's setting alone).  WholeBodyMPC refuses, in one
-    line naming it, a setting that cannot work.
+    line naming it, a setting that cannot work; an attribute that is no setting is refused when it is
+    set (arguments.Settings).
 
     ``solver``: the QP solver, "proxsuite" (the default) or "osqp"."""
 
