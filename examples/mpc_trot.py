@@ -16,7 +16,11 @@ over the 10 ms of 100 Hz) and how far the held feet drifted; draws the base velo
 command, the foot heights, the contact forces against their cones (on soles, also how far inside
 its sole each wrench's centre of pressure lay) and the time per cycle into FIGURE (a new file).
 
+--plant mujoco: the same on MuJoCo (walking/mujoco_plant.py: the robot's MJCF written from the model,
+elliptic cones, impratio 100), which adds each stance's slip and the feet's penetration.
+
 Run: python examples/mpc_trot.py [FIGURE.png] [--robot bundled|solo12|anymal|talos] [--seconds S]
+     [--plant ground|mujoco]
 (exit status 1 if the robot falls)
 """
 
@@ -27,7 +31,7 @@ import sys
 import numpy as np
 
 from robot_linearization.walking.robots import WALKERS, walker
-from robot_linearization.walking.scenario import LATERAL_PUSH, TROT_TURN_PUSH, WALK_TURN, Push, walk
+from robot_linearization.walking.scenario import LATERAL_PUSH, PLANTS, TROT_TURN_PUSH, WALK_TURN, Push, walk
 
 
 def figure(log, path: str, title: str) -> None:
@@ -86,6 +90,8 @@ def main() -> int:
     parser.add_argument("figure", nargs="?", default=None, help="a new PNG file for the figure (none: no figure)")
     parser.add_argument("--robot", choices=WALKERS, default="bundled", help="which robot trots (default: bundled)")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to walk (default 10)")
+    parser.add_argument("--plant", choices=PLANTS, default="ground",
+                        help="what it walks on: the project's own ground or MuJoCo (the mujoco extra; default ground)")
     args = parser.parse_args()
     if args.figure is not None and os.path.exists(args.figure):
         parser.error(f"{args.figure} exists: give a new file")
@@ -98,8 +104,11 @@ def main() -> int:
     else:
         segments = TROT_TURN_PUSH
         push = LATERAL_PUSH if args.robot == "bundled" else (Push(2.5, (0.0, 0.3, 0.0)),)
-    log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds, segments, push,
-               settings=robot.settings)
+    try:
+        log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds, segments, push,
+                   settings=robot.settings, plant=args.plant)
+    except ImportError as error:  # (MuJoCo not installed)
+        parser.error(str(error))
     if not log.time:
         print(f"stopped: {log.error}", file=sys.stderr)
         return 1
@@ -122,6 +131,23 @@ def main() -> int:
           f"{1e3 / np.median(total):.0f} Hz; 99th percentile {np.percentile(total, 99):.1f} ms, largest "
           f"{total.max():.1f} ms, {np.count_nonzero(total > 10.0)} of {len(total)} cycles over 10 ms (the first "
           f"plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.1f} ms)")
+    if log.fallbacks or max(log.slack, default=0.0) > 0:
+        print(f"constraints made soft in {sum(s > 0 for s in log.slack)} cycles (largest slack "
+              f"{max(log.slack):.3g}); the previous plan used in {len(log.fallbacks)} cycles")
+    if args.plant == "mujoco":
+        slips = np.array([slip for _, _, slip in log.slips]) * 1e3
+        print(f"on MuJoCo: each stance's slip median {np.median(slips):.2f} mm, largest {slips.max():.2f} mm; "
+              f"the feet at most {log.penetration * 1e3:.2f} mm into the floor")
+        if soles and log.pressure_margins:
+            print(f"every sole's centre of pressure at least "
+                  f"{min(margin for _, _, margin in log.pressure_margins) * 1e3:.2f} mm inside the sole")
+        if args.figure is not None:
+            figure(log, args.figure, f"{robot.model.name} on MuJoCo")
+            print(f"figure: {args.figure}")
+        if log.error is not None:
+            print(f"stopped: {log.error}", file=sys.stderr)
+            return 1
+        return 0
     unit = "mm or mrad (a sole's tilt)" if soles else "mm"
     print(f"held feet: at most {max(log.drift) * 1e3:.2g} {unit} from where they are held after a step's "
           f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}"

@@ -4,9 +4,11 @@ pushes, and a log of what happened, for examples/mpc_trot.py, bench/mpc.py and t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..arguments import choice
 from ..gait import TROT, Gait
 from ..model import Model, State, floating_base_of
 from ..robots import BUNDLED_FEET, bundled_urdf_path
@@ -54,11 +56,13 @@ class Log:
     of each held sole (ground.sole_dynamics).
     violations: the ground's (ground.Violation); touchdowns: (time, feet) of each contact the
     ground closed (ground.GroundSimulation.touchdowns); error: why the MPC stopped, if it did;
-    first_plan: the timings of the plan made at rest before the start.
+    first_plan: the timings of the plan made at rest before the start; on MuJoCo (mujoco_plant.py)
+    ``slips`` and ``penetration``, and the soles' pressure margins from its contact forces.
 
     Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
-    held, torques, timings, iterations, ``dynamics_residual`` (MPCResult.dynamics_residual) and
-    ``min_margin`` (MPCResult.min_margin) per cycle."""
+    held, torques, timings, iterations, ``dynamics_residual`` (MPCResult.dynamics_residual),
+    ``min_margin`` (MPCResult.min_margin) and ``slack`` (MPCResult.slack) per cycle; ``fallbacks``:
+    (time, why) of each cycle whose torques came from the previous plan (MPCResult.fallback)."""
 
     feet: tuple = ()
 
@@ -75,6 +79,8 @@ class Log:
     iterations: list = field(default_factory=list)
     dynamics_residual: list = field(default_factory=list)
     min_margin: list = field(default_factory=list)
+    slack: list = field(default_factory=list)  # the largest slack the soft QP used (MPCResult.slack; 0: none)
+    fallbacks: list = field(default_factory=list)  # (time, why) of each cycle run on the previous plan
     forces: list = field(default_factory=list)  # (time, foot, force (3,))
     drift: list = field(default_factory=list)
     corrections: list = field(default_factory=list)
@@ -84,6 +90,9 @@ class Log:
     touchdowns: list = field(default_factory=list)
     error: str | None = None
     first_plan: dict | None = None  # the timings of the plan made before the start
+    # what only MuJoCo's compliant contacts show (the own ground holds a standing foot where it landed)
+    slips: list = field(default_factory=list)  # (time, foot, how far it moved on the floor over a stance [m])
+    penetration: float = 0.0  # the deepest a foot went into the floor [m]
 
 
 def command_at(segments, time: float) -> np.ndarray:
@@ -111,9 +120,14 @@ def trot(seconds: float = 10.0, segments=TROT_TURN_PUSH, pushes=LATERAL_PUSH, *,
                 segments, pushes, settings=settings, control_period=control_period, dt=dt, mpc_class=mpc_class)
 
 
+PLANTS = ("ground", "mujoco")
+"""What :func:`walk` runs the robot on: the project's own ground (ground.py) or MuJoCo (mujoco_plant.py)."""
+
+
 def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, segments=TROT_TURN_PUSH,
          pushes=LATERAL_PUSH, *, settings: MPCSettings | None = None, control_period: float = 0.01,
-         dt: float = 0.002, friction: float = 0.7, mpc_class=WholeBodyMPC) -> Log:
+         dt: float = 0.002, friction: float = 0.7, mpc_class=WholeBodyMPC, plant: str = "ground",
+         contact_options=None) -> Log:
     """Run ``model`` (a floating base) walking ``gait`` (gait.Gait) on ``feet`` (frame names: point
     contacts) for ``seconds`` [s] on the ground z = 0 with Coulomb friction ``friction``, starting
     at rest in the gait's posture: the MPC (``mpc_class``, WholeBodyMPC or a subclass, with
@@ -122,11 +136,24 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
     simulation's steps of ``dt`` [s], its first plan made at rest before the start; ``pushes``
     (Push) change the base's velocity.  Stops early, with ``error`` set, when the MPC has no
     solution or the base falls below half its height.  ValueError in one line, from the MPC, for
-    a gait, feet, limits or settings that do not fit the model."""
+    a gait, feet, limits or settings that do not fit the model.
+
+    ``plant``: "ground" (the own ground, ground.GroundSimulation) or "mujoco" (mujoco_plant.MuJoCoPlant,
+    its step ``dt`` and friction ``friction`` unless ``contact_options``, a mujoco_plant.ContactOptions,
+    gives MuJoCo's options)."""
     mpc = mpc_class(model, gait, feet, effort_limits, settings)
     state, height = standing_state(model, gait, feet)
-    simulation = GroundSimulation(model, gait, state, feet=feet, dt=dt, friction=friction,
-                                  sole_size=mpc.settings.sole_size)
+    choice(plant, "plant", PLANTS)
+    simulation: Any
+    if plant == "mujoco":
+        from .mujoco_plant import ContactOptions, MuJoCoPlant
+
+        options = contact_options if contact_options is not None else ContactOptions(timestep=dt, friction=friction)
+        simulation = MuJoCoPlant(model, gait, state, feet=feet, effort_limits=effort_limits,
+                                 sole_size=mpc.settings.sole_size, options=options)
+    else:
+        simulation = GroundSimulation(model, gait, state, feet=feet, dt=dt, friction=friction,
+                                      sole_size=mpc.settings.sole_size)
     log = Log(feet=tuple(feet))
     # the first plan, made before the robot is let go, as a controller is started before its robot: from
     # rest the QP's solver needs many iterations; every cycle after it starts from the previous plan
@@ -136,7 +163,7 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
     except MPCError as error:
         log.error = f"the first plan, at rest: {error}"
         return log
-    substeps = int(round(control_period / dt))
+    substeps = max(int(round(control_period / simulation.dt)), 1)
     pending = sorted(pushes, key=lambda push: push.time)
     while simulation.time < seconds - 1e-9:
         now = simulation.time
@@ -168,6 +195,9 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
         log.iterations.append(result.iterations)
         log.dynamics_residual.append(result.dynamics_residual)
         log.min_margin.append(result.min_margin)
+        log.slack.append(result.slack)
+        if result.fallback is not None:
+            log.fallbacks.append((now, result.fallback))
         for _ in range(substeps):
             simulation.step(result.torques)
             log.forces.extend((simulation.time, foot, force.copy()) for foot, force in simulation.forces.items())
@@ -182,4 +212,7 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
             log.error = f"t = {simulation.time:.3f} s: the base fell to {base_height:.3f} m"
             break
     log.violations, log.touchdowns = simulation.violations, simulation.touchdowns
+    if plant == "mujoco":
+        log.slips = simulation.slips + simulation.stance_slips()
+        log.penetration = simulation.penetration
     return log
