@@ -60,7 +60,7 @@ from robot_linearization import kernel_choice
 from robot_linearization.contacts import as_contacts as _as_contacts
 from robot_linearization.codegen import GenerationError, generated_contact_kernel, generated_kernel
 from robot_linearization.codegen.build import target_flags
-from robot_linearization.ros.messages import pose_quaternion
+from robot_linearization.spatial import pose_quaternion
 from robot_linearization.contacts import as_contacts
 from robot_linearization.free_linearization import _assemble_into
 from robot_linearization.linearization import linearize_trajectory

@@ -221,7 +221,7 @@ def test_a_request_is_linearized_at_its_own_state_whatever_the_stream_does(types
 
 
 def _quaternion(H):
-    from robot_linearization.ros.messages import pose_quaternion
+    from robot_linearization.spatial import pose_quaternion
 
     w, x, y, z = pose_quaternion(H)
     return (x, y, z, w)

@@ -20,10 +20,9 @@ from robot_linearization.ros.messages import (
     matrix_message,
     odometry_base_state,
     odometry_message,
-    pose_quaternion,
 )
 from robot_linearization.ros.images import heatmap_rgb
-from robot_linearization.spatial import se3_exp
+from robot_linearization.spatial import pose_quaternion, se3_exp
 
 TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
 FACTORY = RosbagsFactory(TYPESTORE)

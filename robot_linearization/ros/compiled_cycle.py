@@ -260,7 +260,7 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
         euler_step_into(A, B, twist, nu_dot, floating, dt, A_d, B_d)
 
     # the message's stamp and base pose (interfaces.linearization_values: the quaternion of H by
-    # messages.pose_quaternion; a fixed base's stays the identity's)
+    # spatial.pose_quaternion; a fixed base's stays the identity's)
     stamp_words[0] = sec + 4294967296 if sec < 0 else sec
     stamp_words[1] = stamp_j - sec * 1_000_000_000
     if floating:
@@ -272,7 +272,7 @@ def serve_pair_into(odometry, joint_state, names, child_frame, order, times, pai
 
 @kernel(inline=True)
 def quaternion_of_pose_into(H, out):
-    """messages.pose_quaternion of H (Shepperd's method, w ≥ 0, the same operations), written as
+    """spatial.pose_quaternion of H (Shepperd's method, w ≥ 0, the same operations), written as
     (x, y, z, w) into out[3:7]."""
     trace = H[0, 0] + H[1, 1] + H[2, 2]
     q = np.empty(4)

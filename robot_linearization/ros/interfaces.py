@@ -21,7 +21,8 @@ import numpy as np
 
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
 from ..model import State
-from .messages import InputError, header_message, joint_state_arrays, odometry_base_state, pose_quaternion
+from ..spatial import pose_quaternion
+from .messages import InputError, header_message, joint_state_arrays, odometry_base_state
 
 PACKAGE = "robot_linearization"
 LINEARIZATION = f"{PACKAGE}/msg/Linearization"

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..spatial import quaternion_pose
+from ..spatial import pose_quaternion, quaternion_pose
 from .images import heatmap_rgb, state_block_boundaries
 
 
@@ -334,27 +334,6 @@ class CdrInputs:
         except (struct.error, ValueError, UnicodeDecodeError) as e:
             raise InputError(f"odometry message is truncated or malformed ({e})") from None
         return OdometryFields(stamp, child_frame_id, pose[:3], pose[3:], twist)
-
-
-def pose_quaternion(H: np.ndarray) -> tuple:
-    """Unit quaternion (w, x, y, z) of the rotation of H, w ≥ 0 (Shepperd's method; plain floats:
-    numpy's per-call cost on 3×3 is most of the time at 1 kHz)."""
-    R = H[:3, :3].tolist()
-    trace = R[0][0] + R[1][1] + R[2][2]
-    if trace > 0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = [0.25 * s, (R[2][1] - R[1][2]) / s, (R[0][2] - R[2][0]) / s, (R[1][0] - R[0][1]) / s]
-    else:
-        diagonal = [R[0][0], R[1][1], R[2][2]]
-        i = diagonal.index(max(diagonal))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * math.sqrt(1.0 + R[i][i] - R[j][j] - R[k][k])
-        q = [0.0] * 4
-        q[0] = (R[k][j] - R[j][k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (R[j][i] + R[i][j]) / s
-        q[1 + k] = (R[k][i] + R[i][k]) / s
-    return tuple(q) if q[0] >= 0 else tuple(-c for c in q)
 
 
 def joint_state_message(factory: MessageFactory, ns: int, names, positions, velocities, efforts=()):
