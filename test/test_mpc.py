@@ -14,7 +14,7 @@ from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked
+from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot
@@ -310,3 +310,58 @@ def test_a_setting_that_does_not_exist_is_refused_in_one_line_naming_the_nearest
         setattr(made, name, 1.0)
     assert not hasattr(made, name)
     setattr(made, nearest, getattr(made, nearest))  # (a setting is set as before)
+
+
+def _planner():
+    state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
+    simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(base_height=height))
+    return mpc, simulation
+
+
+def test_constraints_no_plan_can_keep_at_the_first_knots_are_violated_as_little_as_possible():
+    """Rows of knot 0 that contradict each other (y₀ ≥ 5 and y₀ ≤ 3, as a measured state past a margin
+    makes them): the plan takes the least violation (σ = 1, y₀ = 4, to the 1 % of room), says how much and
+    where; the same contradiction at a knot the state cannot have broken is no plan at all."""
+    mpc, _ = _planner()
+    n = MODEL.n_joints
+    size = len(mpc._starts) * n
+    H, g = np.eye(size), np.zeros(size)
+    C = np.zeros((3, size))
+    C[0, 0], C[1, 0], C[2, 1] = 1.0, -1.0, 1.0
+    lower = np.array([5.0, -3.0, -1.0])
+    torques = np.zeros((mpc.sizes[2], n))
+    labels = [("margin", 0, "a:unilateral"), ("margin", 0, "a:friction_0"), ("margin", 4, "b:unilateral")]
+    y, _, slack, softened = mpc._solve_qp(H, g, C, lower, torques, labels)
+    assert slack == pytest.approx(1.0, rel=1e-6) and softened == "margin a:unilateral at knot 0"
+    assert y[0] == pytest.approx(4.0, abs=0.011) and np.abs(y[1:]).max() < 1e-6  # (the rest: the cost's)
+    feasible, _, no_slack, none = mpc._solve_qp(H, g, C[2:], lower[2:], torques, labels[2:])
+    assert no_slack == 0.0 and none is None and np.abs(feasible).max() < 1e-6
+    with pytest.raises(_Unsolved, match=r"^margin a:unilateral at knot 5 violated by 1 \(\d+ iterations; none of the "
+                                        r"first 3 knots' to make soft\)$"):
+        mpc._solve_qp(H, g, C[:2], lower[:2], torques, [(kind, 5, what) for kind, _, what in labels[:2]])
+
+
+def test_the_walks_plans_use_no_slack_and_the_previous_plan_takes_over_where_the_solver_fails(pushed_trot,
+                                                                                               monkeypatch):
+    """Where the hard QP has a solution (every cycle of the pushed trot) it is the plan: no slack. A solver
+    that fails after the first plan: each cycle gives the previous plan's torques, shifted to its time, and
+    says why; one that fails at the first plan has nothing to fall back on: MPCError."""
+    assert pushed_trot.slack and max(pushed_trot.slack) == 0.0 and not pushed_trot.fallbacks
+    mpc, simulation = _planner()
+    first = mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)
+    assert first.fallback is None and first.slack == 0.0
+    failing = lambda H, g, C, lower, *box, **options: (np.full(len(g), np.nan), False, 100)  # noqa: E731
+    monkeypatch.setattr(mpc, "_run_solver", failing)
+    simulation.step(first.torques)
+    shifted = mpc._shifted_plan(0.002, simulation.state)[1]
+    result = mpc.solve(0.002, simulation.state, simulation.contacts_now(), simulation.held)
+    assert result.fallback is not None and result.fallback.startswith("the solver did not converge")
+    np.testing.assert_array_equal(result.torques, shifted[0])
+    np.testing.assert_array_equal(result.torques, first.torques_plan[0])  # (2 ms into a 15 ms knot)
+    fresh, simulation = _planner()
+    monkeypatch.setattr(fresh, "_run_solver", failing)
+    with pytest.raises(MPCError, match=r"^the MPC's QP has no solution: the solver did not converge \(200 "
+                                       r"iterations; also with the first 3 knots' constraints soft\)$"):
+        fresh.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held)

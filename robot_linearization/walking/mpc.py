@@ -18,6 +18,17 @@ lands, flat, turning to its landing heading over its swing), and small torques. 
 ``torque_hold`` knots (δτ_k = y_m) and the dynamics are condensed (δz_k = Γ_k y + d_k), leaving a
 dense QP in the M·n held torques y with the limits as a box (ProxSuite's dense solver; OSQP on
 request).  The new plan is x̄_k·exp(δz_k), τ̄_k + δτ_k; the robot gets τ̄_0 + δτ_0.
+
+A controller never stops commanding: the measured state can violate a margin already (a centre of
+pressure on a sole's edge after a soft landing, a force past its cone), and then no plan satisfies
+them all.  Where the QP has no solution, the least violation is found first — each of the first
+SOFT_KNOTS knots' rows of each kind (margins, swing feet above the ground) share a slack σ ≥ 0, and
+min Σσ — then the plan is the QP's on the constraints relaxed by that σ (and 1 % of it: the room the
+solver needs): it violates them as little as it can, and the slack it used is reported
+(MPCResult.slack, .softened).  Where the hard QP has a solution, it is the plan, untouched.  Where
+there is no plan even so (a later knot's constraints, which the state cannot have broken, or the
+solver failing), the previous plan, shifted to now, gives the torques (MPCResult.fallback says why);
+MPCError only where there is no previous plan (the first).
 """
 
 from __future__ import annotations
@@ -47,6 +58,19 @@ from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
+
+
+class _Unsolved(Exception):
+    """The QP solver failed even with the constraints soft: the cycle falls back on the previous plan."""
+
+
+SOFT_KNOTS = 3
+"""The knots whose constraints may be soft: those the measured state can violate (knot 0: the state
+itself; the next: what it can still reach).  A later knot's cannot be (a setting that cannot work)."""
+SLACK_REGULARIZATION = 1e-6
+"""δ of the least-violation QP's ½δ‖(y, σ)‖² (it is otherwise linear)."""
+SLACK_ROOM = (0.01, 0.05)
+"""The relative room over the least violation the plan's QP is given, tried in turn."""
 
 
 class MPCError(RuntimeError):
@@ -139,7 +163,10 @@ class MPCResult:
     """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
     timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
     ``max |δz_{k+1} − A δz_k − B δτ_k − c_k|``; min_margin: the smallest planned margin beyond its bound
-    (linearized; ≥ 0 up to the solver's tolerance)."""
+    (linearized; ≥ 0 up to the solver's tolerance, negative where the constraints were soft);
+    slack: the largest slack the soft QP used (0: the constraints held; module docstring) and
+    softened: the rows it was largest on, "kind what at knot k" (None: none); fallback: why the
+    torques come from the previous plan, shifted, instead of a new one (None: a new plan)."""
 
     torques: np.ndarray
     states: list
@@ -148,6 +175,9 @@ class MPCResult:
     iterations: int
     dynamics_residual: float
     min_margin: float
+    slack: float = 0.0
+    softened: str | None = None
+    fallback: str | None = None
 
 
 def _stacked(states) -> tuple:
@@ -457,8 +487,9 @@ class WholeBodyMPC:
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
         """One control cycle at ``time`` [s] from the measured ``state``; contacts_now: the feet
         that hold over the next step, held_now: those that held over the last (a touchdown now
-        when contacts_now has more).  MPCError (naming the constraint and knot) when the QP has
-        no solution; the plan is then dropped."""
+        when contacts_now has more).  Where the QP has no solution its constraints are made soft, and
+        where the solver fails the previous plan gives the torques (the module docstring; MPCResult
+        says which); MPCError (naming the constraint and knot) only where there is no previous plan."""
         with self._blas():
             return self._cycle(time, state, contacts_now, held_now)
 
@@ -475,7 +506,10 @@ class WholeBodyMPC:
         Gamma, d = self._condense(steps, defects)
         H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d, soles)
         assembled = _time.perf_counter()
-        y, iterations = self._solve_qp(H, g, C, lower, torques, labels)
+        try:
+            y, iterations, slack, softened = self._solve_qp(H, g, C, lower, torques, labels)
+        except _Unsolved as unsolved:
+            return self._fallback(time, state, str(unsolved), clock, linearized, assembled)
         solved = _time.perf_counter()
         dz = Gamma @ y + d
         dtau = y.reshape(-1, n)[self._groups]
@@ -491,7 +525,23 @@ class WholeBodyMPC:
         return MPCResult(torques=plan_torques[0].copy(), states=plan_states, torques_plan=plan_torques,
                          timings={"linearization": linearized - clock, "assembly": assembled - linearized,
                                   "solve": solved - assembled},
-                         iterations=iterations, dynamics_residual=residual, min_margin=min_margin)
+                         iterations=iterations, dynamics_residual=residual, min_margin=min_margin, slack=slack,
+                         softened=softened)
+
+    def _fallback(self, time: float, state: State, reason: str, clock: float, linearized: float,
+                  assembled: float) -> MPCResult:
+        """The previous plan, shifted to ``time`` (its torques held), as the cycle's result, where the
+        solver failed: MPCError where there is none (the first plan)."""
+        if self._plan is None:
+            raise MPCError(f"the MPC's QP has no solution: {reason}")
+        x, torques = self._shifted_plan(time, state)
+        plan_states = _unstacked(*x)
+        solved = _time.perf_counter()
+        return MPCResult(torques=torques[0].copy(), states=plan_states, torques_plan=torques,
+                         timings={"linearization": linearized - clock, "assembly": assembled - linearized,
+                                  "solve": solved - assembled},
+                         iterations=0, dynamics_residual=math.nan, min_margin=math.nan, slack=math.nan,
+                         fallback=reason)
 
     def _condense(self, steps, defects):
         """δz_k = Γ_k y + d_k (y: the held torque perturbations y_m stacked, δτ_k = y_m of knot k's
@@ -689,34 +739,82 @@ class WholeBodyMPC:
     def _solve_qp(self, H, g, C, lower, torques, labels):
         """min ½ yᵀHy + gᵀy s.t. C y ≥ lower and the torque limits of every knot of each y_m (τ̄ the
         plan's ``torques`` (K, n)), with ProxSuite (dense, the limits as its box) or OSQP
-        (settings.solver); (y, iterations)."""
-        n = self.sizes[1]
+        (settings.solver); where that has no solution, with the rows of C soft (the module docstring):
+        (y, iterations, the largest slack, the rows it is on or None).  _Unsolved, saying why, where
+        the solver fails even so."""
         limits = self.effort_limits
         box_lower = np.maximum.reduceat(-limits - torques, self._starts, axis=0).ravel()
         box_upper = np.minimum.reduceat(limits - torques, self._starts, axis=0).ravel()
-        if self.settings.solver == "osqp":
-            y, solved, iterations = self._osqp(H, g, C, lower, box_lower, box_upper)
+        y, solved, iterations = self._run_solver(H, g, C, lower, box_lower, box_upper)
+        if solved and np.isfinite(y).all():
+            return y, iterations, 0.0, None
+        hard = self._culprit(y, C, lower, torques, labels)
+        # the least violation: a slack σ ≥ 0 per (kind, knot) of the rows, min Σσ (+ a small ½δ‖·‖²)
+        groups: dict = {}
+        for row, (kind, knot, _) in enumerate(labels):
+            if knot < SOFT_KNOTS:
+                groups.setdefault((kind, knot), []).append(row)
+        size, count = len(g), len(groups)
+        if not count:
+            raise _Unsolved(self._unsolved(hard, iterations, f"; none of the first {SOFT_KNOTS} knots' to make soft"))
+        S = np.zeros((len(lower), count))
+        for column, rows in enumerate(groups.values()):
+            S[rows, column] = 1.0
+        x, solved, more = self._run_solver(SLACK_REGULARIZATION * np.eye(size + count), np.r_[np.zeros(size),
+                                           np.ones(count)], np.hstack([C, S]), lower, np.r_[box_lower, np.zeros(count)],
+                                           np.r_[box_upper, np.full(count, 1e20)], iterations=(300, 100))
+        iterations += more
+        if not solved or not np.isfinite(x).all():
+            raise _Unsolved(self._unsolved(hard, iterations, f"; also with the first {SOFT_KNOTS} knots' constraints "
+                                                             "soft"))
+        sigma = np.maximum(x[size:], 0.0)
+        # then the plan on the constraints relaxed by that much (and a little room: at the least violation
+        # exactly, the feasible set is a point the solver does not converge to)
+        for room in SLACK_ROOM:
+            relaxed = sigma * (1.0 + room) + 1e-6 * (sigma > 1e-9)
+            y, solved, more = self._run_solver(H, g, C, lower - S @ relaxed, box_lower, box_upper)
+            iterations += more
+            if solved and np.isfinite(y).all():
+                break
         else:
-            y, solved, iterations = self._proxsuite(H, g, C, lower, box_lower, box_upper)
-        if solved and not np.isfinite(y).all():
-            solved = False
-        if not solved:
-            self._plan = None
-            violation = lower - C @ y if len(lower) else np.zeros(0)
-            culprit = ""
-            if len(violation) and violation.max() > 1e-6:
-                kind, knot, what = labels[int(np.argmax(violation))]
-                culprit = f": {kind} {what} at knot {knot} violated by {violation.max():.3g}"
-            else:
-                x = y.reshape(-1, n)[self._groups].ravel()
-                box_lower, box_upper = (-limits - torques).ravel(), (limits - torques).ravel()
-                if np.any(x < box_lower - 1e-6) or np.any(x > box_upper + 1e-6):
-                    worst = int(np.argmax(np.maximum(box_lower - x, x - box_upper)))
-                    culprit = f": torque limit of {self.model.joint_names[worst % n]} at knot {worst // n}"
-            raise MPCError(f"the MPC's QP has no solution{culprit}")
-        return y, iterations
+            raise _Unsolved(self._unsolved(hard, iterations, f"; also on the least violation of the first {SOFT_KNOTS} "
+                                                             "knots' constraints"))
+        worst = int(np.argmax(sigma))
+        kind, knot = list(groups)[worst]
+        rows = groups[kind, knot]
+        what = labels[rows[int(np.argmax(lower[rows] - C[rows] @ y))]][2]
+        return y, iterations, float(sigma[worst]), f"{kind} {what} at knot {knot}"
 
-    def _proxsuite(self, H, g, C, lower, box_lower, box_upper):
+    @staticmethod
+    def _unsolved(hard: str, iterations: int, tried: str) -> str:
+        """Why the QP has no solution: the constraint ``hard`` names (:meth:`_culprit`), or the solver's
+        failure to converge; what was ``tried`` besides."""
+        return f"{hard[2:] if hard else 'the solver did not converge'} ({iterations} iterations{tried})"
+
+    def _culprit(self, y, C, lower, torques, labels) -> str:
+        """": <the row most violated by y, or the torque limit y breaks>", or "" (none: the solver did
+        not converge)."""
+        n, limits = self.sizes[1], self.effort_limits
+        violation = lower - C @ y if len(lower) else np.zeros(0)
+        if len(violation) and np.isfinite(violation).all() and violation.max() > 1e-6:
+            kind, knot, what = labels[int(np.argmax(violation))]
+            return f": {kind} {what} at knot {knot} violated by {violation.max():.3g}"
+        x = y.reshape(-1, n)[self._groups].ravel()
+        box_lower, box_upper = (-limits - torques).ravel(), (limits - torques).ravel()
+        if np.any(x < box_lower - 1e-6) or np.any(x > box_upper + 1e-6):
+            worst = int(np.argmax(np.maximum(box_lower - x, x - box_upper)))
+            return f": torque limit of {self.model.joint_names[worst % n]} at knot {worst // n}"
+        return ""
+
+    def _run_solver(self, H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+        """(x, solved, iterations) of min ½ xᵀHx + gᵀx s.t. C x ≥ lower, box_lower ≤ x ≤ box_upper, by
+        settings.solver (ProxSuite: at most ``iterations``, outer and inner)."""
+        if self.settings.solver == "osqp":
+            return self._osqp(H, g, C, lower, box_lower, box_upper)
+        return self._proxsuite(H, g, C, lower, box_lower, box_upper, iterations=iterations)
+
+    def _proxsuite(self, H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+        """ProxSuite's dense solver, in at most ``iterations`` (outer, inner)."""
         proxqp = _solver_module("proxsuite").proxqp
 
         size, rows = len(g), len(lower)
@@ -727,7 +825,7 @@ class WholeBodyMPC:
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
         # a solvable plan takes a handful of iterations; far more is an infeasible one, which must not
         # take seconds to say so (ProxSuite's defaults: 10 000 outer and 1 500 inner iterations)
-        qp.settings.max_iter, qp.settings.max_iter_in = 100, 50
+        qp.settings.max_iter, qp.settings.max_iter_in = iterations
         qp.settings.initial_guess = proxqp.InitialGuess.WARM_START
         qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper, compute_preconditioner=False)
         qp.solve(np.zeros(size), None, None)  # warm: δτ = 0 is the previous plan, shifted (the linearization point)
