@@ -265,6 +265,7 @@ class LinearizationPipeline:
         if self._dropped_warned is not None and now - self._dropped_warned < DROPPED_WARNING_PERIOD:
             return
         since = "" if self._dropped_warned is None else f" in the last {now - self._dropped_warned:.0f} s"
+        assert self.on_dropped is not None  # (the caller's check)
         self.on_dropped(f"{self._dropped} input{'s' * (self._dropped > 1)} dropped{since}, the latest: {reason}. "
                         "Their stamps are behind the node's clock or go back (a bag played without --clock, a "
                         "clock not synchronised with the robot's?); /diagnostics counts them")
