@@ -211,8 +211,9 @@ def dynamics_mismatch(model: Model, mujoco_model, layout: Layout, state: State, 
                       data=None) -> tuple[float, float]:
     """(relative error of MuJoCo's mass matrix, relative error of its accelerations) against the Model's at
     ``state`` with joint torques ``torques`` (n,), without contacts (the robot away from the floor):
-    max |Tᵀ M_mj T − M| / max |M| and max |ν̇_mj − ν̇| / max(|ν̇|, 1), ν̇_mj from MuJoCo's qacc (its free
-    joint's linear part is the world acceleration of the base's origin: ν̇ = Rᵀ a − ω × v)."""
+    the largest entry of ``Tᵀ M_mj T − M`` over the largest of ``M``, and that of ``ν̇_mj − ν̇`` over
+    ``max(max abs ν̇, 1)``, ν̇_mj from MuJoCo's qacc (its free joint's linear part is the world
+    acceleration of the base's origin: ν̇ = Rᵀ a − ω × v)."""
     import mujoco
 
     data = mujoco.MjData(mujoco_model) if data is None else data
