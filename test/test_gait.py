@@ -280,3 +280,39 @@ def test_a_support_that_leaves_no_swing_is_refused_in_one_line(gait, period, sup
         getattr(Gait, gait)(FEET, period=period, support=support)
     assert "\n" not in str(error.value)
     assert getattr(Gait, gait)(FEET, period=period + 0.01, support=support / 2).phases[1].duration > 0
+
+
+def test_the_ground_closes_on_a_foot_the_step_would_take_below_it_scheduled_or_not(quadruped):
+    """The MPC's ground (walking/ground.py): at 0.2 s of the trot the pair front right + hind left swings,
+    its feet just on the floor; the base sinking at 0.5 m/s would take them 1 mm below it in a step. They
+    are held at once (an impact, a touchdown of feet the gait does not schedule), and stay held, on the
+    floor, until they let go or their stance begins; no foot is ever below the floor by more than the
+    tolerance."""
+    from robot_linearization.walking.ground import GroundSimulation, standing_state
+
+    state, _ = standing_state(quadruped, TROT, FEET)
+    sinking = rl.State(base_pose=state.base_pose, joint_positions=state.joint_positions,
+                       base_twist=np.r_[0.0, 0.0, -0.5, 0.0, 0.0, 0.0], joint_velocities=state.joint_velocities)
+    simulation = GroundSimulation(quadruped, TROT, sinking, feet=FEET)
+    simulation.time = 0.2  # (the pair A stands, B swings)
+    swinging = set(PAIR_B.split(", "))
+    assert set(simulation.held) == set(FEET)  # (standing_state: all on the floor, the gait's start)
+    simulation.held = tuple(f for f in FEET if f not in swinging)
+    assert swinging <= set(simulation.contacts_now())
+    simulation.step(np.zeros(quadruped.n_joints))
+    assert swinging <= set(simulation.held) and set(simulation.early) == swinging
+    assert simulation.touchdowns == [(0.2, tuple(f for f in FEET if f in swinging))]
+    heights = simulation.foot_heights()
+    assert all(abs(heights[f]) <= simulation.tolerance for f in swinging)
+    assert not [v for v in simulation.violations if v.what == "below the ground"]
+
+
+def test_a_push_down_at_a_touchdown_leaves_no_foot_below_the_floor():
+    """A push of 0.6 m/s downwards as the pair lands (1.05 s): the landing feet are closed before the step
+    that would take them through the floor (before, one went 1.2 mm below it)."""
+    from robot_linearization.walking.scenario import Push, Segment, trot
+
+    log = trot(1.6, (Segment(0.0, (0.0, 0.0, 0.0)),), (Push(1.05, (0.0, 0.0, -0.6)),))
+    assert log.error is None
+    assert not [v for v in log.violations if v.what == "below the ground"]
+    assert any(1.05 <= time < 1.07 for time, _ in log.touchdowns)

@@ -280,6 +280,7 @@ class GroundSimulation:
         self.restitution, self.tolerance = restitution, tolerance
         self.time, self.steps = 0.0, 0
         self.held = tuple(f for f in self.feet if f in self._scheduled() and self.foot_heights()[f] <= tolerance)
+        self.early: tuple = ()  # held feet the gait does not schedule (contacts_now)
         self.touchdowns: list[tuple[float, tuple]] = []
         self.violations: list[Violation] = []
         self.forces: dict = {}  # foot -> the force (3,) it received over the last step [N]
@@ -310,8 +311,21 @@ class GroundSimulation:
         return flat
 
     def contacts_now(self) -> tuple:
-        """The feet that hold over the next step: scheduled, and held already or on the ground."""
-        return standing_feet(self.feet, self._scheduled(), self.held, self.foot_heights(), self.tolerance)
+        """The feet that hold over the next step: scheduled, and held already or on the ground; and a
+        free foot the step would take below the floor, scheduled or not (an early or fast touchdown,
+        after a push), held from then until its stance begins or it lets go."""
+        scheduled, heights = self._scheduled(), self.foot_heights()
+        standing = standing_feet(self.feet, scheduled, self.held, heights, self.tolerance)
+        early = {f for f in self.feet if f not in scheduled and f in self.early}
+        if any(f not in self.held and f not in standing for f in self.feet):
+            # (where the step would take a free foot, at its velocities now: closed before it goes through
+            # the floor, scheduled or not)
+            state, dt = self.state, self.dt
+            ahead = self.foot_heights(State._given(state.base_pose @ se3_exp(dt * state.base_twist),
+                                                   state.joint_positions + dt * state.joint_velocities,
+                                                   state.base_twist, state.joint_velocities))
+            early |= {f for f in self.feet if f not in self.held and ahead[f] < 0.0}
+        return tuple(f for f in self.feet if f in standing or f in early)
 
     def step(self, torques: np.ndarray) -> None:
         """One step of dt with joint torques τ (n,) held over it (:func:`ground_dynamics`)."""
@@ -354,6 +368,8 @@ class GroundSimulation:
             state, self.correction, self.drift = held_feet_projected(model, state, contacts, rows,
                                                                      [anchors[foot] for foot in held])
         self.state, self.held = state, tuple(f for f in held if modes[f] != "lets go")
+        scheduled = self._scheduled()
+        self.early = tuple(f for f in self.held if f not in scheduled)
         self.anchors = {foot: anchors[foot] for foot in self.held} if rows else {}
         self.forces = forces
         for foot, amount in excess.items():
