@@ -112,20 +112,29 @@ def contents(path):
     return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in path.iterdir()} if path.exists() else None
 
 
+def replaying_on_two_workers(long_bag, directory, names: str) -> tuple:
+    """`replay --jobs 2` of copies of ``long_bag`` named by the letters of ``names`` in ``directory``, c's
+    output a finished one of an earlier run, once the first two bags' outputs are being written: (the
+    bags, what c's earlier output holds, the process, its two workers)."""
+    import psutil
+
+    bags = [directory / name for name in names]
+    for bag in bags:
+        shutil.copytree(long_bag, bag)
+    earlier = earlier_output(directory / "c_linearized")
+    process = start(["replay", *map(str, bags), "--jobs", "2"], directory)
+    signal_when_written(process, f"{bags[0]}_linearized", None)
+    signal_when_written(process, f"{bags[1]}_linearized", None)
+    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(workers) == 2
+    return bags, earlier, process, workers
+
+
 def test_a_worker_killed_leaves_every_output_that_was_there_before_the_run(long_bag, tmp_path):
     """Bags a and b being replayed, d queued, then c with a finished output of an earlier run: a worker
     killed fails those not finished, and c's earlier output stays as it was, byte for byte; nothing of d
     is made."""
-    import psutil
-
-    bags = [tmp_path / name for name in "abdc"]
-    for bag in bags:
-        shutil.copytree(long_bag, bag)
-    earlier = earlier_output(tmp_path / "c_linearized")
-    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
-    signal_when_written(process, f"{bags[0]}_linearized", None)
-    signal_when_written(process, f"{bags[1]}_linearized", None)
-    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
+    bags, earlier, process, workers = replaying_on_two_workers(long_bag, tmp_path, "abdc")
     workers[0].kill()
     out, err = process.communicate(timeout=120)
     assert process.returncode == 1 and "Traceback" not in err, err
@@ -141,15 +150,7 @@ def test_a_replay_whose_parent_is_killed_stops_its_workers_which_remove_only_the
     and remove the bags they were writing; c's earlier output stays; no worker is left behind."""
     import psutil
 
-    bags = [tmp_path / name for name in "abc"]
-    for bag in bags:
-        shutil.copytree(long_bag, bag)
-    earlier = earlier_output(tmp_path / "c_linearized")
-    process = start(["replay", *map(str, bags), "--jobs", "2"], tmp_path)
-    signal_when_written(process, f"{bags[0]}_linearized", None)
-    signal_when_written(process, f"{bags[1]}_linearized", None)
-    workers = [p for p in psutil.Process(process.pid).children() if "spawn_main" in " ".join(p.cmdline())]
-    assert len(workers) == 2
+    _, earlier, process, workers = replaying_on_two_workers(long_bag, tmp_path, "abc")
     process.kill()
     try:  # (the workers hold its stdout and stderr: they end when the workers end)
         process.communicate(timeout=60)

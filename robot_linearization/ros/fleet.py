@@ -187,7 +187,7 @@ def _replay_on_a_pool(bags: Sequence[str], jobs: int, bar: _FleetProgress | None
     messages = manager.Queue() if manager else None
     begun = context.SimpleQueue()  # (the index of each bag a worker begins)
     pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
-                                                  initargs=(begun,))
+                                                  initargs=(begun, os.getpid()))
     futures = []
     try:
         futures = [pool.submit(_pool_task, bag, messages, index, options) for index, bag in enumerate(bags)]
@@ -232,17 +232,17 @@ _begun: Any = None
 """A pool worker's queue of the bags it begins (_start_worker)."""
 
 
-def _start_worker(begun) -> None:
-    """A pool's worker: it says which bag it begins on ``begun`` (a SimpleQueue) and ignores Ctrl-C at
-    the terminal (the parent stops the workers).  A stop signal (SIGTERM: the pool's own when another
-    worker died) ends it, the bag it was writing removed first (bag._new_bag); so does its parent's
-    death, whatever killed the parent, seen within PARENT_WATCH s: the worker stops rather than finish
-    a bag nobody waits for, or wait for work forever."""
+def _start_worker(begun, parent: int) -> None:
+    """A pool's worker of the process ``parent`` (its pid): it says which bag it begins on ``begun`` (a
+    SimpleQueue) and ignores Ctrl-C at the terminal (the parent stops the workers).  A stop signal
+    (SIGTERM: the pool's own when another worker died) ends it, the bag it was writing removed first
+    (bag._new_bag); so does its parent's death, whatever killed the parent, seen within PARENT_WATCH s:
+    the worker stops rather than finish a bag nobody waits for, or wait for work forever."""
     global _begun
     _begun = begun
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop)
-    parent = os.getppid()
+    # (the parent's pid as the parent gave it: one that died while this worker started is seen at once)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent watch").start()
 
 
