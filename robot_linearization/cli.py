@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import time
 
 import numpy as np
@@ -21,6 +20,7 @@ from .codegen.timing import measured
 from .kernel_choice import KERNELS
 from .model import ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
+from .stopping import STOP_SIGNALS, raised_again, stop
 from .validation import validate
 
 VALIDATION_TOLERANCE = 1e-6
@@ -29,42 +29,6 @@ VALIDATION_TOLERANCE = 1e-6
 DEMO_MARKER = ".robot_linearization_demo"
 """Written into every demo output directory: what the demo may replace on its next run."""
 DEMO_OUTPUTS = ("input_bag", "output_bag", "heatmap_A_B.png", "touchdown.png", DEMO_MARKER)
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""Handled alike: Ctrl-C, and what `timeout`, systemd, a launch shutdown or a closed terminal send."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal, raised where the program is, so that every output being written
-    is removed by the code that started it (as on Ctrl-C); exit status 128 + signum."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _stop(signum, frame):
-    for other in STOP_SIGNALS:  # the clean-up that follows is not interrupted in turn
-        signal.signal(other, signal.SIG_IGN)
-    raise Interrupted(signum)
-
-
-def _raised_again(hook):
-    """sys.unraisablehook: a stop signal's Interrupted that Python swallowed — raised in a weakref
-    callback or a __del__ the signal happened to land in, which Python only reports — is sent again
-    10 ms later (from a thread: sent from here, it would land in this hook, which swallows it too),
-    so that it is raised where the program is by then; anything else goes to ``hook``."""
-    def unraisable(report) -> None:
-        if isinstance(report.exc_value, Interrupted):
-            signum = report.exc_value.signum
-            signal.signal(signum, _stop)
-            again = threading.Timer(0.01, os.kill, (os.getpid(), signum))
-            again.daemon = True
-            again.start()
-        else:
-            hook(report)
-    return unraisable
-
-
 def _remove_demo_outputs(path: str, names) -> None:
     for name in names:
         target = os.path.join(path, name)
@@ -480,8 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     # warnings from the library (e.g. an unphysical inertia in a URDF) name where they come from
     logging.basicConfig(format="%(name)s: %(levelname)s: %(message)s", level=logging.WARNING)
     args = command_line_parser().parse_args(argv)
-    handlers = {signum: signal.signal(signum, _stop) for signum in STOP_SIGNALS}
-    unraisable_hook, sys.unraisablehook = sys.unraisablehook, _raised_again(sys.unraisablehook)
+    handlers = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+    unraisable_hook, sys.unraisablehook = sys.unraisablehook, raised_again(sys.unraisablehook)
     try:
         status = args.run(args)
         sys.stdout.flush()  # a closed stdout shows here, not in the interpreter's last flush

@@ -240,3 +240,42 @@ def test_a_stop_signal_that_lands_where_python_swallows_exceptions_still_stops_t
     assert process.returncode == 128 + signal.SIGTERM, (process.stdout, process.stderr)
     assert "finished" not in process.stdout
     assert "interrupted by SIGTERM" in process.stderr
+
+
+SWALLOWED_IN_A_WORKER = """
+import os, signal, time, weakref
+from robot_linearization.ros import fleet
+
+class Thing:
+    pass
+
+class Begun:  # (the pool's queue of the bags begun)
+    def put(self, index):
+        pass
+
+def replay_bag(bag, progress, **options):
+    thing = Thing()
+    # the pool's SIGTERM lands in a weakref callback (as in numba's compiler's ctypes callbacks), where
+    # Python reports an exception and goes on
+    reference = weakref.ref(thing, lambda ref: (signal.raise_signal(signal.SIGTERM), sum(range(1000))))
+    del thing
+    for _ in range(2000):  # (the bag's replay goes on: 2 s)
+        time.sleep(0.001)
+    print("finished")
+
+fleet.replay_bag = replay_bag
+fleet._start_worker(Begun(), os.getppid())
+fleet._pool_task("a bag", None, 0, {})
+print("returned")
+"""
+
+
+def test_a_pool_workers_stop_signal_that_lands_where_python_swallows_exceptions_still_stops_it(tmp_path):
+    """The SIGTERM a broken pool sends its other workers, landing in a callback whose exception Python only
+    reports: the worker stops all the same (after its bag's clean-up), exit 128 + SIGTERM, and says nothing
+    on the stderr it shares with the command line."""
+    process = subprocess.run([sys.executable, "-c", SWALLOWED_IN_A_WORKER], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, (process.stdout, process.stderr)
+    assert "finished" not in process.stdout and "returned" not in process.stdout
+    assert process.stderr == ""

@@ -13,11 +13,13 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..stopping import Interrupted, raised_again, stop
 from .bag import draw_progress, replay
 
 OUTPUT_SUFFIX = "_linearized"
@@ -240,18 +242,15 @@ def _start_worker(begun, parent: int) -> None:
     the worker stops rather than finish a bag nobody waits for, or wait for work forever."""
     global _begun
     _begun = begun
+    signal.signal(signal.SIGTERM, stop)  # (as the command line's: raised where the worker is, never swallowed)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _stop)
+    sys.unraisablehook = raised_again(sys.unraisablehook)
     # (the parent's pid as the parent gave it: one that died while this worker started is seen at once)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent watch").start()
 
 
 PARENT_WATCH = 0.2
 """s between a pool worker's looks at whether its parent is alive."""
-
-
-def _stop(signum, frame) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _watch_parent(parent: int) -> None:
@@ -266,5 +265,5 @@ def _pool_task(bag: str, messages, index: int, options: dict) -> BagResult:
     _begun.put(index)
     try:
         return replay_bag(bag, progress=report, **options)
-    except SystemExit as stop:  # (_stop: the bag is removed by now; the pool would hand it the next one)
-        os._exit(stop.code if isinstance(stop.code, int) else 1)
+    except Interrupted as stopped:  # (the bag is removed by now; the pool would hand it the next one)
+        os._exit(128 + stopped.signum)

@@ -321,9 +321,10 @@ class GroundSimulation:
             # (where the step would take a free foot, at its velocities now: closed before it goes through
             # the floor, scheduled or not)
             state, dt = self.state, self.dt
-            ahead = self.foot_heights(State._given(state.base_pose @ se3_exp(dt * state.base_twist),
+            H, twist = floating_base_of(state)
+            ahead = self.foot_heights(State._given(H @ se3_exp(dt * twist),
                                                    state.joint_positions + dt * state.joint_velocities,
-                                                   state.base_twist, state.joint_velocities))
+                                                   twist, state.joint_velocities))
             early |= {f for f in self.feet if f not in self.held and ahead[f] < 0.0}
         return tuple(f for f in self.feet if f in standing or f in early)
 
