@@ -299,6 +299,36 @@ def test_an_input_or_service_thread_that_stops_hands_its_work_to_the_executor(ro
     graph.close()
 
 
+def test_inputs_stamped_ten_seconds_back_are_said_on_the_console_not_only_in_diagnostics(ros, capfd):
+    """A bag played without --clock: every joint state is 10 s old by the node's clock and dropped as
+    stale; the node's console says so once at once (then at most every 5 s), not only /diagnostics."""
+    graph = Graph(LinearizationNode(parameter_overrides=[Parameter("urdf_path", value=bundled_urdf_path())]))
+    js_pub = graph.client.create_publisher(JointState, "/joint_states", 10)
+    odom_pub = graph.client.create_publisher(Odometry, "/odom", 10)
+    rng = np.random.default_rng(3)
+
+    def publish():
+        stamp = graph.node.get_clock().now().nanoseconds - 10 * 10**9
+        odom_pub.publish(odometry_message(graph.factory, stamp, "odom", "base_link", se3_exp(0.1 * rng.normal(size=6)),
+                                          rng.normal(size=6)))
+        js_pub.publish(joint_state_message(graph.factory, stamp, MODEL.joint_names, rng.normal(size=12),
+                                           rng.normal(size=12)))
+
+    said = []
+
+    def warned():
+        said.append(capfd.readouterr().err)
+        return "input dropped, the latest: joint_states is stale: 10.0" in "".join(said)
+    assert graph.spin_until(warned, timeout=20.0, each=publish), "".join(said)[-2000:]
+    assert graph.node.pipeline.latest is None
+    for _ in range(50):  # (1 s more of inputs dropped: not said again before 5 s)
+        publish()
+        graph.executor.spin_once(timeout_sec=0.02)
+    said.append(capfd.readouterr().err)
+    assert "".join(said).count("dropped, the latest: joint_states is stale") == 1
+    graph.close()
+
+
 def test_model_from_the_description_topic_and_a_bad_one_keeps_the_old(ros):
     graph = Graph(LinearizationNode(parameter_overrides=[Parameter("floating_base", value=False),
                                                          Parameter("publish_matrix_topics", value=True)]))
