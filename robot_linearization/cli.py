@@ -18,8 +18,9 @@ from .contacts import CONTACT_SYNTAX, ContactError, as_contacts, format_contacts
 from .codegen.build import cache_directory, cache_entries, clear_cache
 from .codegen.timing import measured
 from .kernel_choice import KERNELS
-from .model import ModelError
+from .model import Model, ModelError
 from .robots import BUNDLED_FEET, bundled_urdf_path
+from .walking.robots import WALKERS
 from .stopping import STOP_SIGNALS, raised_again, stop
 from .validation import validate
 
@@ -301,8 +302,10 @@ MAX_DEMO_STEP = 0.01
 
 
 def cache_command(args) -> int:
-    """``robot-linearization cache list|clear``."""
+    """``robot-linearization cache list|clear|build``."""
     directory = cache_directory()
+    if args.action == "build":
+        return build_walker_kernels(args.robot, args.gait)
     if args.action == "clear":
         count, size = clear_cache(directory)
         print(f"removed {count} files ({_size(size)}) from {directory}")
@@ -318,6 +321,39 @@ def cache_command(args) -> int:
               f"{timed}  ({entry.name})")
     print(f"{len(entries)} kernels, {_size(sum(e.bytes for e in entries))}, in {directory}")
     return 0
+
+
+def build_walker_kernels(name: str, gait: str) -> int:
+    """``cache build``: every generated kernel the walking MPC of the walker ``name`` (walking.robots) runs
+    with ``gait`` ("default": its own; "stand"), built and timed now, one after the other, each said in a
+    line; 0 when all are in the cache, 1 when one cannot be built (its line says why)."""
+    from .codegen.background import build_elsewhere
+    from .gait import Gait
+    from .kernel_choice import describe
+    from .walking.mpc import mpc_kernels
+    from .walking.robots import walker
+
+    try:
+        robot = walker(name)
+    except ImportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    assert robot.gait is not None and isinstance(robot.model, Model)  # (every walker has both)
+    chosen = robot.gait if gait == "default" else Gait.stand(robot.feet, robot.posture, contact=robot.gait.contact)
+    kernels = mpc_kernels(chosen, robot.feet)
+    failed = 0
+    for contacts, kind in kernels:
+        what = describe(robot.model, contacts, kind)
+        start = time.perf_counter()
+        problem = build_elsewhere(robot.model, contacts, kind)
+        if problem is None:
+            print(f"{what}: in the cache ({time.perf_counter() - start:.1f} s)")
+        else:
+            failed += 1
+            print(f"{what}: not built: {problem}")
+    print(f"{name}'s {chosen.name}: {len(kernels) - failed} kernels in {cache_directory()}"
+          + (f", {failed} not built" if failed else ""))
+    return 1 if failed else 0
 
 
 def _size(count: int) -> str:
@@ -428,12 +464,18 @@ def command_line_parser() -> argparse.ArgumentParser:
                         "robot's generated one is built in the background), 'generic' or 'generated' (built first) "
                         "(default: $ROBOT_LINEARIZATION_KERNEL, else auto)")
     r.set_defaults(run=replay_command)
-    c = sub.add_parser("cache", help="list or clear the generated kernels compiled on this machine",
+    c = sub.add_parser("cache", help="list, clear or build ahead the generated kernels compiled on this machine",
                        description="The shared libraries of the kernels generated for robots (kernel='auto' or "
                                    "'generated'), in $ROBOT_LINEARIZATION_CACHE_DIR, else $XDG_CACHE_HOME (default "
-                                   "~/.cache)/robot_linearization: list them, or remove them (only them).")
-    c.add_argument("action", choices=["list", "clear"], help="list: each kernel, its robot and size; clear: remove "
-                                                             "them (rebuilt at their next use)")
+                                   "~/.cache)/robot_linearization: list them, remove them (only them), or build "
+                                   "ahead those a walking robot's MPC runs (for a deployment image).")
+    c.add_argument("action", choices=["list", "clear", "build"],
+                   help="list: each kernel, its robot and size; clear: remove them (rebuilt at their next use); build: "
+                        "every kernel the MPC of --robot with --gait runs, built and timed now")
+    c.add_argument("--robot", choices=WALKERS, default="bundled",
+                   help="build: the walking robot (default: bundled; solo12, anymal, talos: example-robot-data)")
+    c.add_argument("--gait", choices=["default", "stand"], default="default",
+                   help="build: its own gait (default) or standing on every foot")
     c.set_defaults(run=cache_command)
     return parser
 

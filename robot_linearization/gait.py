@@ -150,6 +150,12 @@ class Gait:
         """The Contacts (of the gait's ``contact`` kind) of the feet that may stand at ``time`` [s]."""
         return as_contacts([Contact(foot, self.contact) for foot in self.phase_at(time)[0].stance])
 
+    def contact_sets(self, feet: Sequence[str] | None = None) -> tuple:
+        """The distinct sets of feet that stand in the gait's phases, each a tuple of names in the order
+        of ``feet`` (None: the gait's own), in the order the phases first meet them."""
+        order = self.feet if feet is None else tuple(feet)
+        return tuple(dict.fromkeys(tuple(f for f in order if f in phase.stance) for phase in self.phases))
+
     def swing_duration(self, foot: str) -> float:
         """The longest time [s] ``foot`` swings at a stretch (0 if it never does)."""
         longest, running = 0.0, 0.0

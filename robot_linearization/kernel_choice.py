@@ -67,7 +67,8 @@ def kernel_argument(kernel) -> str:
     return choice(kernel, "kernel", KERNELS)
 
 
-def _what(model: Model, contacts: tuple, kind: str) -> str:
+def describe(model: Model, contacts: tuple, kind: str) -> str:
+    """What a generated kernel computes, in words: "constrained linearization of model 'x' on 4 contacts"."""
     on = f" on {len(contacts)} contacts" if contacts else ""
     return {"linearize": "linearization", "impact": "impact map", "constrained": "constrained linearization"}[kind] \
         + f" of model '{model.name}'{on}"
@@ -92,7 +93,7 @@ class Takeover:
 
     def _take_over(self, model: Model, contacts: tuple, kind: str) -> None:
         start = time.monotonic()
-        what = _what(model, contacts, kind)
+        what = describe(model, contacts, kind)
         try:
             if c_compiler() is None:
                 raise GenerationError("no C compiler found (set CC, or install gcc)")

@@ -344,3 +344,46 @@ def test_a_background_build_stopped_by_sigterm_leaves_no_compiler_and_no_partial
     time.sleep(0.5)
     left = [p.name for p in cache.iterdir() if p.name.endswith((".so", ".partial"))]
     assert left == [] and compilers() == [], (left, compilers())
+
+
+def test_cache_build_makes_every_kernel_a_walkers_mpc_runs_and_the_mpc_takes_them_before_its_first_cycle(
+        cache, capsys, monkeypatch):
+    """`robot-linearization cache build --robot bundled --gait stand`: the MPC of the stand runs the
+    constrained linearization and the impact map on the four feet; both are built and timed, a second run
+    finds them; an MPC made then with kernel="auto" has both taken over before it plans anything."""
+    from robot_linearization.gait import Gait
+    from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
+    from robot_linearization.urdf import effort_limits
+    from robot_linearization.walking.mpc import WholeBodyMPC, mpc_kernels
+
+    model = rl.load_urdf(bundled_urdf_path())
+    stand = Gait.stand(BUNDLED_FEET)
+    assert [(len(contacts), kind) for contacts, kind in mpc_kernels(stand, BUNDLED_FEET)] == [
+        (4, "constrained"), (4, "impact")]
+    assert main(["cache", "build", "--robot", "bundled", "--gait", "stand"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in out[:2]] == [
+        "constrained linearization of model 'rl_quadruped' on 4 contacts: in the cache",
+        "impact map of model 'rl_quadruped' on 4 contacts: in the cache"]
+    assert out[2].startswith("bundled's stand: 2 kernels in ")
+    for contacts, kind in mpc_kernels(stand, BUNDLED_FEET):
+        assert set(cached(model, contacts, kind).timing) == {"generated_us", "generic_us"}
+    monkeypatch.setattr(kernel_choice, "_DEFAULT", "auto")
+    mpc = WholeBodyMPC(model, stand, BUNDLED_FEET, effort_limits(bundled_urdf_path(), model.joint_names))
+    held = mpc._contact_sets[tuple(BUNDLED_FEET)]
+    for contacts, kind in mpc_kernels(stand, BUNDLED_FEET):
+        assert kernel_choice.takeover(model, contacts, kind).wait(120)
+    state = rl.State(base_pose=np.eye(4), joint_positions=mpc.posture, base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(model.n_joints))
+    held.linearizer.linearize(state, np.zeros(model.n_joints))
+    held.impacts.impact(state)
+    assert held.linearizer.kernel == "generated" and held.impacts.kernel == "generated"
+
+
+def test_cache_build_names_a_robot_it_does_not_know_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["cache", "build", "--robot", "atlas"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("robot-linearization cache: error: argument --robot: invalid "
+                                                   "choice: 'atlas'")

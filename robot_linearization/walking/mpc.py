@@ -250,6 +250,14 @@ class _Held:
     floor: np.ndarray | None
 
 
+def mpc_kernels(gait: Gait, feet) -> list:
+    """(contacts, kind) of each generated kernel the MPC of ``gait`` on ``feet`` (frame names) runs: every
+    contact set of the gait (gait.Gait.contact_sets), its constrained linearization and its impact map
+    (robot_linearization.kernel_choice's kinds); what `robot-linearization cache build` builds ahead."""
+    return [(tuple(Contact(f, gait.contact) for f in stance), kind) for stance in gait.contact_sets(feet)
+            for kind in ("constrained", "impact")]
+
+
 class WholeBodyMPC:
     """The MPC of the module docstring for ``model`` (a floating base) walking ``gait`` (gait.Gait) on
     ``feet`` (frame names: point contacts, world-aligned), torques limited to ``effort_limits`` (n,)
@@ -310,10 +318,10 @@ class WholeBodyMPC:
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
         # what each of the gait's contact sets needs, made and run once now (at the standing posture), so
-        # that the first control cycle does not pay for making them and loading their kernels
+        # that the first control cycle does not pay for making them and loading their kernels; with
+        # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
         x = tuple(a[0] for a in _stacked([stand]))
-        for phase in gait.phases:
-            feet = tuple(f for f in self.feet if f in phase.stance)
+        for feet in gait.contact_sets(self.feet):
             self._linearize(x, np.zeros(n), feet, feet)
             impacts = self._held(feet).impacts
             if impacts is not None:
