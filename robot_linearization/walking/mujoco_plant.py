@@ -225,7 +225,10 @@ def dynamics_mismatch(model: Model, mujoco_model, layout: Layout, state: State, 
     if data.ncon:
         raise ValueError(f"the state touches the floor ({data.ncon} contacts): lift the robot to compare")
     full = np.zeros((mujoco_model.nv, mujoco_model.nv))
-    mujoco.mj_fullM(mujoco_model, data, full)
+    if hasattr(data, "qM"):  # (MuJoCo before 4.0, the newest on Python 3.10: the sparse inertia qM)
+        mujoco.mj_fullM(mujoco_model, full, data.qM)
+    else:
+        mujoco.mj_fullM(mujoco_model, data, full)
     T = velocity_map(layout, state)
     M = mass_matrix(model, state.joint_positions)
     mass_error = float(np.abs(T.T @ full @ T - M).max() / np.abs(M).max())
