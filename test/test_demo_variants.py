@@ -48,7 +48,9 @@ def run_demo(variant, output_dir):
         arguments = ["--urdf", path] + arguments  # the demo loads mimic joints coupled, the default
     command = [sys.executable, "-m", "robot_linearization", "demo", "--duration", "0.05", "--samples", "1",
                "--repeat", "1", "--heatmap-rate", "0", "--output-dir", str(output_dir)] + arguments
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+    # (run beside its output, not in a checkout: `-m` imports the installed package these tests import, whose
+    # kernels are compiled, not the checkout's sources, which would compile them again under each demo)
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=os.path.dirname(output_dir))
 
 
 @pytest.fixture(scope="module")
