@@ -788,6 +788,8 @@ class WholeBodyMPC:
             raise _Unsolved(self._unsolved(hard, iterations, f"; also on the least violation of the first {SOFT_KNOTS} "
                                                              "knots' constraints"))
         worst = int(np.argmax(sigma))
+        if sigma[worst] <= 1e-9:  # (the hard QP was feasible after all: its first solve did not converge)
+            return y, iterations, 0.0, None
         kind, knot = list(groups)[worst]
         rows = groups[kind, knot]
         what = labels[rows[int(np.argmax(lower[rows] - C[rows] @ y))]][2]
