@@ -150,3 +150,15 @@ def test_a_quadruped_trots_on_mujoco_as_the_mpc_commands(name):
     assert any(len(held) == 2 for held in log.held) and any(len(held) == 4 for held in log.held)  # it trots
     slips = np.array([slip for _, _, slip in log.slips])
     assert len(slips) > 10 and np.median(slips) < 0.005 and 0.0 < log.penetration < 0.01
+
+
+def test_the_friction_asked_for_is_the_contacts(robot):
+    """MuJoCo takes the larger of two geoms' frictions: the feet must carry the floor's, or μ = 0.3 asked
+    for would be MuJoCo's default 1 at every contact."""
+    found, _, _, _ = robot
+    state, _ = standing_state(found.model, found.gait, found.feet)
+    plant = mujoco_plant.MuJoCoPlant(found.model, found.gait, state, feet=found.feet, effort_limits=found.effort_limits,
+                                     sole_size=found.sole_size, options=mujoco_plant.ContactOptions(friction=0.3))
+    plant.step(np.zeros(found.model.n_joints))
+    assert plant.data.ncon > 0
+    assert {float(plant.data.contact[k].friction[0]) for k in range(plant.data.ncon)} == {0.3}

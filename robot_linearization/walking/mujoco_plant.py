@@ -102,8 +102,10 @@ def mujoco_description(model: Model, feet, effort_limits, *, sole_size=None, foo
     ET.SubElement(root, "option", timestep=repr(options.timestep), gravity=gravity, cone=options.cone,
                   impratio=repr(options.impratio), integrator=options.integrator)
     world = ET.SubElement(root, "worldbody")
+    # (MuJoCo takes the larger friction of a contact's two geoms: the feet carry the floor's too)
+    friction = f"{options.friction!r} 0.005 0.0001"
     ET.SubElement(world, "geom", name=FLOOR, type="plane", size="0 0 1", pos=f"0 0 {ground!r}", contype="0",
-                  conaffinity="1", friction=f"{options.friction!r} 0.005 0.0001")
+                  conaffinity="1", friction=friction)
     elements: dict[int, ET.Element] = {}
     for body, name in enumerate(model.body_names):
         if body == 0:
@@ -133,12 +135,13 @@ def mujoco_description(model: Model, feet, effort_limits, *, sole_size=None, foo
             offset = H[:3, :3] @ np.array([0.0, 0.0, foot_radius])  # (its lowest point at the frame, standing)
             ET.SubElement(elements[body], "geom", name=foot, type="sphere", size=repr(foot_radius),
                           pos=_numbers(H[:3, 3] + offset), contype="1", conaffinity="0", condim="3",
-                          mass="0")
+                          mass="0", friction=friction)
         else:
             half = (0.5 * sole_size[0], 0.5 * sole_size[1], 0.005)
             centre = H[:3, 3] + H[:3, :3] @ np.array([0.0, 0.0, half[2]])
             ET.SubElement(elements[body], "geom", name=foot, type="box", size=_numbers(half), pos=_numbers(centre),
-                          quat=_numbers(pose_quaternion(H)), contype="1", conaffinity="0", condim="3", mass="0")
+                          quat=_numbers(pose_quaternion(H)), contype="1", conaffinity="0", condim="3", mass="0",
+                          friction=friction)
     actuators = ET.SubElement(root, "actuator")
     for name, limit in zip(model.joint_names, limits):
         attributes = {"name": name, "joint": name, "gear": "1"}
