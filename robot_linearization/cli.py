@@ -328,18 +328,17 @@ def build_walker_kernels(name: str, gait: str) -> int:
     with ``gait`` ("default": its own; "stand"), built and timed now, one after the other, each said in a
     line; 0 when all are in the cache, 1 when one cannot be built (its line says why)."""
     from .codegen.background import build_elsewhere
-    from .gait import Gait
     from .kernel_choice import describe
     from .walking.mpc import mpc_kernels
-    from .walking.robots import walker
+    from .walking.robots import walker, walker_gait
 
     try:
         robot = walker(name)
     except ImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    assert robot.gait is not None and isinstance(robot.model, Model)  # (every walker has both)
-    chosen = robot.gait if gait == "default" else Gait.stand(robot.feet, robot.posture, contact=robot.gait.contact)
+    assert isinstance(robot.model, Model)  # (every walker's)
+    chosen = walker_gait(robot, gait)
     kernels = mpc_kernels(chosen, robot.feet)
     failed = 0
     for contacts, kind in kernels:

@@ -343,15 +343,20 @@ def joint_state_message(factory: MessageFactory, ns: int, names, positions, velo
                         effort=factory.float64_array(efforts))
 
 
-def odometry_message(factory: MessageFactory, ns: int, frame_id: str, child_frame_id: str, H: np.ndarray,
-                     twist: np.ndarray):
-    """nav_msgs/Odometry: pose A_H_0 in frame_id, body twist [v; ω] in child_frame_id."""
+def pose_message(factory: MessageFactory, H: np.ndarray):
+    """geometry_msgs/Pose of the pose H (4, 4)."""
     w, x, y, z = pose_quaternion(H)
-    vec = lambda v: factory.make("geometry_msgs/msg/Vector3", x=float(v[0]), y=float(v[1]), z=float(v[2]))  # noqa: E731
-    pose = factory.make("geometry_msgs/msg/Pose",
+    return factory.make("geometry_msgs/msg/Pose",
                         position=factory.make("geometry_msgs/msg/Point", x=float(H[0, 3]), y=float(H[1, 3]),
                                               z=float(H[2, 3])),
                         orientation=factory.make("geometry_msgs/msg/Quaternion", x=x, y=y, z=z, w=w))
+
+
+def odometry_message(factory: MessageFactory, ns: int, frame_id: str, child_frame_id: str, H: np.ndarray,
+                     twist: np.ndarray):
+    """nav_msgs/Odometry: pose A_H_0 in frame_id, body twist [v; ω] in child_frame_id."""
+    vec = lambda v: factory.make("geometry_msgs/msg/Vector3", x=float(v[0]), y=float(v[1]), z=float(v[2]))  # noqa: E731
+    pose = pose_message(factory, H)
     twist_msg = factory.make("geometry_msgs/msg/Twist", linear=vec(twist[:3]), angular=vec(twist[3:]))
     zeros = factory.float64_array(np.zeros(36))
     return factory.make("nav_msgs/msg/Odometry", header=header_message(factory, ns, frame_id),

@@ -9,15 +9,23 @@ here, where a wrong value gets a message naming the parameter.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
+from ..arguments import did_you_mean
 from ..contacts import CONTACT_SYNTAX, ContactError, as_contacts
 from ..discretization import METHODS
 from ..urdf import MIMIC_MODES
 from ..gait import GAITS
 from ..kernel_choice import KERNELS
+from ..walking.controller import ControllerSettings
+from ..walking.mpc import MPCSettings
+from ..walking.mujoco_plant import ContactOptions
+from ..walking.robots import WALKER_GAITS, WALKERS
+from .mujoco_robot import MuJoCoRobotSettings
 from .pipeline import PipelineConfig
+from .walking_control import InputSettings
 
 PARAMETERS = {  # name: (default, description)
     "robot_description": ("", "URDF XML; empty: use urdf_path, else the robot_description topic"),
@@ -242,3 +250,156 @@ def simulation_settings(values: dict) -> SimulationSettings:
         reset_after=_positive("reset_after", v["reset_after"]),
         contacts=_contacts(v["contacts"]),
         gait=_one_of("gait", v["gait"], GAITS))
+
+
+# ---- the walking controller and the MuJoCo robot (walk.launch.py) ----------------------------------------
+
+WALKING_ROBOT = ("bundled", "the robot: " + ", ".join(WALKERS) + " (walking/robots.py; the last three from "
+                 "example-robot-data)")
+JOINTS = ("", "the effort commands' joint order, comma-separated; empty: the URDF's")
+
+CONTROLLER_PARAMETERS = {  # the walking controller: name: (default, description)
+    "robot": WALKING_ROBOT,
+    "gait": ("default", "how it walks: " + ", ".join(WALKER_GAITS) + " (default: the robot's own, a quadruped's "
+                        "trot, a humanoid's walk)"),
+    "period": (0.01, "the MPC plans every period [s] of the states' stamps, > 0 (in between: the plan's torque)"),
+    "command_timeout": (0.5, "a cmd_vel older than this [s] is followed no more: the command ramps to zero, > 0"),
+    "acceleration": ([0.5, 0.5, 1.0], "how fast the followed command ramps [m/s^2, m/s^2, rad/s^2], > 0"),
+    "max_command": ([0.5, 0.3, 1.0], "the largest command followed [m/s, m/s, rad/s], each axis clipped, >= 0"),
+    "joints": JOINTS,
+    "world_frame": ("odom", "the planned path's frame (the odometry's)"),
+    "pairing_tolerance": (0.02, "max time between a joint state and its odometry [s], > 0"),
+    "max_input_age": (0.5, "inputs older than this (node clock) are stale [s], > 0"),
+    "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
+}
+"""Besides these, ``mpc.<setting>`` (and ``mpc.weights.<name>``) override the robot's MPC settings
+(walking/mpc.MPCSettings), e.g. from a parameters YAML file: ``mpc: {knots: 30, weights: {torque: 10.0}}``."""
+
+MUJOCO_ROBOT_PARAMETERS = {  # the robot on MuJoCo: name: (default, description)
+    "robot": WALKING_ROBOT,
+    "publish_rate": (100.0, "joint_states, odom and clock per second of simulated time [Hz], > 0"),
+    "timestep": (0.001, "MuJoCo's step [s], > 0"),
+    "friction": (0.7, "friction coefficient of the feet on the floor, > 0"),
+    "cone": ("elliptic", "MuJoCo's friction cones: 'elliptic' or 'pyramidal'"),
+    "command_timeout": (0.2, "an effort command older than this [s, simulated] gives way to the damping hold, > 0"),
+    "hold_damping": (2.0, "the hold's damping [N m s/rad]: tau = -d qdot, within the effort limits, >= 0"),
+    "joints": JOINTS,
+    "world_frame": ("odom", "odometry header.frame_id"),
+    "lockstep": (False, "wait for the effort command answering each published state before simulating on "
+                        "(for a machine slower than real time); false: real time"),
+    "lockstep_timeout": (1.0, "lockstep: with no answer within this [s, wall], run on in real time until commands "
+                              "come again, > 0"),
+    "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
+}
+
+
+@dataclass(frozen=True)
+class ControllerNodeSettings:
+    """Checked parameter values of the walking controller."""
+
+    robot: str
+    gait: str
+    controller: ControllerSettings
+    inputs: InputSettings
+    diagnostics_period: float
+
+
+@dataclass(frozen=True)
+class MuJoCoNodeSettings:
+    """Checked parameter values of the robot on MuJoCo."""
+
+    robot: str
+    simulation: MuJoCoRobotSettings
+    lockstep: bool
+    lockstep_timeout: float
+    diagnostics_period: float
+
+
+def _numbers(name: str, value, count: int, *, positive: bool) -> tuple:
+    """``count`` finite numbers, each > 0 (``positive``) or >= 0."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != count:
+        raise ValueError(f"parameter '{name}' must be {count} numbers, got {value!r}")
+    numbers = tuple(_number(name, x) for x in value)
+    if min(numbers) < 0.0 or (positive and min(numbers) == 0.0):
+        raise ValueError(f"parameter '{name}' must be {count} numbers {'> 0' if positive else '>= 0'}, got {value!r}")
+    return numbers
+
+
+def _joints(value) -> tuple:
+    text = _typed("joints", value, str)
+    return tuple(name for name in text.replace(",", " ").split())
+
+
+def controller_settings(values: dict) -> ControllerNodeSettings:
+    """Check and convert the walking controller's parameters (as :func:`node_settings`)."""
+    v = _with_defaults(values, CONTROLLER_PARAMETERS)
+    return ControllerNodeSettings(
+        robot=_one_of("robot", v["robot"], WALKERS),
+        gait=_one_of("gait", v["gait"], WALKER_GAITS),
+        controller=ControllerSettings(
+            period=_positive("period", v["period"]),
+            command_timeout=_positive("command_timeout", v["command_timeout"]),
+            acceleration=_numbers("acceleration", v["acceleration"], 3, positive=True),
+            max_command=_numbers("max_command", v["max_command"], 3, positive=False)),
+        inputs=InputSettings(
+            pairing_tolerance=_positive("pairing_tolerance", v["pairing_tolerance"]),
+            max_input_age=_positive("max_input_age", v["max_input_age"]),
+            joints=_joints(v["joints"]),
+            world_frame=_typed("world_frame", v["world_frame"], str)),
+        diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]))
+
+
+def mpc_settings(base: MPCSettings, overrides: dict) -> MPCSettings:
+    """``base`` with ``overrides`` {setting: value} ("weights.<name>" for a weight), each refused in one line
+    naming the parameter (``mpc.<setting>``) and the nearest setting when it is not one; the values are then
+    checked by WholeBodyMPC."""
+    fields = {f.name: f for f in dataclasses.fields(MPCSettings)}
+    changes: dict = {}
+    weights = dict(base.weights)
+    for name, value in sorted(overrides.items()):
+        if name.startswith("weights."):
+            weight = name.split(".", 1)[1]
+            if weight not in weights:
+                raise ValueError(f"parameter 'mpc.{name}': MPCSettings has no weight {weight!r}"
+                                 f"{did_you_mean(weight, list(weights))}")
+            weights[weight] = _number(f"mpc.{name}", value)
+            changes["weights"] = weights
+        elif name not in fields or name in ("weights", "scale"):
+            raise ValueError(f"parameter 'mpc.{name}': MPCSettings has no such setting"
+                             f"{did_you_mean(name, [f for f in fields if f not in ('weights', 'scale')])}")
+        else:
+            default = getattr(base, name)
+            if isinstance(default, tuple) or name == "sole_size":
+                value = _numbers(f"mpc.{name}", value, 2, positive=True)
+            elif isinstance(default, bool) or isinstance(value, bool):
+                raise ValueError(f"parameter 'mpc.{name}' must be a number, got {value!r}")
+            elif isinstance(default, int) and not isinstance(default, bool):
+                if not isinstance(value, int):
+                    raise ValueError(f"parameter 'mpc.{name}' must be an integer, got {value!r}")
+            elif name == "solver":
+                value = _typed(f"mpc.{name}", value, str)
+            else:
+                value = _number(f"mpc.{name}", value)
+            changes[name] = value
+    return dataclasses.replace(base, **changes)
+
+
+def mujoco_robot_settings(values: dict) -> MuJoCoNodeSettings:
+    """Check and convert the MuJoCo robot's parameters (as :func:`node_settings`)."""
+    v = _with_defaults(values, MUJOCO_ROBOT_PARAMETERS)
+    damping = _number("hold_damping", v["hold_damping"])
+    if damping < 0.0:
+        raise ValueError(f"parameter 'hold_damping' must be >= 0, got {damping!r}")
+    options = ContactOptions(timestep=_positive("timestep", v["timestep"]),
+                             cone=_one_of("cone", v["cone"], ("elliptic", "pyramidal")),
+                             friction=_positive("friction", v["friction"]))
+    return MuJoCoNodeSettings(
+        robot=_one_of("robot", v["robot"], WALKERS),
+        simulation=MuJoCoRobotSettings(
+            period=1.0 / _positive("publish_rate", v["publish_rate"]),
+            command_timeout=_positive("command_timeout", v["command_timeout"]),
+            hold_damping=damping, joints=_joints(v["joints"]),
+            world_frame=_typed("world_frame", v["world_frame"], str), options=options),
+        lockstep=_typed("lockstep", v["lockstep"], bool),
+        lockstep_timeout=_positive("lockstep_timeout", v["lockstep_timeout"]),
+        diagnostics_period=_positive("diagnostics_period", v["diagnostics_period"]))

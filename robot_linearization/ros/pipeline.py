@@ -576,22 +576,7 @@ class LinearizationPipeline:
 
     def _pair_odometry(self, stamp: int):
         """(H, twist) of the odometry nearest to ``stamp``, or the reason there is none."""
-        if not self._odometry:
-            return "no odometry received yet"
-        # the buffer's stamps increase (older ones are refused), so |gap| falls then rises from the newest
-        # back: stop at the turn (on a tie the older one, as min() over the buffer would pick)
-        best = self._odometry[-1]
-        best_gap = abs(best[0] - stamp)
-        for item in itertools.islice(reversed(self._odometry), 1, None):
-            item_gap = abs(item[0] - stamp)
-            if item_gap > best_gap:
-                break
-            best, best_gap = item, item_gap
-        gap = best_gap * 1e-9
-        if gap > self.config.pairing_tolerance:
-            return (f"no odometry within {self.config.pairing_tolerance} s of the joint state "
-                    f"(nearest {gap:.3f} s away)")
-        return best[1], best[2]
+        return nearest_odometry(self._odometry, stamp, self.config.pairing_tolerance)
 
     # ---- services and diagnostics ----------------------------------------
     def snapshot(self) -> "Snapshot":
@@ -726,6 +711,26 @@ class Snapshot:
         margins, _ = margins_of(self.model, self.config, lin)
         return Output(stamp_to_ns(request.joint_state.header.stamp), self.model, state, torques, lin,
                       time.perf_counter() - start, margins, jump)
+
+
+def nearest_odometry(odometries, stamp: int, tolerance: float):
+    """(H (4, 4), twist (6,)) of the odometry in ``odometries`` ((stamp [ns], H, twist), stamps increasing)
+    nearest to ``stamp`` [ns] (on a tie the older), or the reason there is none within ``tolerance`` [s]:
+    how every node of the package pairs a joint state with its base's state."""
+    if not odometries:
+        return "no odometry received yet"
+    # the stamps increase, so |gap| falls then rises from the newest back: stop at the turn
+    best = odometries[-1]
+    best_gap = abs(best[0] - stamp)
+    for item in itertools.islice(reversed(odometries), 1, None):
+        item_gap = abs(item[0] - stamp)
+        if item_gap > best_gap:
+            break
+        best, best_gap = item, item_gap
+    gap = best_gap * 1e-9
+    if gap > tolerance:
+        return f"no odometry within {tolerance} s of the joint state (nearest {gap:.3f} s away)"
+    return best[1], best[2]
 
 
 def touchdown_linearization(model: AnyModel, state: State, torques, contacts, previous_contacts, restitution: float,

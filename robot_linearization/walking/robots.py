@@ -94,6 +94,21 @@ def walker(name: str) -> Walker:
                   sole_settings(sole_size))
 
 
+WALKER_GAITS = ("default", "trot", "pace", "walk", "stand")
+"""The gaits :func:`walker_gait` gives a walker ("default": its own)."""
+
+
+def walker_gait(robot: Walker, name: str) -> Gait:
+    """``robot``'s gait called ``name`` (one of :data:`WALKER_GAITS`) in its posture, on its kind of contact;
+    ValueError in one line for another name or a gait its feet cannot walk (a trot on two soles)."""
+    assert robot.gait is not None  # (every walker has one)
+    if name == "default":
+        return robot.gait
+    if name not in WALKER_GAITS:
+        raise ValueError(f"gait {name!r}: expected one of {', '.join(WALKER_GAITS)}")
+    return getattr(Gait, name)(robot.feet, robot.posture, contact=robot.gait.contact)
+
+
 ROBOTS_SHARE = ("cmeel.prefix", "share", "example-robot-data", "robots")
 """Where the example-robot-data wheel installs its robots, below its site-packages directory."""
 
