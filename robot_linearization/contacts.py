@@ -142,12 +142,13 @@ class ResolvedContact:
     X_contact_body: np.ndarray
 
 
-def resolve(model: AnyModel, contacts: Contacts) -> tuple[ResolvedContact, ...]:
-    """Bind contacts to ``model``'s bodies; ContactError for an unknown frame."""
+def resolve(model: AnyModel, contacts: Sequence[Contact]) -> tuple[ResolvedContact, ...]:
+    """Bind ``contacts`` (as :func:`as_contacts` returns them) to ``model``'s bodies; ContactError
+    for an unknown frame."""
     from .spatial import inverse_transform, velocity_transform
 
     resolved = []
-    for contact in as_contacts(contacts):
+    for contact in contacts:
         if contact.frame not in model.frames:
             raise ContactError(f"contact frame '{contact.frame}' is not a link of model '{model.name}'"
                                f"{did_you_mean(contact.frame, list(model.frames))}")
@@ -157,8 +158,8 @@ def resolve(model: AnyModel, contacts: Contacts) -> tuple[ResolvedContact, ...]:
 
 
 def contact_labels(contacts: Sequence[Contact]) -> tuple[str, ...]:
-    """Names of the entries of λ, in order."""
-    return tuple(label for c in as_contacts(contacts) for label in c.labels)
+    """Names of the entries of λ, in order, of ``contacts`` (as :func:`as_contacts` returns them)."""
+    return tuple(label for c in contacts for label in c.labels)
 
 
 def format_contacts(contacts: Contacts) -> str:

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.constrained_dynamics import contact_arrays, degeneracy_reason
+from .algorithms.constrained_dynamics import ContactArrays, contact_set, contact_tuple, degeneracy_reason
 from .arguments import check_model, real_array
 from .compiled import TypedCall, announce_compilation
-from .contacts import Contact, ContactError, Contacts, as_contacts
+from .contacts import Contact, ContactError, Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .impact_map import impact_into
 from .kernel_choice import generated_now, kernel_argument, runnable, takeover
@@ -71,12 +71,13 @@ class Impact:
                 f"impulses ({len(self.impulses)},)>")
 
 
-def touchdown(previous_contacts: Contacts, contacts: Contacts) -> bool:
+def touchdown(previous_contacts: Contacts | ContactArrays, contacts: Contacts | ContactArrays) -> bool:
     """Whether going from ``previous_contacts`` to ``contacts`` closes a contact (one of
     ``contacts`` is not in the previous set: an impact on ``contacts``).  Removing contacts
-    (lift-off) is not an impact: the velocity is continuous."""
-    previous = set(as_contacts(previous_contacts))
-    return any(c not in previous for c in as_contacts(contacts))
+    (lift-off) is not an impact: the velocity is continuous.  Each set: Contacts, or its
+    constrained_dynamics.contact_set."""
+    previous = set(contact_tuple(previous_contacts))
+    return any(c not in previous for c in contact_tuple(contacts))
 
 
 def restitution_coefficient(value: ArrayLike) -> float:
@@ -89,25 +90,24 @@ def restitution_coefficient(value: ArrayLike) -> float:
     return e
 
 
-def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float = 0.0, *,
+def impact(model: AnyModel, state: State, contacts: Contacts | ContactArrays, restitution: float = 0.0, *,
            kernel: str | None = None) -> Impact:
     """The rigid impact of ``state`` on ``contacts`` (module docstring): the post-impact
     state, its Jacobian A (2N, 2N) with respect to the pre-impact perturbation, the
     impulses Λ (m,) and ∂Λ/∂z (m, 2N).  restitution e ∈ [0, 1] (0: inelastic).
 
     contacts as for :func:`~robot_linearization.linearize` (Contacts, link names or the
-    node's text).  ContactError for a redundant or degenerate set.  No contacts: nothing
-    happens (A = I).  kernel: as :class:`ImpactMap`'s (the same values bit for bit).  A
-    mimic-coupled model (CoupledModel) jumps in its independent coordinates: its couplings
-    are rows of the impact's constraints (:func:`run_coupled_impact_into`).
+    node's text, or their constrained_dynamics.contact_set).  ContactError for a redundant or
+    degenerate set.  No contacts: nothing happens (A = I).  kernel: as :class:`ImpactMap`'s (the
+    same values bit for bit).  A mimic-coupled model (CoupledModel) jumps in its independent
+    coordinates: its couplings are rows of the impact's constraints (:func:`run_coupled_impact_into`).
     """
     check_model(model)
     if isinstance(model, CoupledModel):
         return _coupled_impact(model, state, contacts, restitution, kernel)
     pre_impact = state_arrays(model, state, None)  # (values: the kernel)
-    contacts = as_contacts(contacts)
+    arrays = contact_set(model, contacts)
     e = restitution_coefficient(restitution)
-    arrays = contact_arrays(model, contacts)
     n, N, floating = model.n_joints, model.n_velocities, model.floating_base
     m = arrays.m
     out = (np.empty((N, N)), np.empty((2 * N, 2 * N)), np.empty(m), np.empty((m, 2 * N)), np.empty(N))
@@ -115,23 +115,24 @@ def impact(model: AnyModel, state: State, contacts: Contacts, restitution: float
     generated = runnable(model, arrays.contacts, "impact", kernel) if arrays.contacts else None
     if generated is None or generated[1].call(generated[0], pre_impact, e, out) != 0:
         # (where the generated kernel has no result, the generic one says why)
-        run_impact_into(model, contacts, arrays.data(workspace(model)), pre_impact, e, out)
+        run_impact_into(model, arrays.contacts, arrays.data(workspace(model)), pre_impact, e, out)
     _, A, impulses, d_impulses, nu_plus = out
     post = State._given(None if state.base_pose is None else state.base_pose.copy(), state.joint_positions.copy(),
                         nu_plus[:6] if floating else None, nu_plus[N - n:])
     jump = object.__new__(Impact)  # (Impact(...) sets its 8 frozen fields one by one: ≈ 2 µs of a cycle)
     jump.__dict__.update(state=post, A=A, impulses=impulses, impulses_state_jacobian=d_impulses,
-                         impulse_labels=arrays.labels, contacts=contacts, restitution=e, pre_impact_state=state)
+                         impulse_labels=arrays.labels, contacts=arrays.contacts, restitution=e,
+                         pre_impact_state=state)
     return jump
 
 
-def _coupled_impact(model: CoupledModel, state: State, contacts: Contacts, restitution: float,
+def _coupled_impact(model: CoupledModel, state: State, contacts: Contacts | ContactArrays, restitution: float,
                    kernel: str | None = None) -> Impact:
     """:func:`impact` of a CoupledModel (coupling.py), by :func:`run_coupled_impact_into` (the
     generic kernel, whatever ``kernel`` says, as rl.linearize of a CoupledModel)."""
     kernel_argument(kernel)
     pre_impact = state_arrays(model, state, None)  # (values: the kernel, on the tree's)
-    arrays = contact_arrays(model, as_contacts(contacts))
+    arrays = contact_set(model, contacts)
     e = restitution_coefficient(restitution)
     N, N_tree, m, c = model.n_velocities, model.tree.n_velocities, arrays.m, arrays.m_contacts
     tree_out = (np.empty((N_tree, N_tree)), np.empty((2 * N_tree, 2 * N_tree)), np.empty(m), np.empty((m, 2 * N_tree)),
@@ -172,10 +173,11 @@ def run_coupled_impact_into(model: CoupledModel, arrays, data: tuple, pre_impact
 
 def run_impact_into(model: Model, contacts: tuple[Contact, ...], data: tuple, pre_impact: tuple, e: float,
                     out: tuple, call: Callable[..., int] = impact_into) -> None:
-    """:func:`impact_into` of ``contacts`` (as_contacts'), on their ``data`` (contact_arrays(…).data(…) or
-    .new_data(…)), at ``pre_impact`` (model.state_arrays's), into ``out`` (impact_into's), called as ``call``
-    (the kernel, or a compiled.TypedCall of it).  ContactError for a redundant or degenerate set,
-    ValueError at a state without an impact map (then ``out`` holds no result)."""
+    """:func:`impact_into` of ``contacts`` (a ContactArrays' tuple of Contact), on their ``data``
+    (the ContactArrays' .data(…) or .new_data(…)), at ``pre_impact`` (model.state_arrays's), into
+    ``out`` (impact_into's), called as ``call`` (the kernel, or a compiled.TypedCall of it).
+    ContactError for a redundant or degenerate set, ValueError at a state without an impact map
+    (then ``out`` holds no result)."""
     announce_compilation(impact_into)
     status = call(data[0], pre_impact, e, out)
     if status <= -10:
@@ -224,9 +226,9 @@ class ImpactMap:
         if coupled and kernel == "generated":
             raise ValueError("kernel: 'generated' covers a Model, not a CoupledModel; use kernel='generic' or 'auto' "
                              "here")
-        self.model, self.contacts = model, as_contacts(contacts)
+        self._arrays = arrays = contact_set(model, contacts)
+        self.model, self.contacts = model, arrays.contacts
         self._restitution = restitution_coefficient(restitution)
-        self._arrays = arrays = contact_arrays(model, self.contacts)
         tree = tree_of(model)
         N, n, N_tree = model.n_velocities, model.n_joints, tree.n_velocities
         self.impulse_labels = arrays.labels

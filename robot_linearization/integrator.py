@@ -12,20 +12,22 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
+from .algorithms.constrained_dynamics import (ContactArrays, bias_motion, constrained_forward_dynamics,
+                                              contact_kinematics, contact_set)
 from .algorithms.inverse_mass_matrix import inverse_mass_matrix
 from .algorithms.kinematics import body_transforms
 from .algorithms.forward_dynamics import forward_dynamics
 from .arguments import joint_vector, positive_number
-from .contacts import Contacts, as_contacts, resolve
+from .contacts import Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .impacts import impact, restitution_coefficient, touchdown
 from .model import State, check_state, floating_base_of
 from .spatial import se3_exp
 
 
-def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: float, contacts: Contacts = (), *,
-         previous_contacts: Contacts = None, restitution: float = 0.0) -> State:
+def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: float,
+         contacts: Contacts | ContactArrays = (), *, previous_contacts: Contacts | ContactArrays = None,
+         restitution: float = 0.0) -> State:
     """The state after one semi-implicit Euler step of ``dt`` [s] (module docstring) with
     ``contacts`` held over it.
 
@@ -36,14 +38,18 @@ def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: flo
     None (the default): no impact.
 
     ``model``: a Model; ``state``: its State; ``joint_torques`` τ (n,); ``contacts``: the set held
-    over the step (names or Contact objects).
+    over the step (names or Contact objects).  Each set is read once, here
+    (constrained_dynamics.contact_set, which takes its own result as is).
     """
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
     dt = positive_number(dt, "dt", "seconds")
-    state = impact_before_step(model, state, contacts, previous_contacts, restitution)
-    if contacts or isinstance(model, CoupledModel):
-        nu_dot = constrained_forward_dynamics(model, state, torques, contacts)[0]
+    e = restitution_coefficient(restitution)
+    held = contact_set(model, contacts)
+    if previous_contacts is not None and touchdown(contact_set(model, previous_contacts), held):
+        state = impact(model, state, held, e).state  # (the step integrates from the post-impact state)
+    if held.contacts or isinstance(model, CoupledModel):
+        nu_dot = constrained_forward_dynamics(model, state, torques, held)[0]
     else:
         base, joints = forward_dynamics(model, state, torques)
         nu_dot = joints if base is None else np.concatenate([base, joints])
@@ -55,19 +61,6 @@ def step(model: AnyModel, state: State, joint_torques: ArrayLike | None, dt: flo
     pose, twist = floating_base_of(state)
     v = twist + dt * nu_dot[:6]
     return State(base_pose=pose @ se3_exp(dt * v), joint_positions=s, base_twist=v, joint_velocities=r)
-
-
-def impact_before_step(model: AnyModel, state: State, contacts: Contacts, previous_contacts: Contacts,
-                       restitution: float) -> State:
-    """The state a step with ``contacts`` integrates from: ``state`` itself, or its post-impact
-    state when ``contacts`` closes one that ``previous_contacts`` did not hold (arguments checked)."""
-    e = restitution_coefficient(restitution)
-    if previous_contacts is None:
-        return state
-    resolve(model, previous_contacts)  # (a ContactError for a frame the model has not)
-    if not touchdown(previous_contacts, contacts):
-        return state
-    return impact(model, state, contacts, e).state
 
 
 def contact_rows(rows: ArrayLike, m: int) -> NDArray[np.int64]:
@@ -92,7 +85,7 @@ def contact_velocities_zeroed(model: AnyModel, state: State, contacts: Contacts,
     full = model.tree_state(state) if isinstance(model, CoupledModel) else state
     X_up = body_transforms(tree, full.joint_positions)
     v, _ = bias_motion(tree, full, X_up)
-    J, _ = contact_kinematics(model, full, as_contacts(contacts), X_up, v, v)
+    J, _ = contact_kinematics(model, full, contacts, X_up, v, v)
     if rows is not None:
         J = J[contact_rows(rows, J.shape[0])]
     M_inv = inverse_mass_matrix(tree, full.joint_positions)

@@ -20,11 +20,11 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.constrained_dynamics import contact_arrays
+from .algorithms.constrained_dynamics import ContactArrays, contact_set
 from .arguments import check_model, choice, joint_vector, positive_number
 from .compiled import announce_compilation
 from .contact_linearization import linearize_with_contacts
-from .contacts import Contact, Contacts, as_contacts, resolve
+from .contacts import Contact, Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import METHODS, NO_STEP, step_jacobians
 from .free_linearization import coupled_linearize_into, linearize_into, linearize_states_into
@@ -139,9 +139,10 @@ def _allocate(model: Model, K: int, step: bool):
 _NO_STEPS = (np.empty((0, 0, 0)),) * 2  # A_d, B_d of K states without a step (never written)
 
 
-def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *, contacts: Contacts = None,
-              dt: float | None = None, discretization: str | None = None, previous_contacts: Contacts = None,
-              restitution: float = 0.0, kernel: str | None = None) -> Linearization:
+def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *,
+              contacts: Contacts | ContactArrays = None, dt: float | None = None, discretization: str | None = None,
+              previous_contacts: Contacts | ContactArrays = None, restitution: float = 0.0,
+              kernel: str | None = None) -> Linearization:
     """Left-trivialised linearization of the forward dynamics at (state, τ).
 
     joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
@@ -165,7 +166,8 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     same arguments does: A_d = A_d(at the post-impact state)·A_impact (docs/impacts.md;
     the Linearization's ``impact`` field).
 
-    contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d").
+    contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d"); each
+    set is read once, here (constrained_dynamics.contact_set, which takes its own result as is).
 
     kernel: "auto", "generic", "generated" or None (default: "auto", or $ROBOT_LINEARIZATION_KERNEL),
     as :class:`~robot_linearization.Linearizer`'s
@@ -176,18 +178,23 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     """
     step = check_step(model, dt, discretization)
     kernel = kernel_argument(kernel)
+    e = restitution_coefficient(restitution)
     if previous_contacts is not None:
-        return _linearize_after_impact(model, state, joint_torques, contacts, previous_contacts, restitution, step,
-                                       kernel)
-    restitution_coefficient(restitution)
+        return _linearize_held(model, state, joint_torques, contact_set(model, contacts),
+                               contact_set(model, previous_contacts), e, step, kernel)
     if contacts:
-        return _linearize_with_contacts(model, state, joint_torques, contacts, step, kernel)
+        return _linearize_with_contacts(model, state, joint_torques, contact_set(model, contacts), step, kernel)
+    return _linearize_free(model, state, joint_torques, step, kernel)
+
+
+def _linearize_free(model: AnyModel, state: State, joint_torques, step: dict, kernel: str) -> Linearization:
+    """linearize without contacts (a CoupledModel: under its couplings)."""
     if isinstance(model, CoupledModel):
         return _linearize_coupled(model, state, joint_torques, step)
     arrays = state_arrays(model, state, joint_torques)  # (the kernel checks the values)
     torques = arrays[4]
     N, n = model.n_velocities, model.n_joints
-    fused = dt is not None and step["discretization"] == "euler"
+    fused = step["dt"] is not None and step["discretization"] == "euler"
     out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
         (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else NO_STEP)
     generated = runnable(model, (), "linearize", kernel)
@@ -390,8 +397,9 @@ def run_coupled_linearize_into(model: CoupledModel, coupling: Any, arrays: tuple
         raise ValueError(_status_message(model.tree, status, arrays))
 
 
-def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, contacts, step, kernel) -> Linearization:
-    arrays = contact_arrays(model, as_contacts(contacts))  # resolved once per (model, contacts)
+def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, arrays: ContactArrays, step: dict,
+                             kernel: str) -> Linearization:
+    """linearize on the contact set ``arrays`` (constrained_dynamics.contact_set)."""
     torques = joint_vector(model, joint_torques, "joint_torques", finite=False)
     coupled = isinstance(model, CoupledModel)
     fused = step["dt"] is not None and step["discretization"] == "euler" and not coupled
@@ -408,29 +416,26 @@ def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, conta
         "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
 
 
-def _linearize_after_impact(model: AnyModel, state: State, joint_torques, contacts, previous_contacts, restitution,
-                            step, kernel) -> Linearization:
-    """linearize with a previous contact set: at a touchdown, at the post-impact state with
-    A_d composed with the impact's Jacobian (docs/impacts.md)."""
-    contacts, previous = as_contacts(contacts), as_contacts(previous_contacts)
+def _linearize_held(model: AnyModel, state: State, joint_torques, held: ContactArrays, previous: ContactArrays | None,
+                    e: float, step: dict, kernel: str) -> Linearization:
+    """linearize on the contact set ``held`` (constrained_dynamics.contact_set; empty: without
+    contacts) after ``previous`` (None: no previous set): at a touchdown, at the post-impact
+    state with A_d composed with the impact's Jacobian, restitution e (docs/impacts.md)."""
+    if previous is None:
+        if held.contacts:
+            return _linearize_with_contacts(model, state, joint_torques, held, step, kernel)
+        return _linearize_free(model, state, joint_torques, step, kernel)
     check_state(model, state)
-    resolve(model, previous)
-    e = restitution_coefficient(restitution)
-    if not touchdown(previous, contacts):
-        lin = linearize(model, state, joint_torques, contacts=contacts, kernel=kernel, **_step_arguments(step))
-        return Linearization._make({**lin.__dict__, "previous_contacts": previous})
+    if not touchdown(previous, held):
+        lin = _linearize_held(model, state, joint_torques, held, None, e, step, kernel)
+        return Linearization._make({**lin.__dict__, "previous_contacts": previous.contacts})
     if step["dt"] is None:
         raise ValueError("previous_contacts: a touchdown's impact enters the step's Jacobians only: give dt too")
-    jump = impact(model, state, contacts, e, kernel=kernel)
-    lin = linearize(model, jump.state, joint_torques, contacts=contacts, kernel=kernel, **_step_arguments(step))
+    jump = impact(model, state, held, e, kernel=kernel)
+    lin = _linearize_held(model, jump.state, joint_torques, held, None, e, step, kernel)
     assert lin.A_d is not None  # (a step: dt is given)
     return Linearization._make({**lin.__dict__, "A_d": lin.A_d @ jump.A, "state": state, "impact": jump,
-                                  "previous_contacts": previous})
-
-
-def _step_arguments(step: dict) -> dict:
-    """linearize's dt and discretization from a checked check_step (no method without dt)."""
-    return step if step["dt"] is not None else {"dt": None}
+                                  "previous_contacts": previous.contacts})
 
 
 def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, contacts, workers, step,
@@ -442,14 +447,15 @@ def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, 
     if per_state and len(contacts) != K:
         raise ValueError(f"contacts: {len(contacts)} contact sets for {K} states (give one set for every state, "
                          "or a single set for all)")
-    sets = [as_contacts(c) for c in contacts] if per_state else [as_contacts(contacts)] * K
+    sets = [contact_set(model, c) for c in contacts] if per_state else [contact_set(model, contacts)] * K
     torques = stack_states(model, states, joint_torques)[-1]
     workers = max(1, min(workers or os.cpu_count() or 1, K))
-    previous = [None if previous_contacts is None else as_contacts(previous_contacts)] + sets[:-1]
+    previous: list[ContactArrays | None] = [
+        None if previous_contacts is None else contact_set(model, previous_contacts), *sets[:-1]]
     if step["dt"] is None:  # the continuous A, B of each state: an impact enters only a step's Jacobians
         previous = [None] * K
-    one = lambda k: linearize(model, states[k], torques[k], contacts=sets[k], previous_contacts=previous[k],  # noqa
-                              restitution=restitution, kernel=kernel, **_step_arguments(step))
+    one = lambda k: _linearize_held(model, states[k], torques[k], sets[k], previous[k], restitution, step,  # noqa
+                                    kernel)
     results = list(_pool(workers).map(one, range(K))) if workers > 1 else [one(k) for k in range(K)]
     stack = lambda name: np.stack([getattr(x, name) for x in results])  # noqa: E731
     fields = {}
@@ -461,7 +467,7 @@ def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, 
     fields["contacts"] = results[0].contacts if same else tuple(x.contacts for x in results)
     if any(x.impact is not None for x in results):
         fields["impact"] = tuple(x.impact for x in results)
-    fields["previous_contacts"] = tuple(previous)
+    fields["previous_contacts"] = tuple(None if p is None else p.contacts for p in previous)
     jacobians = None if step["dt"] is None else (stack("A_d"), stack("B_d"))
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
         if model.floating_base else stack("joint_accelerations")

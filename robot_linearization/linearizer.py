@@ -8,9 +8,9 @@ import copy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.constrained_dynamics import contact_arrays
+from .algorithms import constrained_dynamics
 from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
-from .contacts import Contacts, as_contacts
+from .contacts import Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
@@ -60,7 +60,7 @@ class Linearizer:
         kernel = kernel_argument(kernel)
         step = check_step(model, dt, discretization)
         self.model = model
-        contact_set = contact_arrays(model, as_contacts(contacts)) if contacts else None
+        contact_set = constrained_dynamics.contact_set(model, contacts) if contacts else None
         if contact_set is not None and not contact_set.contacts:
             contact_set = None
         N, n, m = model.n_velocities, model.n_joints, len(contact_set.labels) if contact_set else 0
@@ -154,7 +154,7 @@ class Linearizer:
             self._run(arrays)
             self._state, self.joint_torques = state, arrays[4]
             return self
-        result = linearize(self.model, state, joint_torques, contacts=self.contacts or None, dt=self.dt,
+        result = linearize(self.model, state, joint_torques, contacts=self._contact_set, dt=self.dt,
                            discretization=self.discretization)
         for name in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "contact_forces",
                      "contact_forces_state_jacobian", "contact_forces_input_jacobian", "A_d", "B_d"):

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.constrained_dynamics import bias_motion, constrained_forward_dynamics, contact_kinematics
+from .algorithms.constrained_dynamics import (ContactArrays, bias_motion, constrained_forward_dynamics,
+                                              contact_kinematics, contact_set)
 from .algorithms.forward_dynamics import forward_dynamics
 from .algorithms.inverse_dynamics import extended_inverse_dynamics, inverse_dynamics
 from .algorithms.kinematics import body_transforms, frame_poses
@@ -56,11 +57,11 @@ def state_difference(model: AnyModel, a: State, b: State) -> np.ndarray:
     return np.concatenate(parts + [b.joint_velocities - a.joint_velocities])
 
 
-def _vector_field(model: AnyModel, state: State, torques: np.ndarray, contacts=()) -> np.ndarray:
-    """Left-trivialised vector field (v, r, v̇, ṙ) (3.22), (2N,), followed by the
-    contact forces λ (m,) of the constrained dynamics when there are contacts."""
-    if contacts or isinstance(model, CoupledModel):
-        nu_dot, forces = constrained_forward_dynamics(model, state, torques, contacts)
+def _vector_field(model: AnyModel, state: State, torques: np.ndarray, held: ContactArrays) -> np.ndarray:
+    """Left-trivialised vector field (v, r, v̇, ṙ) (3.22), (2N,), followed by the contact forces
+    λ (m,) of the constrained dynamics when the contact set ``held`` (contact_set's) has contacts."""
+    if held.contacts or isinstance(model, CoupledModel):
+        nu_dot, forces = constrained_forward_dynamics(model, state, torques, held)
     else:
         base_acceleration, joint_accelerations = forward_dynamics(model, state, torques)
         nu_dot = joint_accelerations if base_acceleration is None else np.concatenate(
@@ -145,14 +146,15 @@ def finite_difference_linearization(model: AnyModel, state: State, joint_torques
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
     step = positive_number(step, "step")
-    rows = 2 * N + sum(c.dimension for c in as_contacts(contacts))
+    held = contact_set(model, contacts)
+    rows = 2 * N + held.m_contacts
     A = np.empty((rows, 2 * N))
     for j in range(2 * N):
         def central(h, j=j):
             z = np.zeros(2 * N)
             z[j] = h
-            return (_vector_field(model, perturb(model, state, z), torques, contacts)
-                    - _vector_field(model, perturb(model, state, -z), torques, contacts)) / (2.0 * h)
+            return (_vector_field(model, perturb(model, state, z), torques, held)
+                    - _vector_field(model, perturb(model, state, -z), torques, held)) / (2.0 * h)
         A[:, j] = _extrapolated(central, step)[0]
     A[:N] = flow_kinematic_rows(model, state)
     torque_step = max(1.0, float(np.abs(torques).max(initial=0.0)))
@@ -160,8 +162,8 @@ def finite_difference_linearization(model: AnyModel, state: State, joint_torques
     for j in range(n):
         dt = np.zeros(n)
         dt[j] = torque_step
-        B[:, j] = (_vector_field(model, state, torques + dt, contacts)
-                   - _vector_field(model, state, torques - dt, contacts)) / (2 * torque_step)
+        B[:, j] = (_vector_field(model, state, torques + dt, held)
+                   - _vector_field(model, state, torques - dt, held)) / (2 * torque_step)
     if contacts:
         return A[:2 * N], B[:2 * N], A[2 * N:], B[2 * N:]
     return A, B
@@ -177,13 +179,13 @@ def finite_difference_step(model: AnyModel, state: State, joint_torques: ArrayLi
     previous_contacts, restitution: as rl.step's (a touchdown's impact is part of the step)."""
     n, N = model.n_joints, model.n_velocities
     torques = joint_vector(model, joint_torques, "joint_torques")
-    nominal = integrator_step(model, state, torques, dt, contacts, previous_contacts=previous_contacts,
-                              restitution=restitution)
+    held = contact_set(model, contacts)
+    previous = None if previous_contacts is None else contact_set(model, previous_contacts)
+    nominal = integrator_step(model, state, torques, dt, held, previous_contacts=previous, restitution=restitution)
 
     def after(start, tau):
-        return state_difference(model, nominal, integrator_step(model, start, tau, dt, contacts,
-                                                                previous_contacts=previous_contacts,
-                                                                restitution=restitution))
+        return state_difference(model, nominal, integrator_step(model, start, tau, dt, held,
+                                                                previous_contacts=previous, restitution=restitution))
 
     A_d = np.empty((2 * N, 2 * N))
     for j in range(2 * N):
@@ -209,13 +211,14 @@ def finite_difference_impact(model: AnyModel, state: State, contacts: Contacts, 
     central differences (:func:`_extrapolated`) along g·exp(±h e_j), the post-impact state
     measured left-trivialised from the nominal one (:func:`state_difference`)."""
     N = model.n_velocities
-    nominal = impact(model, state, contacts, restitution)
+    held = contact_set(model, contacts)
+    nominal = impact(model, state, held, restitution)
 
     def central(h, j):
         z = np.zeros(2 * N)
         z[j] = h
-        plus, minus = impact(model, perturb(model, state, z), contacts, restitution), \
-            impact(model, perturb(model, state, -z), contacts, restitution)
+        plus, minus = impact(model, perturb(model, state, z), held, restitution), \
+            impact(model, perturb(model, state, -z), held, restitution)
         return np.concatenate([state_difference(model, nominal.state, plus.state)
                                - state_difference(model, nominal.state, minus.state),
                                plus.impulses - minus.impulses]) / (2.0 * h)
@@ -543,8 +546,9 @@ def _contact_jacobian(model, state: State, contacts) -> np.ndarray:
     tree = getattr(model, "tree", model)
     full = model.tree_state(state) if tree is not model else state
     X_up = body_transforms(tree, full.joint_positions)
-    J, _ = contact_kinematics(model, full, contacts, X_up, *bias_motion(tree, full, X_up))
-    J = J[:sum(c.dimension for c in as_contacts(contacts))]  # (a CoupledModel's coupling rows follow)
+    held = contact_set(model, contacts)
+    J, _ = contact_kinematics(model, full, held, X_up, *bias_motion(tree, full, X_up))
+    J = J[:held.m_contacts]  # (a CoupledModel's coupling rows follow)
     return J @ model.velocity_map if tree is not model else J
 
 

@@ -3,6 +3,8 @@ finite differences, Pinocchio's impulseDynamics + computeImpulseDynamicsDerivati
 Crocoddyl 3.2.1's ActionModelImpulseFwdDynamics and its shooting problem with an impulse knot
 between two phases, and the physics of a quadruped dropped onto its feet.  docs/impacts.md."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -324,6 +326,62 @@ def test_the_step_at_a_touchdown_is_the_step_from_the_post_impact_state(rng):
     lift_off = rl.step(model, state, tau, 1e-3, ["FL_FOOT"], previous_contacts=feet)
     np.testing.assert_array_equal(lift_off.joint_velocities,
                                   rl.step(model, state, tau, 1e-3, ["FL_FOOT"]).joint_velocities)
+
+
+def test_each_contact_argument_is_parsed_once_on_its_way_down(monkeypatch, rng):
+    """rl.linearize, rl.step, rl.impact and rl.linearize_trajectory read each contact set they are given
+    once (contacts.as_contacts, in constrained_dynamics.contact_set) and pass the set bound to the model
+    down to the touchdown test, the impact map and the constrained dynamics, which read it no more; the
+    results are those of the same calls unobserved, bit for bit.  A new model: the contact sets are
+    bound for the first time during the counted calls."""
+    model = rl.load_urdf(rl.robots.bundled_urdf_path())
+    state, tau = random_state(model, rng), rng.normal(size=model.n_joints)
+    feet, two = list(rl.robots.BUNDLED_FEET), ", ".join(rl.robots.BUNDLED_FEET[:2])  # (two: the node's text)
+    calls = {  # name: (call, the number of contact arguments)
+        "linearize": (lambda: rl.linearize(model, state, tau, contacts=feet, dt=1e-3), 1),
+        "linearize at a touchdown": (lambda: rl.linearize(model, state, tau, contacts=feet, previous_contacts=two,
+                                                          dt=1e-3), 2),
+        "linearize at a lift-off": (lambda: rl.linearize(model, state, tau, contacts=two, previous_contacts=feet,
+                                                         dt=1e-3), 2),
+        "step": (lambda: rl.step(model, state, tau, 1e-3, feet), 1),
+        "step at a touchdown": (lambda: rl.step(model, state, tau, 1e-3, feet, previous_contacts=two), 2),
+        "impact": (lambda: rl.impact(model, state, feet, 0.3), 1),
+        "a horizon through a touchdown": (lambda: rl.linearize_trajectory(
+            model, [state] * 3, contacts=[feet[:2], feet, feet], previous_contacts=two, dt=1e-3, workers=1), 4),
+    }
+    parser = rl.contacts.as_contacts
+    parsed = []
+
+    def counted(contacts):
+        parsed.append(contacts)
+        return parser(contacts)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("robot_linearization")]:
+        if getattr(module, "as_contacts", None) is parser:
+            monkeypatch.setattr(module, "as_contacts", counted)
+    observed = {}
+    for name, (call, arguments) in calls.items():
+        parsed.clear()
+        observed[name] = call()
+        assert len(parsed) == arguments, f"{name}: {len(parsed)} readings of {arguments} contact arguments"
+    monkeypatch.undo()
+    for name, (call, _) in calls.items():
+        result, expected = dict(_arrays_of(observed[name])), dict(_arrays_of(call()))
+        assert result.keys() == expected.keys() and result, name
+        for field, value in result.items():
+            np.testing.assert_array_equal(value, expected[field], err_msg=f"{name}: {field}")
+
+
+def _arrays_of(value, name=""):
+    """(name, array) of every array in a result (a Linearization, Impact, State), its fields' too."""
+    if isinstance(value, np.ndarray):
+        yield name, value
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from _arrays_of(item, f"{name}[{i}]")
+    elif hasattr(value, "__dict__"):
+        for field, item in vars(value).items():
+            yield from _arrays_of(item, f"{name}.{field}")
 
 
 def _dropped_quadruped(speed=1.0):

@@ -190,7 +190,7 @@ def test_the_lambda_reference_is_a_dense_kkt_solve_that_shares_nothing_with_the_
         report = rl.validate(model, dataclasses.replace(lin, contact_forces=lin.contact_forces * (1 + 1e-4)))
         assert {b.name for b in report.blocks if b.max_rel > TOLERANCE} == {"lambda"}, report.summary()
     for name in ("constrained_forward_dynamics", "contact_kinematics", "bias_motion", "contact_forces_into",
-                 "contact_kinematics_into", "contact_arrays", "unconstrained_dynamics_into"):
+                 "contact_kinematics_into", "contact_arrays", "contact_set", "unconstrained_dynamics_into"):
         monkeypatch.setattr(constrained, name, _refuse)
         if hasattr(validation, name):
             monkeypatch.setattr(validation, name, _refuse)

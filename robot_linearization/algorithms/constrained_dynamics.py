@@ -76,16 +76,18 @@ def _new_contact_data(bodies, X_cb, dims, world_aligned, starts, coupling_rows, 
 
 class ContactArrays:
     """A contact set bound to a model, as the compiled passes take it (k contacts):
-    bodies (k,), X_contact_body (k, 6, 6) = c_X_b, dims (k,) 3 or 6, world_aligned (k,)
-    bool, starts (k,) first row of each contact in J and λ; m_contacts rows.  After
-    them, the joint-space rows of a CoupledModel's mimic joints (coupling.py):
-    coupling_rows (c, 2) tree indices (mimic, source) and coupling_multipliers (c,);
-    m rows in all.  labels (m_contacts,) names λ's entries.  Resolved once per (model,
-    contacts) (:func:`contact_arrays`); :meth:`data` is each thread's own."""
+    contacts, the tuple of Contact (as :func:`~robot_linearization.contacts.as_contacts`
+    returns it) and model, the Model or CoupledModel it is bound to; bodies (k,),
+    X_contact_body (k, 6, 6) = c_X_b, dims (k,) 3 or 6, world_aligned (k,) bool, starts (k,)
+    first row of each contact in J and λ; m_contacts rows.  After them, the joint-space rows
+    of a CoupledModel's mimic joints (coupling.py): coupling_rows (c, 2) tree indices (mimic,
+    source) and coupling_multipliers (c,); m rows in all.  labels (m_contacts,) names λ's
+    entries.  Resolved once per (model, contacts) (:func:`contact_arrays`; from what the API
+    takes, :func:`contact_set`); :meth:`data` is each thread's own."""
 
-    def __init__(self, model: AnyModel, contacts: Contacts) -> None:
-        self.contacts = as_contacts(contacts)
-        self.labels = contact_labels(self.contacts)
+    def __init__(self, model: AnyModel, contacts: tuple[Contact, ...]) -> None:
+        self.model, self.contacts = model, contacts
+        self.labels = contact_labels(contacts)
         self._local = threading.local()
         resolved = resolve(model, self.contacts)
         self.bodies = np.array([rc.body for rc in resolved], dtype=np.int64)
@@ -128,6 +130,21 @@ def contact_arrays(model: AnyModel, contacts: tuple[Contact, ...]) -> ContactArr
     """The ContactArrays of ``contacts`` (a tuple of Contact) on ``model`` (a Model or
     CoupledModel), built once."""
     return ContactArrays(model, contacts)
+
+
+def contact_set(model: AnyModel, contacts: Contacts | ContactArrays) -> ContactArrays:
+    """The contact set ``contacts`` bound to ``model`` (a Model or CoupledModel), parsed once where
+    it enters the API: Contacts (Contact objects, frame names, the node's text) are read by
+    as_contacts; a ContactArrays of ``model`` is taken as is, so that what an entry point calls
+    takes its result without reading the set again."""
+    if isinstance(contacts, ContactArrays):
+        return contacts if contacts.model is model else contact_arrays(model, contacts.contacts)
+    return contact_arrays(model, as_contacts(contacts))
+
+
+def contact_tuple(contacts: Contacts | ContactArrays) -> tuple[Contact, ...]:
+    """The tuple of Contact of ``contacts``: a ContactArrays' own, else as_contacts' reading."""
+    return contacts.contacts if isinstance(contacts, ContactArrays) else as_contacts(contacts)
 
 
 @kernel
@@ -397,9 +414,9 @@ def contact_forces_into(J: NDArray[np.float64], M_inv: NDArray[np.float64], free
     return True
 
 
-def degeneracy_reason(contacts: Contacts, J: NDArray[np.float64], M_inv: NDArray[np.float64]) -> str:
-    """Why Λ⁻¹ = J M⁻¹ Jᵀ is singular, naming the contacts (for ContactError)."""
-    contacts = as_contacts(contacts)
+def degeneracy_reason(contacts: tuple[Contact, ...], J: NDArray[np.float64], M_inv: NDArray[np.float64]) -> str:
+    """Why Λ⁻¹ = J M⁻¹ Jᵀ is singular, naming the contacts (a ContactArrays' tuple of Contact) (for
+    ContactError)."""
     inverse_inertia = J @ M_inv @ J.T
     scale = max(float(np.abs(np.diag(inverse_inertia)).max(initial=0.0)), 1e-300)
     rows = np.cumsum([0] + [c.dimension for c in contacts])
@@ -413,14 +430,14 @@ def degeneracy_reason(contacts: Contacts, J: NDArray[np.float64], M_inv: NDArray
             f"{rank} are independent (J M⁻¹ Jᵀ is singular): use point contacts or fewer 6d contacts")
 
 
-def contact_kinematics(model: AnyModel, state: State, contacts: Contacts, X_up: NDArray[np.float64],
+def contact_kinematics(model: AnyModel, state: State, contacts: Contacts | ContactArrays, X_up: NDArray[np.float64],
                        v: NDArray[np.float64], a_bias: NDArray[np.float64]
                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(J (m, N), γ (m,)) of ``contacts`` (and of a CoupledModel's mimic couplings, in the
-    last rows) given the tree's state, body transforms X_up, body twists v (n+1, 6)
-    and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
+    """(J (m, N), γ (m,)) of ``contacts`` (as :func:`contact_set` takes them; and of a CoupledModel's
+    mimic couplings, in the last rows) given the tree's state, body transforms X_up, body twists v
+    (n+1, 6) and body accelerations a_bias (n+1, 6) at ν̇ = 0 without gravity."""
     tree = tree_of(model)
-    arrays = contact_arrays(model, as_contacts(contacts))
+    arrays = contact_set(model, contacts)
     ws = workspace(tree)
     ws.X_up[:], ws.v[:], ws.a[:] = X_up, v, a_bias
     base_frame_poses_into(tree.parent, tree.motion_subspaces, ws.X_up, tree.floating_base, ws.R, ws.t, ws.axes)
@@ -504,7 +521,8 @@ def bias_motion(model: Model, state: State, X_up: NDArray[np.float64]
 
 
 def constrained_forward_dynamics(model: AnyModel, state: State, joint_torques: ArrayLike | None,
-                                 contacts: Contacts = ()) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                                 contacts: Contacts | ContactArrays = ()
+                                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Forward dynamics with rigid contacts (and a CoupledModel's mimic joints):
     (ν̇ (N,), λ (m,)).
 
@@ -514,11 +532,11 @@ def constrained_forward_dynamics(model: AnyModel, state: State, joint_torques: A
 
     ``model``: a Model or CoupledModel; ``state``: its State; ``joint_torques`` τ (n,) (None:
     zeros); ``contacts``: names or :class:`~robot_linearization.Contact` objects ("FOOT" a point,
-    "FOOT:6d" a wrench).
+    "FOOT:6d" a wrench), or their :func:`contact_set`.
     """
     check_state(model, state)
     torques = joint_vector(model, joint_torques, "joint_torques")
-    contacts = as_contacts(contacts)
+    contacts = contact_set(model, contacts)
     tree = tree_of(model)
     if isinstance(model, CoupledModel):
         state, torques = model.tree_state(state), model.tree_torques(torques)
@@ -530,7 +548,7 @@ def constrained_forward_dynamics(model: AnyModel, state: State, joint_torques: A
     m, N = J.shape
     forces, accelerations = np.empty(m), np.empty(N)
     if not contact_forces_into(J, M_inv, free, drift, np.empty((m, N)), np.empty((m, m)), forces, accelerations):
-        raise ContactError(degeneracy_reason(contacts, J, M_inv))
+        raise ContactError(degeneracy_reason(contacts.contacts, J, M_inv))
     if isinstance(model, CoupledModel):
         return accelerations[model.velocity_rows], forces[:m - len(model.coupling_multipliers)]
     return accelerations, forces
