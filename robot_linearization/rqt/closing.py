@@ -6,7 +6,14 @@ every plugin down, then closes the window again.  A second close() from elsewher
 (the signal's path and the context's path both asking) lets the dock widgets unload the plugin a
 second time, which fails in qt_gui ("disconnect() failed between 'close_signal' and
 'unload_plugin'") and leaves rqt hung.  So rqt's window is closed here once per process, and not
-at all once rqt has begun closing it itself.  rclpy-free: only Qt and the signal module.
+at all once rqt has begun closing it itself.
+
+Nor while qt_gui loads the view.  A close then (by qt_gui's own Ctrl-C handler, rqt's until the view
+is made, while this package is imported: a second or more) cannot shut the loading plugin down, and
+qt_gui, which keeps one pending callback per plugin, loses the end of the load, which connects the
+view's unloading: the window stays marked as closing and rqt runs on, deaf to later signals.  The
+view, once made, takes the mark off, and the close is made again on the event loop, the unloading
+connected first.  rclpy-free: only Qt and the signal module.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ class CloseOnSignal:
     their contexts from a thread of theirs while rqt's main thread and executor still use them: an
     abort or a segfault); the Python handler runs on the main thread at the views' next timer
     (≤ 0.1 s) and leaves the closing to the event loop's next turn.  The handlers found are put back
-    when the last view closes.  A view: ``node`` (its logger) and ``shutdown_plugin()``."""
+    when the last view closes.  A view: ``node`` (its logger), ``shutdown_plugin()``, and qt_gui's
+    plugin context as its Qt parent."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -33,11 +41,16 @@ class CloseOnSignal:
         self.previous: dict = {}
 
     def add(self, view) -> None:
+        """A view being made (inside qt_gui's load: nothing is closed here)."""
         if threading.current_thread() is not threading.main_thread():
             return  # (Python sets signal handlers from the main thread only)
         if not self.views:
             self.previous = {number: signal.signal(number, self.close) for number in self.SIGNALS}
         self.views.append(view)
+        if _unmark_interrupted_close():
+            _interrupted_loads.append(view.parent().parent())
+            view.node.get_logger().info("SIGINT while rqt was loading the view: closing the view and rqt")
+            QtCore.QTimer.singleShot(0, self._close_now)
 
     def remove(self, view) -> None:
         if view in self.views:
@@ -61,18 +74,23 @@ class CloseOnSignal:
 
 
 _closed_by_us = False  # close_rqt has closed rqt's window in this process
+_interrupted_loads: list = []  # qt_gui's plugin handlers of views made while the window was marked
 
 
 def close_rqt() -> None:
     """Close rqt's main window, as its close button does — once per process, and not while rqt is
     closing it already (its first close event has run): qt_gui then saves the perspective, shuts its
     plugins and their nodes down in order, and quits.  (Quitting the event loop under the window
-    instead ends in a segfault: the dock widgets' hide events reach a toolbar already gone.)"""
+    instead ends in a segfault: the dock widgets' hide events reach a toolbar already gone.)  From
+    rqt's event loop only, not while qt_gui loads a plugin."""
     global _closed_by_us
     if _closed_by_us:
         return
     _closed_by_us = True
-    windows = [w for w in QtWidgets.QApplication.topLevelWidgets() if isinstance(w, QtWidgets.QMainWindow)]
+    for handler in _interrupted_loads:  # what the end of their load would have connected
+        if not handler.receivers(handler.close_signal):
+            handler.close_signal.connect(handler.parent().unload_plugin)
+    windows = _main_windows()
     for window in windows:
         # qt_gui's MainWindow marks its first close event (it saves, shuts the plugins down, then closes
         # itself again): a window rqt is closing already is left to it
@@ -80,6 +98,20 @@ def close_rqt() -> None:
             window.close()
     if not windows:
         QtCore.QCoreApplication.quit()
+
+
+def _unmark_interrupted_close() -> bool:
+    """Whether rqt's main window is marked as closing while a view is being made: a close that came
+    while rqt was starting, which qt_gui cannot finish (the module's docstring).  The mark is taken
+    off, so that :func:`close_rqt` closes the window."""
+    marked = [window for window in _main_windows() if getattr(window, "_save_on_close_signaled", False)]
+    for window in marked:
+        window._save_on_close_signaled = False
+    return bool(marked)
+
+
+def _main_windows() -> list:
+    return [w for w in QtWidgets.QApplication.topLevelWidgets() if isinstance(w, QtWidgets.QMainWindow)]
 
 
 CLOSE_ON_SIGNAL = CloseOnSignal()

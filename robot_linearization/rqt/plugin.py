@@ -12,7 +12,8 @@ subscription handle (the call the node's input loop makes, not a documented API)
 it fail, the view says so and falls back to executor callbacks, which keep the newest
 (inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (closing.CloseOnSignal): it
 stops its timers, gives up its subscription and asks rqt to quit, as closing the window does,
-before rclpy's or rclcpp's signal handlers end their contexts under rqt's threads.  Should
+before rclpy's or rclcpp's signal handlers end their contexts under rqt's threads; a Ctrl-C that
+came while rqt loaded the view closes rqt once the view is there.  Should
 rclpy's context end otherwise, the timers notice and do the same; rqt is asked to quit once,
 whichever path comes first (closing.close_rqt).
 Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
@@ -54,7 +55,6 @@ class LinearizationPlugin(Plugin):
             self.node.get_logger().error(self.argument_problem)
         title = "Linearization (A, B, M⁻¹)"
         self.view.setWindowTitle(title if context.serial_number() < 2 else f"{title} ({context.serial_number()})")
-        context.add_widget(self.view)
         self.feed = LatestMessages()
         self.subscriptions: list = []
         self.polled: dict = {}  # matrix topic -> its subscription, taken by the draw timer
@@ -73,8 +73,10 @@ class LinearizationPlugin(Plugin):
         self.draw_timer = QtCore.QTimer(self.view)
         self.draw_timer.timeout.connect(self.draw)
         self.draw_timer.start(int(DRAW_PERIOD_S * 1000))
-        CLOSE_ON_SIGNAL.add(self)
-        self.discover()
+        CLOSE_ON_SIGNAL.add(self)  # before the view's dock widget: qt_gui closing it during the load aborts
+        context.add_widget(self.view)
+        # on the event loop: a context that ended while rqt loaded the view closes rqt (closing.close_rqt)
+        QtCore.QTimer.singleShot(0, self.discover)
         if self.argument_problem:
             self.view.status.setText(self.argument_problem)
 
