@@ -76,6 +76,8 @@ setup(
             "robot-linearization = robot_linearization.cli:main",
             "linearization_node = robot_linearization.ros.programs:linearization_node",
             "simulated_robot = robot_linearization.ros.programs:simulated_robot",
+            "mujoco_robot = robot_linearization.ros.programs:mujoco_robot",
+            "walking_controller = robot_linearization.ros.programs:walking_controller",
         ],
     },
 )

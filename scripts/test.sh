@@ -54,7 +54,7 @@ fi
 # /opt/ros2-humble/setup_env.sh (from-source builds, see README).  Without one they are
 # skipped, and this says so.  Each distribution gets its own venv and overlay
 # (.venv-ros-<distro>, .ros_ws-<distro>).
-ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_launch_rqt.py
+ROS_TESTS=(test/test_node_rclpy.py test/test_launch_demo.py test/test_launch_robot_stack.py test/test_launch_rqt.py test/test_launch_walk.py
            test/test_bag_rosbag2.py test/test_cpp_client.py)
 ros_setup=""
 if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" 2>/dev/null; then
@@ -98,7 +98,7 @@ EOF
   # (Pinocchio 4) would pull numpy 2 onto a distribution built on numpy 1 (Humble).  numpy stays the one ROS's own Python has: its rosidl modules were compiled
   # against it and its users run it.  pip's output only when it fails.
   ros_numpy=$("$ros_python" -c "import numpy; print(numpy.__version__)" 2>/dev/null || true)
-  $venv/bin/python -m pip install --quiet . "pytest<8" "example-robot-data>=4.1" ${ros_numpy:+"numpy==$ros_numpy"} > $venv/pip.log 2>&1 \
+  $venv/bin/python -m pip install --quiet ".[mpc,mujoco]" "pytest<8" "example-robot-data>=4.1" ${ros_numpy:+"numpy==$ros_numpy"} > $venv/pip.log 2>&1 \
     || { cat $venv/pip.log; exit 1; }
   (venv_python=$PWD/$venv/bin/python; cd / && "$venv_python" -m robot_linearization.precompile)
   # Build and install this package and the tests' C++ client into an overlay, from a copy

@@ -101,3 +101,56 @@ def test_simulated_robot_contacts_parameter():
     assert simulation_settings({}).contacts == ()
     with pytest.raises(ValueError, match="parameter 'contacts'"):
         simulation_settings({"contacts": "front_left_foot:plane"})
+
+
+def test_walking_controller_parameters():
+    from robot_linearization.ros.parameters import CONTROLLER_PARAMETERS, controller_settings
+
+    defaults = controller_settings({name: default for name, (default, _) in CONTROLLER_PARAMETERS.items()})
+    assert defaults == controller_settings({})
+    assert defaults.robot == "bundled" and defaults.gait == "default"
+    settings = controller_settings({"robot": "solo12", "period": 0.02, "joints": "b, a c", "acceleration": [1, 2, 3]})
+    assert settings.controller.period == 0.02 and settings.inputs.joints == ("b", "a", "c")
+    assert settings.controller.acceleration == (1.0, 2.0, 3.0)
+    for values, named in [({"robot": "atlas"}, "'robot'"), ({"gait": "gallop"}, "'gait'"),
+                          ({"period": 0}, "'period'"), ({"acceleration": [1, 0, 1]}, "'acceleration'"),
+                          ({"max_command": [1, 2]}, "'max_command'"), ({"command_timeout": float("nan")},
+                                                                        "'command_timeout'"),
+                          ({"joints": ["a"]}, "'joints'"), ({"perid": 0.01}, "unknown parameters: perid")]:
+        with pytest.raises(ValueError, match=named) as error:
+            controller_settings(values)
+        assert "\n" not in str(error.value)
+
+
+def test_mpc_settings_from_parameters():
+    from robot_linearization.ros.parameters import mpc_settings
+    from robot_linearization.walking.mpc import MPCSettings
+
+    base = MPCSettings()
+    changed = mpc_settings(base, {"knots": 30, "knot_dt": 0.01, "weights.torque": 10, "sole_size": [0.2, 0.1]})
+    assert (changed.knots, changed.knot_dt, changed.sole_size) == (30, 0.01, (0.2, 0.1))
+    assert changed.weights["torque"] == 10.0 and base.weights["torque"] == 30.0  # (the base is left alone)
+    assert {k: v for k, v in changed.weights.items() if k != "torque"} == \
+        {k: v for k, v in base.weights.items() if k != "torque"}
+    for overrides, named in [({"knot": 30}, "'mpc.knot'.*nearest|'mpc.knot'.*did you mean 'knots'"),
+                             ({"weights.torq": 1.0}, "'mpc.weights.torq'.*'torque'"),
+                             ({"knots": 2.5}, "'mpc.knots' must be an integer"),
+                             ({"friction": "high"}, "'mpc.friction'"), ({"scale": 1.0}, "'mpc.scale'")]:
+        with pytest.raises(ValueError, match=named):
+            mpc_settings(base, overrides)
+
+
+def test_mujoco_robot_parameters():
+    from robot_linearization.ros.parameters import MUJOCO_ROBOT_PARAMETERS, mujoco_robot_settings
+
+    defaults = mujoco_robot_settings({name: default for name, (default, _) in MUJOCO_ROBOT_PARAMETERS.items()})
+    assert defaults == mujoco_robot_settings({})
+    assert defaults.simulation.period == pytest.approx(0.01) and not defaults.lockstep
+    settings = mujoco_robot_settings({"publish_rate": 200, "timestep": 0.0005, "cone": "pyramidal", "lockstep": True})
+    assert settings.simulation.period == 0.005 and settings.simulation.options.timestep == 0.0005
+    assert settings.simulation.options.cone == "pyramidal" and settings.lockstep
+    for values, named in [({"cone": "round"}, "'cone'"), ({"hold_damping": -1}, "'hold_damping'"),
+                          ({"publish_rate": 0}, "'publish_rate'"), ({"lockstep": "yes"}, "'lockstep'"),
+                          ({"friction": 0}, "'friction'")]:
+        with pytest.raises(ValueError, match=named):
+            mujoco_robot_settings(values)

@@ -208,3 +208,21 @@ def test_the_planned_path_follows_the_plan(bundled):
         q, p = pose.pose.orientation, pose.pose.position
         H = quaternion_pose(q.w, q.x, q.y, q.z, (p.x, p.y, p.z))
         assert H == pytest.approx(state.base_pose, abs=1e-12)
+
+
+def test_a_simulation_that_diverges_stands_the_robot_up_again_and_says_so(bundled):
+    """Efforts that throw the robot about (each joint's limit, alternating) until MuJoCo finds the simulation
+    unstable (it resets its state to the model's default, the base inside the floor): the robot stands again
+    where it started, and the diagnostics say when, as an ERROR."""
+    robot = MuJoCoRobot(bundled)
+    limits = np.asarray(bundled.effort_limits)
+    for k in range(2000):
+        robot.command(limits * (1 if (k // 3) % 2 else -1))
+        robot.advance()
+        if robot.restarts:
+            break
+    assert robot.restarts, "MuJoCo never found this simulation unstable"
+    state = robot.plant.state
+    assert state.base_pose == pytest.approx(robot.standing.base_pose, abs=1e-12)
+    level, _, message, values = robot.diagnostics()[0]
+    assert level == 2 and message.startswith("the simulation diverged at") and values["restarts"] == 1

@@ -19,7 +19,7 @@ from ..walking.ground import standing_state
 from ..walking.mujoco_plant import ContactOptions, MuJoCoPlant
 from ..walking.robots import Walker
 from .messages import MessageFactory, joint_state_message, odometry_message, time_message
-from .pipeline import OK, WARN
+from .pipeline import ERROR, OK, WARN
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,10 @@ class MuJoCoRobot:
                              + (f"; missing: {', '.join(missing)}" if missing else ""))
         self.joints = joints
         self.order = np.array([model.joint_names.index(j) for j in joints])  # command entry i -> joint order[i]
-        state, _ = standing_state(model, walker.gait, walker.feet)
-        self.plant = MuJoCoPlant(model, walker.gait, state, feet=walker.feet, effort_limits=walker.effort_limits,
-                                 sole_size=walker.sole_size, options=settings.options)
+        self.standing, _ = standing_state(model, walker.gait, walker.feet)
+        self.plant = MuJoCoPlant(model, walker.gait, self.standing, feet=walker.feet,
+                                 effort_limits=walker.effort_limits, sole_size=walker.sole_size,
+                                 options=settings.options)
         self.substeps = max(int(round(settings.period / self.plant.dt)), 1)
         self.period = self.substeps * self.plant.dt
         self.limits = np.asarray(walker.effort_limits, dtype=float)
@@ -71,6 +72,7 @@ class MuJoCoRobot:
         self.refused: str | None = None  # why the latest refused command was refused
         self.applied = np.zeros(model.n_joints)  # the efforts over the last period
         self.mode = "waiting"  # "waiting" (still), "commanded" or "holding"
+        self.restarts: list = []  # the times [s] the simulation diverged and the robot was stood up again
 
     @property
     def time(self) -> float:
@@ -113,11 +115,16 @@ class MuJoCoRobot:
         return self.commanded
 
     def advance(self) -> None:
-        """One period: the plant stepped with :meth:`efforts` (held still while ``waiting``)."""
+        """One period: the plant stepped with :meth:`efforts` (held still while ``waiting``); where MuJoCo
+        found the simulation unstable (a robot fallen under torques it cannot take), the robot stands again
+        where it started, and ``restarts`` and the diagnostics say when."""
         efforts = self.efforts()
         if self.mode != "waiting":
             for _ in range(self.substeps):
                 self.plant.step(efforts)
+            if self.plant.divergences > len(self.restarts):  # (MuJoCo reset its state to the model's default)
+                self.restarts.append(self.time)
+                self.plant.state = self.standing
         self.applied = np.clip(efforts, -self.limits, self.limits)
         self.ticks += 1
 
@@ -149,4 +156,9 @@ class MuJoCoRobot:
             level, message = OK, "commanded"
         if self.refused:
             level, message = max(level, WARN), f"{message}; {self.refused}"
+        if self.restarts:
+            values["restarts"] = len(self.restarts)
+            if self.time - self.restarts[-1] < 1.0:
+                level, message = ERROR, (f"the simulation diverged at {self.restarts[-1]:.3f} s: the robot stands "
+                                         f"again where it started; {message}")
         return [(level, name, message, values)]

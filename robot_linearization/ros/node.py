@@ -276,8 +276,9 @@ def declare_parameters(node: Node, table: dict) -> dict:
     int) through to the rclpy-free checks, which name any bad value.
     """
     for name, (default, description) in table.items():
-        node.declare_parameter(name, default, ParameterDescriptor(
-            description=description, read_only=True, dynamic_typing=True))
+        if not node.has_parameter(name):  # (declared from its override already: a node that takes any)
+            node.declare_parameter(name, default, ParameterDescriptor(
+                description=description, read_only=True, dynamic_typing=True))
     return {name: node.get_parameter(name).value for name in table}
 
 

@@ -287,8 +287,8 @@ MUJOCO_ROBOT_PARAMETERS = {  # the robot on MuJoCo: name: (default, description)
     "world_frame": ("odom", "odometry header.frame_id"),
     "lockstep": (False, "wait for the effort command answering each published state before simulating on "
                         "(for a machine slower than real time); false: real time"),
-    "lockstep_timeout": (1.0, "lockstep: with no answer within this [s, wall], run on in real time until commands "
-                              "come again, > 0"),
+    "lockstep_timeout": (10.0, "lockstep: with no answer within this [s, wall] (a controller gone), run on in real "
+                               "time until commands come again, > 0"),
     "diagnostics_period": (1.0, "seconds between /diagnostics messages, > 0"),
 }
 

@@ -1,4 +1,5 @@
-"""Entry points of the ROS 2 programs ``linearization_node`` and ``simulated_robot``
+"""Entry points of the ROS 2 programs ``linearization_node``, ``simulated_robot``, ``mujoco_robot`` and
+``walking_controller``
 (setup.py): rclpy-free, so that without ROS 2 they say in one line what to do
 instead of ending in an ImportError traceback."""
 
@@ -25,3 +26,11 @@ def linearization_node() -> int:
 
 def simulated_robot() -> int:
     return _run("simulated_robot", ".sim_node")
+
+
+def mujoco_robot() -> int:
+    return _run("mujoco_robot", ".mujoco_node")
+
+
+def walking_controller() -> int:
+    return _run("walking_controller", ".controller_node")

@@ -325,6 +325,12 @@ class MuJoCoPlant:
         to_mujoco(self.layout, state, self.data.qpos, self.data.qvel)
         self._mujoco.mj_forward(self.mj_model, self.data)
 
+    @property
+    def divergences(self) -> int:
+        """How many times MuJoCo found its accelerations not finite or huge (an unstable simulation) and reset
+        its state to the model's default (which is not standing) so far."""
+        return int(self.data.warning[self._mujoco.mjtWarning.mjWARN_BADQACC].number)
+
     def foot_heights(self, state: State | None = None) -> dict:
         """{foot: the height of its frame above the floor [m]}."""
         poses = frame_poses(self.model, self.state if state is None else state, list(self.feet))
