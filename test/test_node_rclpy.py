@@ -376,6 +376,23 @@ def test_run_exits_1_naming_a_bad_parameter(capfd):
     assert "gravity" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("program, argument, named", [
+    ("controller_node", "robot:=atlas", "parameter 'robot' must be one of"),
+    ("controller_node", "perid:=0.01", "unknown parameters: perid"),
+    ("controller_node", "mpc.knot:=30", "'mpc.knot': MPCSettings has no such setting (did you mean 'knots'?)"),
+    ("controller_node", "acceleration:=[1.0, 0.0, 1.0]", "parameter 'acceleration' must be 3 numbers > 0"),
+    ("mujoco_node", "cone:=round", "parameter 'cone' must be one of"),
+    ("mujoco_node", "joints:=a,b", "parameter 'joints' must name each of the 12 joints once"),
+])
+def test_the_walking_programs_exit_1_naming_a_bad_parameter(program, argument, named, capfd):
+    pytest.importorskip("mujoco", reason="the walking programs need mujoco")
+    module = __import__(f"robot_linearization.ros.{program}", fromlist=["main"])
+    node_class = {"controller_node": "WalkingControllerNode", "mujoco_node": "MuJoCoRobotNode"}[program]
+    assert run(getattr(module, node_class), ["--ros-args", "-p", argument]) == 1
+    err = capfd.readouterr().err
+    assert named in err and "Traceback" not in err, err
+
+
 def test_simulated_robot_publishes_description_joint_states_and_odometry(ros):
     graph = Graph(SimulatedRobot(parameter_overrides=[Parameter("publish_rate", value=200)]))
     assert graph.spin_until(lambda: all(graph.received.get(t) for t in ("/joint_states", "/odom",
@@ -598,7 +615,8 @@ def test_a_launch_arguments_text_becomes_the_parameter_launch_ros_would_make_and
         os.remove(file)
 
 
-@pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py", "linearization.launch.py"])
+@pytest.mark.parametrize("launch_file", ["robot_stack.launch.py", "demo.launch.py", "linearization.launch.py",
+                                         "walk.launch.py"])
 def test_ctrl_c_on_a_launch_ends_our_programs_cleanly_and_leaves_no_file_behind(launch_file, tmp_path):
     """Ctrl-C in the terminal of `ros2 launch` (SIGINT to the whole process group, and
     launch forwards one more): ros2 launch exits 0 and reports our programs as finished
@@ -619,6 +637,8 @@ def test_ctrl_c_on_a_launch_ends_our_programs_cleanly_and_leaves_no_file_behind(
                 get_package_prefix(package)
         except PackageNotFoundError as e:
             pytest.skip(f"the robot stack is not installed: {e}")
+    if launch_file == "walk.launch.py":
+        pytest.importorskip("mujoco", reason="walk.launch.py's robot and controller need mujoco")
     arguments = {"robot_stack.launch.py": [f"urdf_file:={example_robot_path('ur5')}"],
                  "linearization.launch.py": [f"urdf_file:={bundled_urdf_path()}"]}.get(launch_file, [])
     log, temporary = tmp_path / "launch.log", tmp_path / "tmp"
@@ -639,7 +659,8 @@ def test_ctrl_c_on_a_launch_ends_our_programs_cleanly_and_leaves_no_file_behind(
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
     output = log.read_text()
-    ours = ["linearization_node"] + (["simulated_robot"] if launch_file == "demo.launch.py" else [])
+    ours = ["linearization_node"] + {"demo.launch.py": ["simulated_robot"],
+                                     "walk.launch.py": ["mujoco_robot", "walking_controller"]}.get(launch_file, [])
     for program in ours:
         assert any(f"[{program}-" in line and "process has finished cleanly" in line for line in output.splitlines()), \
             output[-3000:]
