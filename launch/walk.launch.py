@@ -7,8 +7,9 @@ mujoco_robot simulates the robot (/joint_states, /odom, /clock; efforts on /effo
 walking_controller follows /cmd_vel (publishing the efforts, its contact set on /contacts and its planned
 path), and the linearization node linearizes each state with the contact set on /contacts; every node but
 the simulator runs on its /clock.  robot:= bundled, solo12, anymal or talos (the last three need
-example-robot-data); lockstep:=true makes the simulator wait for each command (a machine slower than real
-time); rqt:=true opens rqt with the linearization view."""
+example-robot-data), or urdf_path:=, feet:= and posture:= for a robot of one's own; lockstep:=true makes
+the simulator wait for each command (a machine slower than real time); rqt:=true opens rqt with the
+linearization view."""
 
 import os
 import sys
@@ -28,10 +29,12 @@ SOLES = {"talos": [0.2, 0.1]}
 
 def _nodes(context):
     robot = LaunchConfiguration("robot").perform(context)
+    # (a robot of one's own: its URDF, feet and posture, in both the simulator and the controller)
+    own = {name: LaunchConfiguration(name).perform(context) for name in ("urdf_path", "feet", "posture")}
     share = get_package_share_directory("robot_linearization")
     simulator, simulator_removal = parameters_file(
-        {"robot": robot, "lockstep": launch_value(LaunchConfiguration("lockstep").perform(context))})
-    controller, controller_removal = parameters_file({"robot": robot, "use_sim_time": True})
+        {"robot": robot, **own, "lockstep": launch_value(LaunchConfiguration("lockstep").perform(context))})
+    controller, controller_removal = parameters_file({"robot": robot, **own, "use_sim_time": True})
     # the URDF comes on /robot_description (the simulator's), the contact set on /contacts (the controller's)
     node, node_removal = parameters_file({"use_sim_time": True, "use_effort": True,
                                           **({"sole_size": SOLES[robot]} if robot in SOLES else {})})
@@ -54,6 +57,10 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="bundled",
                               description="bundled, solo12, anymal or talos (example-robot-data's)"),
+        DeclareLaunchArgument("urdf_path", default_value="",
+                              description="a URDF of your own robot instead of robot:= (with feet:= and posture:=)"),
+        DeclareLaunchArgument("feet", default_value="", description="its feet, comma-separated frames"),
+        DeclareLaunchArgument("posture", default_value="", description="its posture, 'joint: value, ...'"),
         DeclareLaunchArgument("lockstep", default_value="false",
                               description="true: the simulator waits for the command answering each state"),
         DeclareLaunchArgument("rqt", default_value="false", description="true: rqt with the linearization view"),

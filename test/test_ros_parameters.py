@@ -108,7 +108,7 @@ def test_walking_controller_parameters():
 
     defaults = controller_settings({name: default for name, (default, _) in CONTROLLER_PARAMETERS.items()})
     assert defaults == controller_settings({})
-    assert defaults.robot == "bundled" and defaults.gait == "default"
+    assert defaults.robot.name == "bundled" and not defaults.robot.urdf_path and defaults.gait == "default"
     settings = controller_settings({"robot": "solo12", "period": 0.02, "joints": "b, a c", "acceleration": [1, 2, 3]})
     assert settings.controller.period == 0.02 and settings.inputs.joints == ("b", "a", "c")
     assert settings.controller.acceleration == (1.0, 2.0, 3.0)

@@ -46,7 +46,7 @@ def run(robot, control, seconds, command=None, until=math.inf):
         if command is not None and robot.time < until - 1e-9 and robot.ticks % 10 == 0:
             control.on_velocity_command(command, now)
         control.on_odometry(messages["odom"])
-        answer = control.on_joint_state(messages["joint_states"], now, FACTORY) if control else {}
+        answer = control.on_joint_state(messages["joint_states"], now, FACTORY)
         if "efforts" in answer:
             assert robot.command(answer["efforts"].data) is None
         published.append((messages, answer, control.controller.followed.copy()))
@@ -226,3 +226,33 @@ def test_a_simulation_that_diverges_stands_the_robot_up_again_and_says_so(bundle
     assert state.base_pose == pytest.approx(robot.standing.base_pose, abs=1e-12)
     level, _, message, values = robot.diagnostics()[0]
     assert level == 2 and message.startswith("the simulation diverged at") and values["restarts"] == 1
+
+
+def test_a_robot_of_ones_own_from_its_urdf_feet_and_posture(bundled):
+    """The parameters urdf_path, feet and posture make the walker both nodes run: the bundled robot's URDF
+    given so walks as the bundled walker does (the same torques at the first state); a joint or foot the
+    URDF lacks is named."""
+    from robot_linearization.ros.parameters import controller_settings, mujoco_robot_settings
+
+    posture = ", ".join(f"{joint}: {value!r}" for joint, value in bundled.posture.items())
+    values = {"urdf_path": bundled.urdf, "feet": ", ".join(bundled.feet), "posture": posture}
+    own = controller_settings(values).robot.walker()
+    assert own.feet == bundled.feet and own.posture == bundled.posture and own.gait.name == "trot"
+    assert (own.effort_limits == bundled.effort_limits).all() and own.sole_size is None
+    robot = MuJoCoRobot(mujoco_robot_settings(values).robot.walker())
+    torques = []
+    for walker_ in (own, bundled):
+        control = WalkingControl(walker_)
+        messages = robot.messages(FACTORY)
+        control.on_odometry(messages["odom"])
+        control.on_joint_state(messages["joint_states"], stamp_to_ns(messages["clock"].clock), FACTORY)
+        torques.append(control.last.torques)
+    assert torques[0] == pytest.approx(torques[1], rel=1e-9, abs=1e-9)
+    with pytest.raises(ValueError, match="knee_joint"):
+        controller_settings({**values, "posture": "knee_joint: 1.0"}).robot.walker()
+    with pytest.raises(ValueError, match="'toe'"):
+        controller_settings({**values, "feet": "toe, front_left_foot"}).robot.walker()
+    with pytest.raises(ValueError, match="parameter 'posture'"):
+        controller_settings({**values, "posture": "front_left_knee = 1"})
+    with pytest.raises(ValueError, match="parameter 'feet'"):
+        controller_settings({**values, "feet": ""})

@@ -11,7 +11,7 @@ import dataclasses
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from ..walking.robots import walker, walker_gait
+from ..walking.robots import walker_gait
 from .messages import diagnostic_array_message
 from .node import INPUT_QOS, LATCHED, RclpyFactory, declare_parameters, run
 from .parameters import CONTROLLER_PARAMETERS, controller_settings, mpc_settings
@@ -33,10 +33,7 @@ class WalkingControllerNode(Node):
                         and not name.startswith("mpc.") and name not in IGNORED and not name.startswith("qos_"))
         values.update({name: self.get_parameter(name).value for name in others})  # (named as unknown below)
         settings = controller_settings(values)
-        try:
-            robot = walker(settings.robot)
-        except ImportError as error:
-            raise ValueError(str(error)) from None
+        robot = settings.robot.walker()
         robot = dataclasses.replace(robot, gait=walker_gait(robot, settings.gait),
                                     settings=mpc_settings(robot.settings, overrides))
         self.control = WalkingControl(robot, settings.controller, settings.inputs)

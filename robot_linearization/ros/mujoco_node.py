@@ -11,7 +11,6 @@ import time
 
 from rclpy.node import Node
 
-from ..walking.robots import walker
 from .messages import diagnostic_array_message, string_message
 from .mujoco_robot import MuJoCoRobot
 from .node import LATCHED, RclpyFactory, declare_parameters, run
@@ -26,10 +25,7 @@ class MuJoCoRobotNode(Node):
         """node_options: rclpy.node.Node keywords (parameter_overrides, namespace …)."""
         super().__init__("mujoco_robot", **node_options)
         settings = mujoco_robot_settings(declare_parameters(self, MUJOCO_ROBOT_PARAMETERS))
-        try:
-            robot = walker(settings.robot)
-        except ImportError as error:
-            raise ValueError(str(error)) from None
+        robot = settings.robot.walker()
         self.robot = MuJoCoRobot(robot, settings.simulation)
         self.settings = settings
         self.factory = RclpyFactory()

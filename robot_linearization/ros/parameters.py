@@ -22,7 +22,7 @@ from ..kernel_choice import KERNELS
 from ..walking.controller import ControllerSettings
 from ..walking.mpc import MPCSettings
 from ..walking.mujoco_plant import ContactOptions
-from ..walking.robots import WALKER_GAITS, WALKERS
+from ..walking.robots import WALKER_GAITS, WALKERS, Walker, own_walker, walker
 from .mujoco_robot import MuJoCoRobotSettings
 from .pipeline import PipelineConfig
 from .walking_control import InputSettings
@@ -257,9 +257,16 @@ def simulation_settings(values: dict) -> SimulationSettings:
 WALKING_ROBOT = ("bundled", "the robot: " + ", ".join(WALKERS) + " (walking/robots.py; the last three from "
                  "example-robot-data)")
 JOINTS = ("", "the effort commands' joint order, comma-separated; empty: the URDF's")
+OWN_ROBOT = {  # a robot of the user's own instead of ``robot`` (walking/robots.own_walker)
+    "urdf_path": ("", "a URDF of your own robot instead of 'robot' (with 'feet' and 'posture'); empty: 'robot'"),
+    "feet": ("", "its feet, comma-separated frames (four point feet: front left, front right, hind left, hind right)"),
+    "posture": ("", "its standing posture, 'joint: value, ...' [rad or m] (the others 0)"),
+    "sole_size": ([0.0, 0.0], "[length, width] of its soles [m] (6d contacts, a walk); [0, 0]: point feet"),
+}
 
 CONTROLLER_PARAMETERS = {  # the walking controller: name: (default, description)
     "robot": WALKING_ROBOT,
+    **OWN_ROBOT,
     "gait": ("default", "how it walks: " + ", ".join(WALKER_GAITS) + " (default: the robot's own, a quadruped's "
                         "trot, a humanoid's walk)"),
     "period": (0.01, "the MPC plans every period [s] of the states' stamps, > 0 (in between: the plan's torque)"),
@@ -277,6 +284,7 @@ CONTROLLER_PARAMETERS = {  # the walking controller: name: (default, description
 
 MUJOCO_ROBOT_PARAMETERS = {  # the robot on MuJoCo: name: (default, description)
     "robot": WALKING_ROBOT,
+    **OWN_ROBOT,
     "publish_rate": (100.0, "joint_states, odom and clock per second of simulated time [Hz], > 0"),
     "timestep": (0.001, "MuJoCo's step [s], > 0"),
     "friction": (0.7, "friction coefficient of the feet on the floor, > 0"),
@@ -294,10 +302,49 @@ MUJOCO_ROBOT_PARAMETERS = {  # the robot on MuJoCo: name: (default, description)
 
 
 @dataclass(frozen=True)
+class RobotChoice:
+    """Which robot walks: a walker's ``name`` (walking/robots.WALKERS), or one's own (``urdf_path`` not
+    empty: ``feet``, ``posture`` {joint: value}, ``sole_size`` or None)."""
+
+    name: str
+    urdf_path: str = ""
+    feet: tuple = ()
+    posture: dict = dataclasses.field(default_factory=dict)
+    sole_size: tuple | None = None
+
+    def walker(self) -> Walker:
+        """The Walker; ValueError in one line (also for example-robot-data missing)."""
+        if self.urdf_path:
+            return own_walker(self.urdf_path, self.feet, self.posture, self.sole_size)
+        try:
+            return walker(self.name)
+        except ImportError as error:
+            raise ValueError(str(error)) from None
+
+
+def _robot_choice(v: dict) -> RobotChoice:
+    urdf_path = _typed("urdf_path", v["urdf_path"], str)
+    name = _one_of("robot", v["robot"], WALKERS)
+    if not urdf_path:
+        return RobotChoice(name)
+    feet = tuple(f.strip() for f in _typed("feet", v["feet"], str).split(",") if f.strip())
+    if not feet:
+        raise ValueError("parameter 'feet' must name the feet of the robot of 'urdf_path'")
+    posture = {}
+    for entry in (e for e in _typed("posture", v["posture"], str).split(",") if e.strip()):
+        joint, _, value = entry.partition(":")
+        try:
+            posture[joint.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"parameter 'posture' must read 'joint: value, ...', got {entry.strip()!r}") from None
+    return RobotChoice(name, urdf_path, feet, posture, _sole_size(v["sole_size"]) or None)
+
+
+@dataclass(frozen=True)
 class ControllerNodeSettings:
     """Checked parameter values of the walking controller."""
 
-    robot: str
+    robot: RobotChoice
     gait: str
     controller: ControllerSettings
     inputs: InputSettings
@@ -308,7 +355,7 @@ class ControllerNodeSettings:
 class MuJoCoNodeSettings:
     """Checked parameter values of the robot on MuJoCo."""
 
-    robot: str
+    robot: RobotChoice
     simulation: MuJoCoRobotSettings
     lockstep: bool
     lockstep_timeout: float
@@ -334,7 +381,7 @@ def controller_settings(values: dict) -> ControllerNodeSettings:
     """Check and convert the walking controller's parameters (as :func:`node_settings`)."""
     v = _with_defaults(values, CONTROLLER_PARAMETERS)
     return ControllerNodeSettings(
-        robot=_one_of("robot", v["robot"], WALKERS),
+        robot=_robot_choice(v),
         gait=_one_of("gait", v["gait"], WALKER_GAITS),
         controller=ControllerSettings(
             period=_positive("period", v["period"]),
@@ -394,7 +441,7 @@ def mujoco_robot_settings(values: dict) -> MuJoCoNodeSettings:
                              cone=_one_of("cone", v["cone"], ("elliptic", "pyramidal")),
                              friction=_positive("friction", v["friction"]))
     return MuJoCoNodeSettings(
-        robot=_one_of("robot", v["robot"], WALKERS),
+        robot=_robot_choice(v),
         simulation=MuJoCoRobotSettings(
             period=1.0 / _positive("publish_rate", v["publish_rate"]),
             command_timeout=_positive("command_timeout", v["command_timeout"]),

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..gait import TROT, Gait
 from ..coupling import AnyModel
+from ..gait import TROT, Gait
 from ..robots import BUNDLED_FEET, bundled_urdf_path
 from ..urdf import effort_limits, load_urdf
 from .mpc import MPCSettings
@@ -107,6 +107,26 @@ def walker_gait(robot: Walker, name: str) -> Gait:
     if name not in WALKER_GAITS:
         raise ValueError(f"gait {name!r}: expected one of {', '.join(WALKER_GAITS)}")
     return getattr(Gait, name)(robot.feet, robot.posture, contact=robot.gait.contact)
+
+
+def own_walker(urdf: str, feet, posture: dict, sole_size=None) -> Walker:
+    """A robot of the user's own, ready to walk: the URDF at ``urdf`` (its effort limits), its ``feet`` (frame
+    names; four point feet as front left, front right, hind left, hind right: a trot; two soles with
+    ``sole_size`` (length, width) [m]: a walk on "6d" contacts with :func:`sole_settings`, as Talos'; else a
+    walk), standing in ``posture`` ({joint: value}, the others at 0).  ValueError in one line for a foot or
+    joint the URDF lacks."""
+    model = load_urdf(urdf)
+    feet = tuple(feet)
+    limits = effort_limits(urdf, model.joint_names)
+    if sole_size is not None:
+        gait = Gait.walk(feet, posture, contact="6d", period=1.6, support=0.3)
+        walker = Walker(model.name, urdf, model, feet, dict(posture), limits, tuple(sole_size), gait,
+                        sole_settings(sole_size))
+    else:
+        gait = Gait.trot(feet, posture) if len(feet) == 4 else Gait.walk(feet, posture)
+        walker = Walker(model.name, urdf, model, feet, dict(posture), limits, gait=gait)
+    gait.check(model, feet)
+    return walker
 
 
 ROBOTS_SHARE = ("cmeel.prefix", "share", "example-robot-data", "robots")
