@@ -256,3 +256,20 @@ def test_a_robot_of_ones_own_from_its_urdf_feet_and_posture(bundled):
         controller_settings({**values, "posture": "front_left_knee = 1"})
     with pytest.raises(ValueError, match="parameter 'feet'"):
         controller_settings({**values, "feet": ""})
+
+
+def test_warming_up_leaves_no_plan_behind(bundled):
+    """After a warm-up (a gait period on the own ground) the controller's first control at a state equals a
+    fresh controller's, bit for bit: the warm-up's plan is forgotten."""
+    robot = MuJoCoRobot(bundled)
+    messages = robot.messages(FACTORY)
+    now = stamp_to_ns(messages["clock"].clock)
+    torques = []
+    for warm in (True, False):
+        control = WalkingControl(bundled)
+        if warm:
+            assert control.controller.warm_up() > 0.0 and control.controller.status.plans == 0
+        control.on_odometry(messages["odom"])
+        control.on_joint_state(messages["joint_states"], now, FACTORY)
+        torques.append(control.last.torques)
+    assert np.array_equal(torques[0], torques[1])

@@ -37,6 +37,7 @@ class WalkingControllerNode(Node):
         robot = dataclasses.replace(robot, gait=walker_gait(robot, settings.gait),
                                     settings=mpc_settings(robot.settings, overrides))
         self.control = WalkingControl(robot, settings.controller, settings.inputs)
+        warming = self.control.controller.warm_up()  # (before the first state: no cycle is cold)
         self.factory = RclpyFactory()
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import Twist
@@ -54,7 +55,8 @@ class WalkingControllerNode(Node):
         self.create_subscription(JointState, "joint_states", self._on_joint_state, NEWEST)
         self.create_subscription(Twist, "cmd_vel", self._on_velocity_command, 10)
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
-        self.get_logger().info(f"walking {robot.name} ({robot.gait.name}); follows cmd_vel, commands "
+        self.get_logger().info(f"walking {robot.name} ({robot.gait.name}; warmed up in {warming:.1f} s); follows "
+                               "cmd_vel, commands "
                                f"{self.resolve_topic_name('effort_controller/commands')}")
 
     def now_ns(self) -> int:

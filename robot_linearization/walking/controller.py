@@ -104,6 +104,29 @@ class WalkingController:
         self.held: tuple | None = None  # the feet stood on over the last step
         self.torques: np.ndarray | None = None  # the current plan's torque
 
+    def warm_up(self, seconds: float | None = None) -> float:
+        """Walk in place for ``seconds`` (None: one gait period) on the project's own ground (ground.py),
+        then forget that plan: every kernel, impact map and solver the cycles meet is made and loaded now,
+        before a robot depends on the cycle's time (cold, the first cycles of a contact set or touchdown
+        took up to a second, and a trot does not survive efforts 50 ms late).  Returns the seconds taken."""
+        from .ground import GroundSimulation
+
+        started = _time.perf_counter()
+        state, _ = standing_state(self.model, self.gait, self.feet, self.mpc.settings.ground)
+        ground = GroundSimulation(self.model, self.gait, state, feet=self.feet, height=self.mpc.settings.ground,
+                                  sole_size=self.mpc.settings.sole_size)
+        self.mpc.command(0.0, 0.0, 0.0)
+        substeps = max(int(round(self.settings.period / ground.dt)), 1)
+        try:
+            while ground.time < (self.gait.period if seconds is None else seconds) - 1e-9:
+                result = self.mpc.solve(ground.time, ground.state, ground.contacts_now(), ground.held)
+                for _ in range(substeps):
+                    ground.step(result.torques)
+        except MPCError as error:
+            self.status.last_error = f"warming up: {error}"
+        self.mpc.reset()
+        return _time.perf_counter() - started
+
     def velocity_command(self, forward: float, lateral: float, yaw_rate: float, time: float) -> str | None:
         """A velocity command (base frame: [m/s] forward, to the left, [rad/s] about z) arriving at ``time``
         [s]; each axis clipped to max_command.  Returns why it was refused (a value not finite), else None."""

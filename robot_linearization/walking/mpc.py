@@ -370,6 +370,10 @@ class WholeBodyMPC:
                                   for name, value in (("forward", forward), ("lateral", lateral),
                                                       ("yaw_rate", yaw_rate))], dtype=float)
 
+    def reset(self) -> None:
+        """Forget the plan: the next cycle plans from the measured state at rest, as the first does."""
+        self._plan = None
+
     # ---- the knots -----------------------------------------------------------------------------
     def _knot_contacts(self, time: float, contacts_now, held_now) -> list:
         """The feet held over each knot's step (the first: what the simulation holds now) and the
