@@ -56,7 +56,7 @@ class Control:
 class ControllerStatus:
     """Counters for diagnostics: ``plans`` made, ``fallbacks`` (cycles on the previous plan), the last
     plan's wall ``cycle_time`` [s], ``iterations``, ``slack`` and ``min_margin`` (MPCResult's), the
-    largest cycle time so far, and ``last_error``."""
+    largest so far (``longest_cycle`` [s]), and ``last_error``."""
 
     plans: int = 0
     fallbacks: int = 0
