@@ -379,7 +379,7 @@ def test_run_exits_1_naming_a_bad_parameter(capfd):
 @pytest.mark.parametrize("program, argument, named", [
     ("controller_node", "robot:=atlas", "parameter 'robot' must be one of"),
     ("controller_node", "perid:=0.01", "unknown parameters: perid"),
-    ("controller_node", "mpc.knot:=30", "'mpc.knot': MPCSettings has no such setting (did you mean 'knots'?)"),
+    ("controller_node", "mpc.knot:=30", "'mpc.knot': MPCSettings has no such setting (did you mean 'knots'"),
     ("controller_node", "acceleration:=[1.0, 0.0, 1.0]", "parameter 'acceleration' must be 3 numbers > 0"),
     ("mujoco_node", "cone:=round", "parameter 'cone' must be one of"),
     ("mujoco_node", "joints:=a,b", "parameter 'joints' must name each of the 12 joints once"),
