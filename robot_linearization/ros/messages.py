@@ -162,6 +162,20 @@ def joint_order(names: tuple, joint_names: tuple) -> np.ndarray:
     return order
 
 
+def effort_order(joints: tuple, joint_names: tuple) -> tuple[tuple, np.ndarray]:
+    """(the effort commands' joint order: ``joints``, or ``joint_names`` where it is empty; the index in
+    ``joint_names`` of each of its entries (k,)); ValueError in one line, naming parameter 'joints', unless it
+    names each of ``joint_names`` once."""
+    joints = tuple(joints) or tuple(joint_names)
+    unknown = [j for j in joints if j not in joint_names]
+    if unknown or len(set(joints)) != len(joints) or len(joints) != len(joint_names):
+        missing = [j for j in joint_names if j not in joints]
+        raise ValueError(f"parameter 'joints' must name each of the {len(joint_names)} joints once"
+                         + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                         + (f"; missing: {', '.join(missing)}" if missing else ""))
+    return joints, np.array([joint_names.index(j) for j in joints])
+
+
 QUATERNION_TOLERANCE = 0.05
 """|q| may differ from 1 by this much and is normalised; beyond it the message is rejected."""
 

@@ -18,7 +18,7 @@ from ..model import Model, floating_base_of
 from ..walking.ground import standing_state
 from ..walking.mujoco_plant import ContactOptions, MuJoCoPlant
 from ..walking.robots import Walker
-from .messages import MessageFactory, joint_state_message, odometry_message, time_message
+from .messages import MessageFactory, effort_order, joint_state_message, odometry_message, time_message
 from .pipeline import ERROR, OK, WARN
 
 
@@ -49,15 +49,7 @@ class MuJoCoRobot:
             raise ValueError(f"robot {walker.name!r}: MuJoCo's model is made of a plain tree (no mimic joints)")
         self.walker, self.settings = walker, settings
         self.model = model = walker.model
-        joints = tuple(settings.joints) or model.joint_names
-        unknown = [j for j in joints if j not in model.joint_names]
-        if unknown or len(set(joints)) != model.n_joints or len(joints) != model.n_joints:
-            missing = [j for j in model.joint_names if j not in joints]
-            raise ValueError(f"parameter 'joints' must name each of the {model.n_joints} joints once"
-                             + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                             + (f"; missing: {', '.join(missing)}" if missing else ""))
-        self.joints = joints
-        self.order = np.array([model.joint_names.index(j) for j in joints])  # command entry i -> joint order[i]
+        self.joints, self.order = effort_order(settings.joints, model.joint_names)  # command i: joint order[i]
         self.standing, _ = standing_state(model, walker.gait, walker.feet)
         self.plant = MuJoCoPlant(model, walker.gait, self.standing, feet=walker.feet,
                                  effort_limits=walker.effort_limits, sole_size=walker.sole_size,

@@ -11,14 +11,12 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..contacts import format_contacts
 from ..model import State, floating_base_of
 from ..walking.controller import Control, ControllerSettings, WalkingController
 from ..walking.robots import Walker
-from .messages import (InputError, MessageFactory, header_message, joint_state_arrays, odometry_base_state,
-                       pose_message, stamp_to_ns, string_message)
+from .messages import (InputError, MessageFactory, effort_order, header_message, joint_state_arrays,
+                       odometry_base_state, pose_message, stamp_to_ns, string_message)
 from .pipeline import ERROR, OK, WARN, nearest_odometry
 
 ODOMETRY_BUFFER = 50
@@ -46,12 +44,7 @@ class WalkingControl:
         self.controller = WalkingController(walker, settings)
         self.walker, self.inputs = walker, inputs
         model = walker.model
-        joints = tuple(inputs.joints) or model.joint_names
-        if sorted(joints) != sorted(model.joint_names):
-            raise ValueError(f"parameter 'joints' must name each of the {model.n_joints} joints of "
-                             f"{walker.name!r} once, got {list(joints)}")
-        self.joints = joints
-        self.order = np.array([model.joint_names.index(j) for j in joints])  # effort i: joint order[i]
+        self.joints, self.order = effort_order(inputs.joints, model.joint_names)  # effort i: joint order[i]
         self.base_frame = model.body_names[0]
         self._odometry: collections.deque = collections.deque(maxlen=ODOMETRY_BUFFER)
         self._last_joint_stamp: int | None = None
