@@ -273,3 +273,10 @@ def test_warming_up_leaves_no_plan_behind(bundled):
         control.on_joint_state(messages["joint_states"], now, FACTORY)
         torques.append(control.last.torques)
     assert np.array_equal(torques[0], torques[1])
+
+
+def test_the_odometry_is_published_before_the_joint_state_it_pairs_with(bundled):
+    """A controller that answers each joint state at once pairs it with the odometry of the same stamp."""
+    messages = MuJoCoRobot(bundled).messages(FACTORY)
+    assert list(messages) == ["clock", "odom", "joint_states"]
+    assert messages["odom"].header.stamp == messages["joint_states"].header.stamp

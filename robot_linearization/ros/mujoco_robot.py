@@ -121,15 +121,17 @@ class MuJoCoRobot:
         self.ticks += 1
 
     def messages(self, factory: MessageFactory) -> dict:
-        """{"joint_states", "odom", "clock"}: the state now, stamped with the simulated time."""
+        """{"clock", "odom", "joint_states"}: the state now, stamped with the simulated time."""
         ns = round(self.time * 1e9)
         state, model = self.plant.state, self.model
         pose, twist = floating_base_of(state)
+        # (in the order they are published: the odometry before the joint state it pairs with, so that a
+        # controller answering each joint state at once finds the base's state of the same stamp)
         return {"clock": factory.make("rosgraph_msgs/msg/Clock", clock=time_message(factory, ns)),
-                "joint_states": joint_state_message(factory, ns, model.joint_names, state.joint_positions,
-                                                    state.joint_velocities, self.applied),
                 "odom": odometry_message(factory, ns, self.settings.world_frame, model.body_names[0],
-                                         pose, twist)}
+                                         pose, twist),
+                "joint_states": joint_state_message(factory, ns, model.joint_names, state.joint_positions,
+                                                    state.joint_velocities, self.applied)}
 
     def diagnostics(self, name: str = "mujoco_robot") -> list:
         """[(level, name, message, values)] for diagnostic_msgs/DiagnosticArray."""
