@@ -18,6 +18,9 @@ from .parameters import MUJOCO_ROBOT_PARAMETERS, mujoco_robot_settings
 
 LOCKSTEP_POLL = 0.0005
 """[s] how often a lockstep robot looks for its answer."""
+LOCKSTEP_PATIENCE = 0.5
+"""[s, wall] how long a lockstep robot waits for the answer to one state: without it (a message lost, an input
+the controller refused) it simulates one period on the last command and waits for the next answer."""
 
 
 class MuJoCoRobotNode(Node):
@@ -45,7 +48,7 @@ class MuJoCoRobotNode(Node):
         self.refused: str | None = None
         self.answered = False  # (lockstep) a command came since the last publication
         self.free_running = False  # (lockstep) no answer came within lockstep_timeout: real time until one does
-        self.published_at = self.due = time.monotonic()
+        self.published_at = self.due = self.last_answer = time.monotonic()
         self._publish()
         self.create_timer(LOCKSTEP_POLL if settings.lockstep else self.robot.period, self._tick)
         self.create_timer(settings.diagnostics_period, self._publish_diagnostics)
@@ -65,14 +68,17 @@ class MuJoCoRobotNode(Node):
         now = time.monotonic()
         if self.settings.lockstep:
             if self.answered:
-                self.free_running = False
+                self.free_running, self.last_answer = False, now
             elif not self.free_running:
-                if now - self.published_at < self.settings.lockstep_timeout:
+                if now - self.published_at < LOCKSTEP_PATIENCE:
                     return
-                self.free_running = True
-                self.due = now
-                self.get_logger().warning(f"lockstep: no effort command within {self.settings.lockstep_timeout} s; "
-                                          "real time until commands come")
+                if now - self.last_answer < self.settings.lockstep_timeout:
+                    pass  # (an answer lost or refused: one period on the last command, still in lockstep)
+                else:
+                    self.free_running = True
+                    self.due = now
+                    self.get_logger().warning(f"lockstep: no effort command within {self.settings.lockstep_timeout} "
+                                              "s; real time until commands come")
             if self.free_running and now < self.due:
                 return
         self.due = max(self.due + self.robot.period, now - self.robot.period)
