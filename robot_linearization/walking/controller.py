@@ -97,7 +97,7 @@ class WalkingController:
         self.status = ControllerStatus()
         self.wanted = np.zeros(3)  # the latest command, clipped
         self.wanted_at: float | None = None  # its arrival [s]
-        self.followed = np.zeros(3)  # the command the MPC follows, ramped
+        self.followed: np.ndarray = np.zeros(3)  # the command the MPC follows, ramped
         self.start: float | None = None  # the first state's time: the gait's clock starts there
         self.last: float | None = None  # the time of the last control
         self.planned_at: float | None = None  # the time of the last plan
