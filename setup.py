@@ -51,10 +51,10 @@ setup(
     install_requires=["setuptools", "numpy>=1.24", "scipy>=1.10", "numba>=0.58", "urdf-parser-py>=0.0.4",
                       "rosbags>=0.9", "matplotlib>=3.6"],
     # walking/mpc.py's QP solvers, and threadpoolctl to hold numpy's BLAS to the controller's core
-    extras_require={"mpc": ["proxsuite>=0.6", "osqp>=1.0", "threadpoolctl>=3.1"],
+    extras_require={"mpc": ["proxsuite>=0.6", "osqp>=1.0", "daqp>=0.11", "threadpoolctl>=3.1"],
                     # walking/mujoco_plant.py: MuJoCo as the plant the MPC walks on
                     "mujoco": ["mujoco>=3.2"],
-                    "test": ["pytest>=7", "mypy>=1.11", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0",
+                    "test": ["pytest>=7", "mypy>=1.11", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0", "daqp>=0.11",
                              "threadpoolctl>=3.1", "mujoco>=3.2",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1",

@@ -2,14 +2,15 @@
 FDDP on the same horizon and cost.
 
     .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal|talos] [--seconds 3] [--at 1.2]
+                                  [--solver proxsuite|daqp|osqp]
 
-Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, osqp; example-robot-data for solo12,
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, daqp, osqp; example-robot-data for solo12,
 ANYmal C and Talos).  Runs the robot's gait and settings (walking/robots.py: a quadruped's trot
 forward at 0.3 m/s, Talos's walk on its soles at 0.1 m/s) for --seconds on one core
 (the process is pinned to it) and prints the median time of a cycle split into linearization, QP
 assembly and solve, its 90th and 99th percentiles, its largest, and how many cycles exceed the 10 ms
 of 100 Hz control (and the time of the first plan, made at rest before the start), and the time
-each QP solver the MPC offers (ProxSuite, OSQP) takes on the QPs of every tenth cycle.  Then, at the
+each QP solver the MPC offers (ProxSuite, DAQP, OSQP) takes on the QPs of every tenth cycle.  Then, at the
 cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
 posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
@@ -25,6 +26,7 @@ problem.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -223,6 +225,7 @@ def main() -> None:
     parser.add_argument("--robot", choices=WALKERS, default="bundled")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
+    parser.add_argument("--solver", choices=mpc_module.SOLVERS, default="proxsuite", help="the MPC's QP solver")
     args = parser.parse_args()
     if not args.seconds > 0.0:
         parser.error(f"--seconds {args.seconds:g}: expected a positive duration")
@@ -234,17 +237,17 @@ def main() -> None:
     Recorder.at = args.at
     robot = walker(args.robot)
     speed = 0.3 if robot.sole_size is None else 0.1
+    settings = dataclasses.replace(robot.settings, solver=args.solver)
     log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds,
-               (Segment(0.0, (speed, 0.0, 0.0)),), (), settings=robot.settings, mpc_class=Recorder)
+               (Segment(0.0, (speed, 0.0, 0.0)),), (), settings=settings, mpc_class=Recorder)
     if log.error:
         raise SystemExit(f"the {robot.gait.name} stopped: {log.error}")
     timings = np.array([[t["linearization"], t["assembly"], t["solve"]] for t in log.timings]) * 1e3
     total = timings.sum(axis=1)
-    settings = robot.settings
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end; the MPC on "
           f"{robot.name} ({robot.gait.name}, {robot.gait.contact} contacts) at {speed:g} m/s, "
           f"{len(total)} cycles; {settings.knots} knots of {settings.knot_dt * 1e3:g} ms, torques held over "
-          f"{settings.torque_hold}")
+          f"{settings.torque_hold}, QP solver {settings.solver}")
     print(f"one cycle (median ms): linearization {np.median(timings[:, 0]):.2f}, QP assembly "
           f"{np.median(timings[:, 1]):.2f}, solve {np.median(timings[:, 2]):.2f}; total {np.median(total):.2f} "
           f"(p90 {np.percentile(total, 90):.2f}, p99 {np.percentile(total, 99):.2f}, largest {total.max():.2f}) = "
@@ -252,7 +255,7 @@ def main() -> None:
           f"over 10 ms (the first plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.2f} ms)")
     mpc = Recorder.kept["mpc"]
     solvers = {"ProxSuite (dense, primal-dual, warm from the shifted plan)": mpc._proxsuite,
-               "OSQP": mpc._osqp}
+               "DAQP (dense dual active set, cold)": mpc._daqp, "OSQP": mpc._osqp}
     print(f"\nthe QP of every tenth cycle ({len(Recorder.qps)}, {Recorder.qps[0][2].shape[1]} unknowns, "
           f"≈ {np.median([len(qp[3]) for qp in Recorder.qps]):.0f} inequality rows and the torque limits), "
           "solved to eps 1e-9 by each solver (median ms, 90th percentile):")

@@ -30,7 +30,7 @@ import numpy as np
 from .arguments import choice
 from .compiled import TypedCall
 from .codegen import GenerationError, c_compiler, generated, timing
-from .codegen.background import build_elsewhere
+from .codegen.background import build_elsewhere, build_jobs
 from .codegen.build import cached
 from .model import Model
 
@@ -42,8 +42,8 @@ DEFAULT_VARIABLE = "ROBOT_LINEARIZATION_KERNEL"
 "auto" when unset (e.g. "generic" on a machine that must never compile in the background)."""
 
 _log = logging.getLogger("robot_linearization")
-_BUILDING = threading.Lock()
-"""Held while this process waits for a background build (Takeover): one at a time."""
+_BUILDING = threading.BoundedSemaphore(build_jobs())
+"""Held while this process waits for a background build (Takeover): background.build_jobs() at a time."""
 
 
 _DEFAULT = os.environ.get(DEFAULT_VARIABLE) or "auto"  # (read once, as numba reads its NUMBA_* variables)
@@ -98,7 +98,7 @@ class Takeover:
             if c_compiler() is None:
                 raise GenerationError("no C compiler found (set CC, or install gcc)")
             if _untimed(model, contacts, kind):
-                with _BUILDING:  # (one build process at a time from this process: the others wait here)
+                with _BUILDING:  # (build_jobs() build processes at a time from this process: the others wait here)
                     problem = build_elsewhere(model, contacts, kind) if _untimed(model, contacts, kind) else None
                 if problem is not None:
                     raise GenerationError(problem)

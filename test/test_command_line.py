@@ -145,9 +145,11 @@ def test_the_cache_command_lists_the_generated_kernels_and_clears_only_them(tmp_
     codegen.build.record_timing(model, impact_map.contacts, "impact", {"generated_us": 6.25, "generic_us": 11.5})
     assert main(["cache", "list"]) == 0
     assert ", 6.2 µs a call against the generic 11.5  (" in capsys.readouterr().out.splitlines()[0]
+    for name in ("background.lock", "background-1.lock", "background-old.lock"):  # (two build slots', a user's)
+        (cache / name).touch()
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.startswith("removed 3 files (")
-    assert sorted(p.name for p in cache.iterdir()) == ["notes.txt"]
+    assert capsys.readouterr().out.startswith("removed 5 files (")
+    assert sorted(p.name for p in cache.iterdir()) == ["background-old.lock", "notes.txt"]
     with pytest.raises(SystemExit):
         main(["cache", "remove"])
     assert "invalid choice: 'remove'" in capsys.readouterr().err

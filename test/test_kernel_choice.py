@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -281,13 +282,10 @@ def test_a_damaged_library_is_never_loaded_and_is_built_again(damage, rng, cache
     _equal(fast.linearize(state), rl.Linearizer(model, kernel="generic").linearize(state))
 
 
-@needs_compiler
-def test_background_builds_run_one_at_a_time_in_a_process_and_on_the_machine(rng, cache, monkeypatch):
-    """kernel="auto" on several contact sets (an MPC's) starts one build process at a time, not one per
-    set; and a build process waits for the machine's build slot (background.lock in the cache) while
-    another process holds it, so that several robots' builds do not take every core at once."""
-    from robot_linearization.codegen.build import file_lock
-
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_background_builds_run_as_many_at_once_from_a_process_as_build_jobs_says(rng, jobs, monkeypatch):
+    """kernel="auto" on three contact sets (an MPC's) starts build_jobs() build processes at a time, not one
+    per set."""
     running, most = [0], [0]
 
     def counting_build(model, contacts, kind):
@@ -298,25 +296,62 @@ def test_background_builds_run_one_at_a_time_in_a_process_and_on_the_machine(rng
         return "not built here (the test's stand-in)"
 
     model = random_tree(rng, 5)
-    with monkeypatch.context() as patch:
-        patch.setattr(kernel_choice, "build_elsewhere", counting_build)
-        takeovers = [kernel_choice.Takeover(model, contacts, "constrained")
-                     for contacts in (as_contacts(["b2"]), as_contacts(["b3"]), as_contacts(["b2", "b4"]))]
-        assert all(t.wait(30) for t in takeovers)
-    assert most[0] == 1 and all(t.kernel is None and "stand-in" in t.problem for t in takeovers)
+    monkeypatch.setattr(kernel_choice, "build_elsewhere", counting_build)
+    monkeypatch.setattr(kernel_choice, "_BUILDING", threading.BoundedSemaphore(jobs))
+    takeovers = [kernel_choice.Takeover(model, contacts, "constrained")
+                 for contacts in (as_contacts(["b2"]), as_contacts(["b3"]), as_contacts(["b2", "b4"]))]
+    assert all(t.wait(30) for t in takeovers)
+    assert most[0] == jobs and all(t.kernel is None and "stand-in" in t.problem for t in takeovers)
 
+
+@pytest.mark.parametrize("given, expected", [(None, "cores"), ("3", 3), ("1", 1), ("0", "cores"), ("two", "cores"),
+                                             ("", "cores")])
+def test_build_jobs_are_the_cores_but_one_unless_the_variable_says(given, expected, monkeypatch, capsys):
+    """build_jobs(): one per core this process may run on but one (at least one), or
+    $ROBOT_LINEARIZATION_BUILD_JOBS; a value that is no whole number ≥ 1 is said in one line, the default taken."""
+    from robot_linearization.codegen.background import JOBS_VARIABLE, build_jobs
+
+    cores = max(len(os.sched_getaffinity(0)) - 1, 1)
+    if given is None:
+        monkeypatch.delenv(JOBS_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(JOBS_VARIABLE, given)
+    assert build_jobs() == (cores if expected == "cores" else expected)
+    said = capsys.readouterr().err
+    if expected == "cores" and given is not None:
+        assert said == f"robot_linearization: ${JOBS_VARIABLE}={given!r} is no whole number ≥ 1: {cores} build(s) " \
+                       "at once\n"
+    else:
+        assert said == ""
+
+
+@needs_compiler
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_build_process_waits_for_a_free_slot_of_the_machines(cache, jobs, monkeypatch):
+    """A build process takes one of the machine's build_jobs() slots (background.lock, background-1.lock … in
+    the cache): while another process holds the first, a build with one slot waits for it, a build with two
+    takes the second at once; so that several robots' builds do not take every core at once."""
+    from robot_linearization.codegen.build import file_lock
+
+    monkeypatch.setenv("ROBOT_LINEARIZATION_BUILD_JOBS", str(jobs))
     cache.mkdir()
-    with file_lock(str(cache / "background")):  # another process's build holds the machine's slot
+    with file_lock(str(cache / "background")):  # another process's build holds the machine's first slot
         started = time.monotonic()
         build = subprocess.Popen([sys.executable, "-c", "import sys; from robot_linearization.codegen.background "
                                   "import build_elsewhere; sys.path.insert(0, sys.argv[1]); from conftest import "
                                   "random_tree; import numpy as np; "
                                   "print(build_elsewhere(random_tree(np.random.default_rng(5), 4), (), 'linearize'))",
                                   os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True, cwd=cache.parent)
-        time.sleep(5)
-        assert build.poll() is None and _libraries(cache) == []  # (it waits for the slot)
-    assert build.communicate(timeout=600)[0] == "None\n" and len(_libraries(cache)) == 1
-    assert time.monotonic() - started >= 5
+        if jobs == 1:
+            time.sleep(5)
+            assert build.poll() is None and _libraries(cache) == []  # (it waits for the slot)
+        else:
+            assert build.communicate(timeout=600)[0] == "None\n" and len(_libraries(cache)) == 1
+    if jobs == 1:
+        assert build.communicate(timeout=600)[0] == "None\n" and len(_libraries(cache)) == 1
+        assert time.monotonic() - started >= 5
+    assert {p.name for p in cache.iterdir() if p.name.startswith("background")} == \
+        {"background.lock"} | ({"background-1.lock"} if jobs == 2 else set())
 
 
 @needs_compiler

@@ -14,10 +14,10 @@ from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved
+from robot_linearization.walking.mpc import SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
-from robot_linearization.walking.scenario import Push, Segment, command_at, trot
+from robot_linearization.walking.scenario import Push, Segment, command_at, trot, walk
 
 from conftest import example_robot_path
 
@@ -282,20 +282,45 @@ def test_a_command_that_is_not_a_finite_number_is_refused_in_one_line():
     assert mpc.velocity.tolist() == [0.3, 0.0, 0.5]
 
 
-def test_both_solvers_plan_the_same_torques():
-    """One cycle from the same standing state with ProxSuite and with OSQP (MPCSettings.solver): the
+def test_every_solver_plans_the_same_torques():
+    """One cycle from the same standing state with ProxSuite, DAQP and OSQP (MPCSettings.solver): the
     same QP, solved to 1e-9 by each, gives the same first torque to within 1e-4 of its size."""
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
     torques = {}
-    for solver in ("proxsuite", "osqp"):
+    for solver in SOLVERS:
         mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                            MPCSettings(base_height=height, solver=solver))
         mpc.command(0.3)
         torques[solver] = mpc.solve(0.0, simulation.state, simulation.contacts_now(), simulation.held).torques
     scale = np.abs(torques["proxsuite"]).max()
     assert scale > 1.0  # the robot's weight is carried
-    np.testing.assert_allclose(torques["osqp"], torques["proxsuite"], atol=1e-4 * scale)
+    for solver in SOLVERS[1:]:
+        np.testing.assert_allclose(torques[solver], torques["proxsuite"], atol=1e-4 * scale, err_msg=solver)
+
+
+def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
+    """Each QP of 1 s of the trot (forward at 0.3 m/s, ProxSuite's plans), solved again by DAQP: the same
+    held torques y to 1e-6 of their size (both solve to 1e-9; the QPs are strictly convex), as many
+    constraints active, and no failure."""
+    qps = []
+
+    class Recorded(WholeBodyMPC):
+        def _run_solver(self, *arguments, **options):
+            found = super()._run_solver(*arguments, **options)
+            qps.append((arguments, found))
+            return found
+
+    log = walk(MODEL, BUNDLED_FEET, TROT, effort_limits(bundled_urdf_path(), MODEL.joint_names), 1.0,
+               (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorded)
+    assert log.error is None and len(qps) == len(log.time) + 1  # (one QP a cycle, and the first plan's)
+    for (H, g, C, lower, box_lower, box_upper), (y, solved, _) in qps:
+        assert solved
+        x, found, iterations = WholeBodyMPC._daqp(H, g, C, lower, box_lower, box_upper)
+        assert found and iterations > 0
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * np.abs(y).max())
+        active = (C @ y - lower < 1e-7 * np.abs(lower).max()).sum()
+        assert active == (C @ x - lower < 1e-7 * np.abs(lower).max()).sum()
 
 
 @pytest.mark.parametrize("settings, name, nearest", [
@@ -312,19 +337,20 @@ def test_a_setting_that_does_not_exist_is_refused_in_one_line_naming_the_nearest
     setattr(made, nearest, getattr(made, nearest))  # (a setting is set as before)
 
 
-def _planner():
+def _planner(solver="proxsuite"):
     state, height = standing_state(MODEL, TROT, BUNDLED_FEET)
     simulation = GroundSimulation(MODEL, TROT, state, feet=BUNDLED_FEET)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
-                       MPCSettings(base_height=height))
+                       MPCSettings(base_height=height, solver=solver))
     return mpc, simulation
 
 
-def test_constraints_no_plan_can_keep_at_the_first_knots_are_violated_as_little_as_possible():
+@pytest.mark.parametrize("solver", ["proxsuite", "daqp"])
+def test_constraints_no_plan_can_keep_at_the_first_knots_are_violated_as_little_as_possible(solver):
     """Rows of knot 0 that contradict each other (y₀ ≥ 5 and y₀ ≤ 3, as a measured state past a margin
     makes them): the plan takes the least violation (σ = 1, y₀ = 4, to the 1 % of room), says how much and
     where; the same contradiction at a knot the state cannot have broken is no plan at all."""
-    mpc, _ = _planner()
+    mpc, _ = _planner(solver)
     n = MODEL.n_joints
     size = len(mpc._starts) * n
     H, g = np.eye(size), np.zeros(size)
@@ -338,8 +364,10 @@ def test_constraints_no_plan_can_keep_at_the_first_knots_are_violated_as_little_
     assert y[0] == pytest.approx(4.0, abs=0.011) and np.abs(y[1:]).max() < 1e-6  # (the rest: the cost's)
     feasible, _, no_slack, none = mpc._solve_qp(H, g, C[2:], lower[2:], torques, labels[2:])
     assert no_slack == 0.0 and none is None and np.abs(feasible).max() < 1e-6
-    with pytest.raises(_Unsolved, match=r"^margin a:unilateral at knot 5 violated by 1 \(\d+ iterations; none of the "
-                                        r"first 3 knots' to make soft\)$"):
+    # (which of the two contradicting rows the failed solve breaks most is the solver's: ProxSuite's halfway, DAQP's
+    # on one of them)
+    with pytest.raises(_Unsolved, match=r"^margin a:(unilateral|friction_0) at knot 5 violated by [12] \(\d+ "
+                                        r"iterations; none of the first 3 knots' to make soft\)$"):
         mpc._solve_qp(H, g, C[:2], lower[:2], torques, [(kind, 5, what) for kind, _, what in labels[:2]])
 
 

@@ -4,7 +4,10 @@ the parent's GIL or locks.  The parent writes the pickled (model, contacts, kind
 the kernel goes into the cache (build.py: under the kernel's lock, so a second process needing it
 waits for this one), then its call is timed against the generic kernel's and the figures kept in its
 record (timing.py), where the parent reads whether it pays.  Exit status 0: built (or found) and
-timed; REFUSED: it cannot be built here, the reason in one line on stderr."""
+timed; REFUSED: it cannot be built here, the reason in one line on stderr.
+
+At most :func:`build_jobs` builds run at once on the machine (slots locked in the cache: an MPC's
+contact sets, several robots' nodes), and as many from one process (kernel_choice)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,29 @@ import signal
 import sys
 
 REFUSED = 3
+
+JOBS_VARIABLE = "ROBOT_LINEARIZATION_BUILD_JOBS"
+"""The environment variable that sets :func:`build_jobs` (a whole number ≥ 1)."""
+
+
+def build_jobs() -> int:
+    """How many kernels are built at once: $ROBOT_LINEARIZATION_BUILD_JOBS, else one per core this process
+    may run on but one, which the robot's own work keeps (at least one; a compile takes a core and a few
+    hundred MB while it runs).  A value that is no whole number ≥ 1 is said on stderr once, and the default
+    taken."""
+    cores = max(len(os.sched_getaffinity(0)) - 1, 1)
+    given = os.environ.get(JOBS_VARIABLE)
+    if given is None:
+        return cores
+    try:
+        jobs = int(given)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        print(f"robot_linearization: ${JOBS_VARIABLE}={given!r} is no whole number ≥ 1: {cores} build(s) at once",
+              file=sys.stderr)
+        return cores
+    return jobs
 
 
 def build_elsewhere(model, contacts: tuple, kind: str) -> str | None:
@@ -48,14 +74,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     model, contacts, kind, largest = pickle.load(sys.stdin.buffer)
     from . import kernels, timing
-    from .build import GenerationError, cache_directory, file_lock, record_timing
+    from .build import GenerationError, cache_directory, free_slot, record_timing
 
     kernels.GENERATED_OPERATIONS = largest  # (the parent's bound)
 
     try:
-        # one background build at a time on the machine (an MPC's contact sets, several robots' nodes:
-        # each its own gcc at once would take every core and gigabytes); the others wait their turn
-        with file_lock(os.path.join(cache_directory(), "background")):
+        # build_jobs() background builds at once on the machine (an MPC's contact sets, several robots'
+        # nodes: each its own compiler at once would take every core and gigabytes); the others wait their turn
+        with free_slot(os.path.join(cache_directory(), "background"), build_jobs()):
             if not timing.measured(kernels.library(model, contacts, kind).timing):
                 kernel = kernels.generated(model, contacts, kind)
                 try:

@@ -35,6 +35,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -225,8 +226,7 @@ def cached(model: Model, contacts: tuple, kind: str) -> Library | None:
 
 @contextlib.contextmanager
 def file_lock(base: str):
-    """An exclusive lock across processes: flock on ``base``.lock (one kernel's files; background.py's
-    build slot)."""
+    """An exclusive lock across processes: flock on ``base``.lock (one kernel's files)."""
     os.makedirs(os.path.dirname(base), exist_ok=True)
     with open(base + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -234,6 +234,27 @@ def file_lock(base: str):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def free_slot(base: str, slots: int, poll: float = 0.1):
+    """One of ``slots`` exclusive locks across processes (flock on ``base``.lock, ``base``-1.lock, …): the
+    first free one, else the first to come free (looked for every ``poll`` seconds)."""
+    os.makedirs(os.path.dirname(base), exist_ok=True)
+    paths = [base + ".lock"] + [f"{base}-{slot}.lock" for slot in range(1, slots)]
+    while True:
+        for path in paths:
+            with open(path, "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                try:
+                    yield
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                return
+        time.sleep(poll)
 
 
 def build(model: Model, contacts: tuple, kind: str, what: str, make_source) -> Library:
@@ -354,7 +375,7 @@ class CacheEntry:
     timing: dict | None = None  # Library.timing's
 
 
-_OURS = re.compile(r"^([a-z]+-[A-Za-z0-9_.]+-[a-z0-9]+-[0-9a-f]{24}\.(so|json|lock)|background\.lock)$")
+_OURS = re.compile(r"^([a-z]+-[A-Za-z0-9_.]+-[a-z0-9]+-[0-9a-f]{24}\.(so|json|lock)|background(-[0-9]+)?\.lock)$")
 """The names of this package's files in the cache, the background builds' lock included (anything else
 there is left alone)."""
 

@@ -72,6 +72,9 @@ SLACK_REGULARIZATION = 1e-6
 SLACK_ROOM = (0.01, 0.05)
 """The relative room over the least violation the plan's QP is given, tried in turn."""
 
+SOLVERS = ("proxsuite", "daqp", "osqp")
+"""The values of MPCSettings.solver."""
+
 
 class MPCError(RuntimeError):
     """The QP has no solution: the message names the constraint and the knot."""
@@ -103,7 +106,8 @@ class MPCSettings(Settings):
     line naming it, a setting that cannot work; an attribute that is no setting is refused when it is
     set (arguments.Settings).
 
-    ``solver``: the QP solver, "proxsuite" (the default) or "osqp"."""
+    ``solver``: the QP solver: "proxsuite" (the default: ProxSuite's dense solver), "daqp" (DAQP's dense dual
+    active-set solver, ≈ 3× faster on a quadruped's QP, slower on a humanoid's: docs/mpc.md) or "osqp"."""
 
     knot_dt: float = 0.015
     knots: int = 20
@@ -113,7 +117,7 @@ class MPCSettings(Settings):
     min_normal_load: float = 0.04
     swing_lift: float = 0.2
     raibert: float = 0.85
-    solver: str = "proxsuite"  # or "osqp"
+    solver: str = "proxsuite"  # or "daqp", "osqp"
     torque_hold: int = 2
     blas_threads: int | None = 1
     scale: RobotScale | None = None
@@ -355,8 +359,8 @@ class WholeBodyMPC:
         threads = settings.blas_threads
         self._blas = contextlib.nullcontext if threads is None else functools.partial(
             _solver_module("threadpoolctl").ThreadpoolController().limit, limits=int(threads), user_api="blas")
-        if settings.solver not in ("proxsuite", "osqp"):
-            raise ValueError(f"solver: expected 'proxsuite' or 'osqp', got {settings.solver!r}")
+        if settings.solver not in SOLVERS:
+            raise ValueError(f"solver: expected one of {', '.join(map(repr, SOLVERS))}, got {settings.solver!r}")
         _solver_module(settings.solver)  # (imported now: a missing solver is said here, and the first cycle
         # does not pay for the import)
 
@@ -825,6 +829,8 @@ class WholeBodyMPC:
         settings.solver (ProxSuite: at most ``iterations``, outer and inner)."""
         if self.settings.solver == "osqp":
             return self._osqp(H, g, C, lower, box_lower, box_upper)
+        if self.settings.solver == "daqp":
+            return self._daqp(H, g, C, lower, box_lower, box_upper, iterations=iterations)
         return self._proxsuite(H, g, C, lower, box_lower, box_upper, iterations=iterations)
 
     def _proxsuite(self, H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
@@ -845,6 +851,18 @@ class WholeBodyMPC:
         qp.solve(np.zeros(size), None, None)  # warm: δτ = 0 is the previous plan, shifted (the linearization point)
         status = qp.results.info.status
         return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
+
+    @staticmethod
+    def _daqp(H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+        """DAQP's dense dual active-set solver, in at most 10 × ``iterations``[0] changes of its active set
+        (a solvable plan takes a few dozen from a cold start; an infeasible one is said in as many); the
+        limits as its simple bounds, the rows of C below."""
+        daqp = _solver_module("daqp")
+
+        x, _, flag, info = daqp.solve(H, g, C, np.concatenate([box_upper, np.full(len(lower), np.inf)]),
+                                      np.concatenate([box_lower, lower]), primal_tol=1e-9,
+                                      iter_limit=10 * iterations[0])
+        return x, flag == 1, info["iterations"]
 
     def _osqp(self, H, g, C, lower, box_lower, box_upper):
         osqp = _solver_module("osqp")
