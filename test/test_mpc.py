@@ -147,7 +147,7 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     weights = rng.uniform(0.0, 3.0, size=(K, two_N))
     residuals = rng.normal(size=(K, two_N))
     foot_rows = [(k, rng.normal(size=(rows, N)), rng.normal(size=rows)) for k, rows in ((1, 3), (7, 1), (K, 3))]
-    Gamma, d = mpc._condense(steps, defects)
+    Gamma, d = mpc._condense(np.array([A for A, *_ in steps]), np.array([B for _, B, *_ in steps]), np.array(defects))
     H, g = mpc._condensed_cost(Gamma, d, weights, residuals, foot_rows)
     # the reference: each column of Γ is the rollout of one unit held-torque perturbation
     reference_Gamma = np.zeros((K + 1, two_N, groups * n))
@@ -211,8 +211,8 @@ def test_each_knots_step_is_rl_step():
     x = tuple(np.array([a]) for a in (state.base_pose, state.joint_positions, state.base_twist,
                                       state.joint_velocities))  # (the knots' stacked arrays: one knot)
     for contacts, previous in ((pair, pair), (four, pair), ((), ())):
-        steps, following = mpc._steps(x, torques[None], [(contacts, previous)])
-        A_d, B_d, _, _ = steps[0]
+        A_d, B_d, _, following = mpc._steps(x, torques[None], [(contacts, previous)])
+        A_d, B_d = A_d[0], B_d[0]
         following = rl.State(**dict(zip(("base_pose", "joint_positions", "base_twist", "joint_velocities"),
                                         (a[0] for a in following))))
         reference = rl.step(MODEL, state, torques, mpc.settings.knot_dt, contacts=list(contacts),

@@ -46,6 +46,7 @@ from scipy.linalg.blas import dsyrk as _syrk  # C ← αAAᵀ + βC, the upper t
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
 from ..arguments import Settings, positive_number, real_array
+from ..compiled import kernel
 from ..algorithms.kinematics import frame_poses
 from ..contact_margins import MarginEvaluator
 from ..contacts import Contact
@@ -254,6 +255,26 @@ class _Held:
     floor: np.ndarray | None
 
 
+@kernel
+def condense_into(A_d, B_d, defects, reached, Gamma_T, d):
+    """The knots' steps δz_{k+1} = A_k δz_k + B_k y_m(k) + c_k rolled forward from δz_0 = 0 into
+    δz_k = Γ_k y + d_k (the module docstring): A_d (K, 2N, 2N), B_d (K, 2N, n), the defects c (K, 2N) and
+    reached (K+1,) the columns of y that δz_k depends on (knot k's group the last n of reached[k+1]);
+    into Γ_kᵀ (K+1, M·n, 2N), Γ transposed so that each step is one product of contiguous rows, and
+    d (K+1, 2N).  (Columns past reached[k] are zero and never multiplied.)"""
+    n = B_d.shape[2]
+    Gamma_T[0] = 0.0
+    d[0] = 0.0
+    for k in range(A_d.shape[0]):
+        before, end = reached[k], reached[k + 1]
+        if before > 0:
+            np.dot(Gamma_T[k, :before], A_d[k].T, Gamma_T[k + 1, :before])
+        Gamma_T[k + 1, before:] = 0.0
+        Gamma_T[k + 1, end - n:end] += B_d[k].T
+        np.dot(A_d[k], d[k], d[k + 1])
+        d[k + 1] += defects[k]
+
+
 def mpc_kernels(gait: Gait, feet) -> list:
     """(contacts, kind) of each generated kernel the MPC of ``gait`` on ``feet`` (frame names) runs: every
     contact set of the gait (gait.Gait.contact_sets), its constrained linearization and its impact map
@@ -324,9 +345,10 @@ class WholeBodyMPC:
         # what each of the gait's contact sets needs, made and run once now (at the standing posture), so
         # that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
+        self._reach = np.array([self._reached(k) for k in range(K + 1)])
         x = tuple(a[0] for a in _stacked([stand]))
         for feet in gait.contact_sets(self.feet):
-            self._linearize(x, np.zeros(n), feet, feet)
+            self._linearize(x, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)))
             impacts = self._held(feet).impacts
             if impacts is not None:
                 impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
@@ -408,23 +430,24 @@ class WholeBodyMPC:
                 torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)])
 
     def _steps(self, x: tuple, torques, knots) -> tuple:
-        """Per knot k of ``knots`` ((contacts, previous) of each): (A_d, B_d, the margins
-        (ContactMargins, or None without contacts), the margins' lower bounds) of the step from the
-        state k of the :func:`_stacked` arrays ``x`` with torques[k]; and the next states' stacked
+        """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
+        ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), per knot (the margins
+        (ContactMargins, or None without contacts), their lower bounds); and the next states' stacked
         arrays."""
-        h = self.settings.knot_dt
-        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], *knots[k]) for k in range(len(knots))]
+        h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
+        A_d, B_d = np.empty((K, two_N, two_N)), np.empty((K, two_N, n))
+        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], *knots[k], A_d[k], B_d[k]) for k in range(K)]
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
-        start = tuple(np.array(column) for column in zip(*(step[4] for step in linearized)))
-        nu_dot = np.array([step[5] for step in linearized])
+        start = tuple(np.array(column) for column in zip(*(step[2] for step in linearized)))
+        nu_dot = np.array([step[3] for step in linearized])
         v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
         following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
-        return [step[:4] for step in linearized], following
+        return A_d, B_d, [step[:2] for step in linearized], following
 
-    def _linearize(self, x: tuple, torques, contacts, previous):
-        """(A_d, B_d, the margins (ContactMargins, or None without contacts), their lower bounds, the
-        state the step starts from (after a touchdown's impact) as arrays (H, s, v, r), ν̇ (N,)) of one
-        knot at the state of the arrays x = (H, s, v, r)."""
+    def _linearize(self, x: tuple, torques, contacts, previous, A_d, B_d):
+        """(the margins (ContactMargins, or None without contacts), their lower bounds, the state the step
+        starts from (after a touchdown's impact) as arrays (H, s, v, r), ν̇ (N,)) of one knot at the state of
+        the arrays x = (H, s, v, r); its step's A_d (2N, 2N) and B_d (2N, n) into those given."""
         H, s, v, r = x
         held = self._held(contacts)
         landing = self._touchdowns.get((previous, contacts))
@@ -438,10 +461,13 @@ class WholeBodyMPC:
             v, r = np.array(jump.base_twist, dtype=float), jump.joint_velocities.copy()  # (copies: ν⁺)
         lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
         assert lin.A_d is not None and lin.B_d is not None  # (the knots' Linearizer has their step)
-        A_d = lin.A_d @ jump.A if jump is not None else lin.A_d.copy()
+        if jump is not None:
+            np.matmul(lin.A_d, jump.A, out=A_d)
+        else:
+            A_d[...] = lin.A_d
+        B_d[...] = lin.B_d
         margins = held.margins(lin) if held.margins is not None else None
-        return (A_d, lin.B_d.copy(), margins, held.floor, (H, s, v, r),
-                np.concatenate([lin.base_acceleration, lin.joint_accelerations]))
+        return margins, held.floor, (H, s, v, r), np.concatenate([lin.base_acceleration, lin.joint_accelerations])
 
     def _held(self, feet) -> _Held:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
@@ -514,13 +540,13 @@ class WholeBodyMPC:
         clock = _time.perf_counter()
         x, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
-        steps, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
+        A_d, B_d, margins, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state, contacts_now)
         feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
-        Gamma, d = self._condense(steps, defects)
-        H, g, C, lower, labels = self._qp(ref, x, torques, steps, feet, Gamma, d, soles)
+        Gamma, d = self._condense(A_d, B_d, defects)
+        H, g, C, lower, labels = self._qp(ref, x, torques, margins, feet, Gamma, d, soles)
         assembled = _time.perf_counter()
         try:
             y, iterations, slack, softened = self._solve_qp(H, g, C, lower, torques, labels)
@@ -529,7 +555,6 @@ class WholeBodyMPC:
         solved = _time.perf_counter()
         dz = Gamma @ y + d
         dtau = y.reshape(-1, n)[self._groups]
-        A_d, B_d = np.array([step[0] for step in steps]), np.array([step[1] for step in steps])
         residual = float(np.abs(dz[1:] - np.einsum("kij,kj->ki", A_d, dz[:-1]) - np.einsum("kij,kj->ki", B_d, dtau)
                                 - defects).max())
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
@@ -559,17 +584,14 @@ class WholeBodyMPC:
                          iterations=0, dynamics_residual=math.nan, min_margin=math.nan, slack=math.nan,
                          fallback=reason)
 
-    def _condense(self, steps, defects):
+    def _condense(self, A_d, B_d, defects):
         """δz_k = Γ_k y + d_k (y: the held torque perturbations y_m stacked, δτ_k = y_m of knot k's
-        group): Γ (K+1, 2N, M·n), d (K+1, 2N), from δz_0 = 0 and the knots' dynamics."""
+        group): Γ (K+1, 2N, M·n) (a transposed view of :func:`condense_into`'s), d (K+1, 2N), from δz_0 = 0
+        and the knots' steps A_d (K, 2N, 2N), B_d (K, 2N, n) and defects (K, 2N)."""
         two_N, n, K = self.sizes
-        Gamma, d = np.zeros((K + 1, two_N, len(self._starts) * n)), np.zeros((K + 1, two_N))
-        for k, (A_d, B_d, *_) in enumerate(steps):
-            end = self._reached(k + 1)  # (the columns of later groups are still zero)
-            Gamma[k + 1, :, :end] = A_d @ Gamma[k, :, :end]
-            Gamma[k + 1, :, end - n:end] += B_d
-            d[k + 1] = A_d @ d[k] + defects[k]
-        return Gamma, d
+        Gamma_T, d = np.empty((K + 1, len(self._starts) * n, two_N)), np.empty((K + 1, two_N))
+        condense_into(A_d, B_d, defects, self._reach, Gamma_T, d)
+        return Gamma_T.transpose(0, 2, 1), d
 
     def _condensed_cost(self, Gamma, d, weights, residuals, foot_rows):
         """The cost Σ_k ½‖e_k + E_k δz_k‖² of knots 1 … K in the held torques y (δz_k = Γ_k y + d_k), as
@@ -679,9 +701,10 @@ class WholeBodyMPC:
                 total += 0.5 * ref.scales[k] * ref.sole_weight * float(np.sum(np.square(rows[0])))
         return total
 
-    def _qp(self, ref: References, x: tuple, torques, steps, feet, Gamma, d, soles=None):
+    def _qp(self, ref: References, x: tuple, torques, margins, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x; ``feet``: :meth:`_feet`'s, ``soles``: :meth:`_soles`'s):
+        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' per knot, ``feet``: :meth:`_feet`'s,
+        ``soles``: :meth:`_soles`'s):
         H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
@@ -719,18 +742,18 @@ class WholeBodyMPC:
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         rows, lower, labels = [], [], []
         size = len(g)
-        for k, (_, _, margins, floor) in enumerate(steps):
-            if margins is None:
+        for k, (knot_margins, floor) in enumerate(margins):
+            if knot_margins is None:
                 continue
-            Mz = margins.state_jacobian
+            Mz = knot_margins.state_jacobian
             row = np.zeros((len(Mz), size))
             reached = self._reached(k)
             row[:, :reached] = Mz @ Gamma[k, :, :reached]
             m = self._groups[k]
-            row[:, m * n:(m + 1) * n] += margins.input_jacobian
+            row[:, m * n:(m + 1) * n] += knot_margins.input_jacobian
             rows.append(row)
-            lower.append(floor - margins.margins - Mz @ d[k])
-            labels += [("margin", k, label) for label in margins.labels]
+            lower.append(floor - knot_margins.margins - Mz @ d[k])
+            labels += [("margin", k, label) for label in knot_margins.labels]
         for k in range(1, K + 1):
             # the swinging feet above the ground (lifting and landing: the height's cost instead)
             above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9]
