@@ -436,7 +436,8 @@ class WholeBodyMPC:
         arrays."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
         A_d, B_d = np.empty((K, two_N, two_N)), np.empty((K, two_N, n))
-        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], *knots[k], A_d[k], B_d[k]) for k in range(K)]
+        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], contacts, previous, A_d[k], B_d[k])
+                      for k, (contacts, previous) in enumerate(knots)]
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
         start = tuple(np.array(column) for column in zip(*(step[2] for step in linearized)))
         nu_dot = np.array([step[3] for step in linearized])
