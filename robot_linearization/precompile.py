@@ -7,8 +7,8 @@ next to the installed sources (or in $NUMBA_CACHE_DIR): ≈ 30 s on 2 cores for
 all of them, after which a new process loads them in under a second.  This runs
 the calls that a node, the API and the CLI make — a floating and a fixed base,
 the step Jacobians, rigid contacts, a touchdown's impact, the contact margins, coupled
-mimic joints, a step of the simulated robot, a heatmap, the validation against finite differences —
-on the bundled quadruped, so the first start after an install is a warm start.
+mimic joints, a step of the simulated robot, a heatmap, the validation against finite
+differences, the MPC's horizon — on the bundled quadruped, so the first start after an install is a warm start.
 `colcon build` runs it after installing the package (setup.py); scripts/venv.sh
 after `pip install`.  Running it again costs about a second.
 """
@@ -58,8 +58,12 @@ def precompile() -> float:
     from robot_linearization.coupling import tree_of
     from robot_linearization.spatial import se3_exp_many, se3_log_many
 
-    # a horizon's maps on SE(3) and its feet's kinematics: the MPC's
+    from robot_linearization.walking.condensing import condense_into
+
+    # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
+    condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), np.array([0, 1, 2]), np.empty((3, 2, 4)),
+                  np.empty((3, 4)))
     contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),
                                   np.zeros((2, 12)), np.zeros((4, 3)))
     # a mimic-coupled robot (the quadruped with one knee following another): the reduced-map kernel
