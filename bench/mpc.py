@@ -50,11 +50,11 @@ class Recorder(mpc_module.WholeBodyMPC):
     qps: list = []
     solved = 0
 
-    def _proxsuite(self, *qp):
+    def _run_solver(self, *qp, **options):
         if Recorder.solved % 10 == 0:
             Recorder.qps.append(qp)
         Recorder.solved += 1
-        return super()._proxsuite(*qp)
+        return super()._run_solver(*qp, **options)
 
     def solve(self, time, state, contacts_now, held_now):
         if self.kept is not None or time < self.at - 1e-9:
