@@ -62,9 +62,12 @@ class Recorder(mpc_module.WholeBodyMPC):
         x, torques = self._shifted_plan(time, state)
         shifted = (mpc_module._unstacked(*x), torques)
         result = super().solve(time, state, contacts_now, held_now)
+        # (the MPC's own cost of both plans now: its command, which the references follow, changes later)
+        costs = {name: self.cost(time, state, states, torques, contacts_now)
+                 for name, (states, torques) in (("start", shifted), ("plan", (result.states, result.torques_plan)))}
         Recorder.kept = dict(time=time, state=state, shifted=shifted, result=result, mpc=self,
-                                 knots=self._knot_contacts(time, contacts_now, held_now),
-                                 references=self.references(time, state, contacts_now))
+                             knots=self._knot_contacts(time, contacts_now, held_now),
+                             references=self.references(time, state, contacts_now), costs=costs)
         return result
 
 
@@ -201,6 +204,17 @@ def crocoddyl_problem(kept, model, urdf):
     return problem, x_of, u_of, knot_node
 
 
+def barrier_cost(problem, h):
+    """The part of ``problem``'s cost at its last calc that its friction cones' barrier (the costs named
+    "cone_…", which the MPC has as constraints instead) makes: Σ over the running nodes of h times each."""
+    total = 0.0
+    for data in problem.runningDatas:
+        if hasattr(data, "differential"):  # (an impulse node has no cone)
+            total += h * sum(item.cost for name, item in data.differential.costs.costs.todict().items()
+                             if name.startswith("cone_"))
+    return total
+
+
 def trajectories(problem, kept, model, states, torques, x_of, u_of, knot_node):
     """xs, us of Crocoddyl's nodes from our knot states and torques (after an impulse node, the
     post-impact state)."""
@@ -274,14 +288,13 @@ def main() -> None:
     xs0, us0 = trajectories(problem, kept, model, shifted_states, shifted_torques, x_of, u_of, knot_node)
     result = kept["result"]
     xs_mpc, us_mpc = trajectories(problem, kept, model, result.states, result.torques_plan, x_of, u_of, knot_node)
-    mpc_cost = problem.calc(xs_mpc, us_mpc)
-    start_cost = problem.calc(xs0, us0)
-    ours = {name: mpc.cost(kept["time"], kept["state"], states, torques, kept["knots"][0][0])
-            for name, (states, torques) in
-            (("start", kept["shifted"]), ("plan", (result.states, result.torques_plan)))}
-    print(f"\nthe cost in both measures (a check that the two problems are the same): the plan the MPC started "
-          f"from {ours['start']:.6g} (ours) {start_cost:.6g} (Crocoddyl's), its new plan {ours['plan']:.6g} "
-          f"{mpc_cost:.6g}")
+    mpc_cost, mpc_barrier = problem.calc(xs_mpc, us_mpc), barrier_cost(problem, kept["mpc"].settings.knot_dt)
+    start_cost, start_barrier = problem.calc(xs0, us0), barrier_cost(problem, kept["mpc"].settings.knot_dt)
+    ours = kept["costs"]
+    print(f"\nthe cost in both measures (a check that the two problems are the same; Crocoddyl's without its "
+          f"cones' barrier, which the MPC keeps as constraints): the plan the MPC started from {ours['start']:.6g} "
+          f"(ours) {start_cost - start_barrier:.6g} (Crocoddyl's; its barrier {start_barrier:.3g}), its new plan "
+          f"{ours['plan']:.6g} {mpc_cost - mpc_barrier:.6g} (barrier {mpc_barrier:.3g})")
     solver = crocoddyl.SolverFDDP(problem)
     solver.th_stop = 1e-9
     started = time.perf_counter()

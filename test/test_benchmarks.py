@@ -23,7 +23,8 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     assert "QP solver daqp" in out
     for solver in ("ProxSuite", "DAQP", "OSQP"):
         assert re.search(rf"^  {solver} .* +\d+\.\d\d +\d+\.\d\d", out, re.MULTILINE), (solver, out)
-    costs = re.search(r"started from ([\d.]+) \(ours\) ([\d.]+) \(Crocoddyl's\), its new plan ([\d.]+) ([\d.]+)", out)
+    costs = re.search(r"started from ([\d.]+) \(ours\) ([\d.]+) \(Crocoddyl's; its barrier [\d.e+-]+\), its new plan "
+                      r"([\d.]+) ([\d.]+) ", out)
     assert costs, out
     ours_start, theirs_start, ours_plan, theirs_plan = map(float, costs.groups())
     assert ours_start == pytest.approx(theirs_start, rel=1e-5) and ours_plan == pytest.approx(theirs_plan, rel=1e-5)
