@@ -14,7 +14,8 @@ from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved
+from robot_linearization.walking.mpc import (SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved,
+                                             mpc_contact_sets, mpc_kernels)
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot, walk
@@ -28,6 +29,33 @@ MODEL = rl.load_urdf(bundled_urdf_path())
 def pushed_trot():
     """3.5 s: the command ramps to 0.3 m/s forward over 1 s; at 2 s the base is pushed sideways by 0.5 m/s."""
     return trot(3.5, (Segment(0.0, (0.3, 0.0, 0.0)),), (Push(2.0, (0.0, 0.5, 0.0)),))
+
+
+def test_the_mpc_knows_ahead_every_contact_set_a_pushed_trot_holds():
+    """mpc_contact_sets: the trot's own sets and the four three-foot sets on the way between them (one foot of
+    a pair landing or lifting before the other); a walk's (one foot at a time) are its own.  Every set a knot
+    of the pushed trot held (its feet landing early or late: three feet at a cycle's first knot) is among
+    them, and so among the kernels built ahead (mpc_kernels: constrained and impact, none for no foot)."""
+    sets = mpc_contact_sets(TROT, BUNDLED_FEET)
+    assert sets[:3] == TROT.contact_sets(BUNDLED_FEET) and len(sets) == 7
+    assert sorted(s for s in sets if len(s) == 3) == sorted(tuple(f for f in BUNDLED_FEET if f != foot)
+                                                           for foot in BUNDLED_FEET)
+    walk_gait = Gait.walk(BUNDLED_FEET, TROT.posture)
+    assert mpc_contact_sets(walk_gait, BUNDLED_FEET) == walk_gait.contact_sets(BUNDLED_FEET)
+    kernels = mpc_kernels(TROT, BUNDLED_FEET)
+    assert [(tuple(c.frame for c in contacts), kind) for contacts, kind in kernels] == \
+        [(s, kind) for s in sets for kind in ("constrained", "impact")]
+    held = {}
+
+    class Recording(WholeBodyMPC):
+        def solve(self, time, state, contacts_now, held_now):
+            for contacts, _ in self._knot_contacts(time, contacts_now, held_now):
+                held[contacts] = held.get(contacts, 0) + 1
+            return super().solve(time, state, contacts_now, held_now)
+
+    log = trot(3.5, (Segment(0.0, (0.3, 0.0, 0.0)),), (Push(2.0, (0.0, 0.5, 0.0)),), mpc_class=Recording)
+    assert log.error is None
+    assert set(held) <= set(sets) and any(len(s) == 3 for s in held), held
 
 
 def test_the_quadruped_trots_forward_and_stays_up(pushed_trot):

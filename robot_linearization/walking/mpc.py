@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import time as _time
 from dataclasses import dataclass, field
@@ -255,12 +256,29 @@ class _Held:
     floor: np.ndarray | None
 
 
+def mpc_contact_sets(gait: Gait, feet) -> tuple:
+    """The sets of feet (tuples of names in the order of ``feet``) the MPC of ``gait`` holds: the gait's
+    own (gait.Gait.contact_sets), and between two of its phases every set on the way from one to the
+    next, where the measured contacts of a cycle's first knot can be (of a trot's pair one foot landing,
+    or lifting, before the other: three feet), in the order met."""
+    order = tuple(feet)
+    stances = [set(phase.stance) for phase in gait.phases]
+    found = dict.fromkeys(gait.contact_sets(order))
+    for before, after in zip(stances, stances[1:] + stances[:1]):
+        changing = [f for f in order if (f in before) != (f in after)]
+        for chosen in itertools.product((False, True), repeat=len(changing)):
+            if any(chosen) and not all(chosen):  # (neither the phase before nor after: a set on the way)
+                moved = {f for f, moving in zip(changing, chosen) if moving}
+                found.setdefault(tuple(f for f in order if (f in before) != (f in moved)))
+    return tuple(found)
+
+
 def mpc_kernels(gait: Gait, feet) -> list:
     """(contacts, kind) of each generated kernel the MPC of ``gait`` on ``feet`` (frame names) runs: every
-    contact set of the gait (gait.Gait.contact_sets), its constrained linearization and its impact map
+    contact set it holds (:func:`mpc_contact_sets`; none for no foot), its constrained linearization and its impact map
     (robot_linearization.kernel_choice's kinds); what `robot-linearization cache build` builds ahead."""
-    return [(tuple(Contact(f, gait.contact) for f in stance), kind) for stance in gait.contact_sets(feet)
-            for kind in ("constrained", "impact")]
+    return [(tuple(Contact(f, gait.contact) for f in stance), kind) for stance in mpc_contact_sets(gait, feet)
+            if stance for kind in ("constrained", "impact")]
 
 
 class WholeBodyMPC:
@@ -322,12 +340,12 @@ class WholeBodyMPC:
         # the QP's unknowns: y_m (n), the torque perturbation held over knots starts[m] … starts[m+1]−1
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
-        # what each of the gait's contact sets needs, made and run once now (at the standing posture), so
-        # that the first control cycle does not pay for making them and loading their kernels; with
+        # what each contact set the MPC holds needs (mpc_contact_sets), made and run once now (at the standing
+        # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
         self._reach = np.array([self._reached(k) for k in range(K + 1)])
         x = tuple(a[0] for a in _stacked([stand]))
-        for feet in gait.contact_sets(self.feet):
+        for feet in mpc_contact_sets(gait, self.feet):
             self._linearize(x, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)))
             impacts = self._held(feet).impacts
             if impacts is not None:
