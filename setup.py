@@ -36,6 +36,7 @@ setup(
     name=package_name,
     version=version,
     packages=find_packages(exclude=["test", "test.*"]),
+    py_modules=["robot_linearization_rqt"],  # rqt's entry to the view (plugin.xml)
     package_data={package_name: ["py.typed", "robots/*.urdf", "codegen/*.c"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),

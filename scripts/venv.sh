@@ -6,7 +6,7 @@ set -euo pipefail
 extras=${1:-}
 venv=${VENV:-.venv}
 stamp=$( (cat setup.py setup.cfg pyproject.toml package.xml;
-          find robot_linearization \( -name '*.py' -o -name '*.urdf' \) | LC_ALL=C sort | xargs cat) \
+          find robot_linearization robot_linearization_rqt.py \( -name '*.py' -o -name '*.urdf' \) | LC_ALL=C sort | xargs cat) \
         | sha256sum | cut -d' ' -f1)
 installed=$(cat "$venv/.robot_linearization-installed" 2>/dev/null || true)   # "<stamp> <extras>"
 if [ ! -x "$venv/bin/python" ]; then

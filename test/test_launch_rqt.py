@@ -135,7 +135,8 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
         traceback but qt_gui's own of its failed close.  (SIGINT then reached qt_gui's handler, whose
         close cannot shut a loading plugin down and marked the window as closing: rqt ran on, every
         later signal ignored; SIGTERM ended rclpy's context, and the view's close while rqt loaded it
-        did nothing.  closing.py.)"""
+        did nothing; and rclcpp's handler, logging inside the signal handler, hung rqt about once in
+        80: rqt's entry, robot_linearization_rqt, now takes the signals before the import.  closing.py.)"""
         if MISSING:
             self.skipTest(f"needs {MISSING} (ROS 2's rqt, Xvfb, ImageMagick)")
         proc_output.assertWaitFor(DRAWN, process=RQT, timeout=180, stream="stderr")  # the plugin discovered

@@ -96,7 +96,8 @@ def test_package_xml_is_format_3_ament_cmake_with_its_interfaces():
 
 def test_the_rqt_plugin_is_exported_installed_and_names_a_class_that_exists():
     """rqt finds plugins through package.xml's <rqt_gui plugin="${prefix}/plugin.xml"/>
-    export, in the installed share directory; plugin.xml names the class by its module path."""
+    export, in the installed share directory; plugin.xml names the class by its module path: rqt's
+    entry, installed by setup.py and CMake, which takes Ctrl-C and SIGTERM before it imports the view."""
     root = _source_tree()
     exports = ET.parse(root / "package.xml").getroot().find("export")
     assert exports.find("rqt_gui").get("plugin") == "${prefix}/plugin.xml"
@@ -106,8 +107,17 @@ def test_the_rqt_plugin_is_exported_installed_and_names_a_class_that_exists():
     assert plugin.find("qtgui/group/label").text == "Visualization" and "Linearization" in plugin.find(
         "qtgui/label").text
     module, _, name = plugin.get("type").rpartition(".")
-    source = root / (module.replace(".", "/") + ".py")
-    classes = {node.name for node in ast.walk(ast.parse(source.read_text())) if isinstance(node, ast.ClassDef)}
+    assert f'py_modules=["{module}"]' in (root / "setup.py").read_text()
+    assert f"install(FILES {module}.py" in (root / "CMakeLists.txt").read_text()
+    entry = ast.parse((root / (module.replace(".", "/") + ".py")).read_text())
+    # rqt's entry takes the signals before anything of the package is imported (robot_linearization_rqt)
+    statements = [ast.unparse(statement) for statement in entry.body]
+    first_import = next(i for i, text in enumerate(statements) if "robot_linearization." in text and "import" in text)
+    assert any("signal.signal(" in text for text in statements[:first_import]), statements[:first_import]
+    source, = [node.module for node in entry.body if isinstance(node, ast.ImportFrom)
+               and any(alias.name == name for alias in node.names)]
+    classes = {node.name for node in ast.walk(ast.parse((root / (source.replace(".", "/") + ".py")).read_text()))
+               if isinstance(node, ast.ClassDef)}
     assert name in classes, (source, name)
     assert {"rqt_gui", "rqt_gui_py", "python_qt_binding"} <= _depends("exec_depend")
 

@@ -516,3 +516,68 @@ def test_rqt_is_closed_once_whichever_paths_ask_and_not_while_it_closes_itself(q
     for each in (window, closing_itself):
         each.deleteLater()
     qt[0].QCoreApplication.sendPostedEvents(None, qt[0].QEvent.DeferredDelete)
+
+
+HAND_OVER = """
+import os, signal, sys
+from robot_linearization.rqt.qt import QtCore, QtWidgets
+from robot_linearization.rqt import closing
+
+when, number = sys.argv[1], getattr(signal, sys.argv[2])
+app = QtWidgets.QApplication([])
+window = QtWidgets.QMainWindow()  # rqt's main window
+window.show()
+found = {n: signal.getsignal(n) for n in closing.CloseOnSignal.SIGNALS}
+# as robot_linearization_rqt does, before it imports the view
+received = []
+previous = {n: signal.signal(n, lambda n, frame: received.append(n)) for n in closing.CloseOnSignal.SIGNALS}
+if when == "import":
+    os.kill(os.getpid(), number)
+closing.CLOSE_ON_SIGNAL.take_over(previous, received)
+if when == "load":
+    os.kill(os.getpid(), number)
+
+
+class Logger:
+    def info(self, text):
+        print(text, flush=True)
+
+
+class View(QtWidgets.QWidget):  # what CloseOnSignal uses of the plugin: its node's logger, shutdown_plugin
+    def __init__(self):
+        super().__init__()
+        self.node = type("Node", (), {"get_logger": staticmethod(Logger)})()
+
+    def shutdown_plugin(self):
+        print("shut down", flush=True)
+        closing.CLOSE_ON_SIGNAL.remove(self)
+
+
+closing.CLOSE_ON_SIGNAL.add(View())
+if when == "view":
+    os.kill(os.getpid(), number)
+QtCore.QTimer.singleShot(5000, lambda: (print("still open", flush=True), app.quit()))
+app.exec()
+print("window closed" if not window.isVisible() else "window open")
+print("handlers put back" if {n: signal.getsignal(n) for n in found} == found else "handlers not put back")
+"""
+
+
+@pytest.mark.parametrize("when, name", [("import", "SIGTERM"), ("import", "SIGINT"), ("load", "SIGINT"),
+                                        ("view", "SIGINT"), ("view", "SIGTERM")])
+def test_a_signal_while_rqt_imports_or_makes_the_view_closes_rqt_once_the_view_is_there(when, name):
+    """rqt's entry takes the signals before it imports the view (robot_linearization_rqt: rclcpp's
+    handler, which logs inside the signal handler, can hang rqt): a signal while the view is imported
+    (kept by the entry's handler), while it is made (kept by closing.CloseOnSignal) or once it is there
+    shuts the view down and closes rqt's window, once, on the event loop; the handlers found are put
+    back.  (Offscreen, in a process of its own: its signal handlers are not pytest's.)"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", HAND_OVER, when, name], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    lines = done.stdout.splitlines()
+    said = (f"{name} while rqt was loading the view: closing the view and rqt" if when != "view"
+            else f"{name}: closing the view and rqt")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert lines == [said, "shut down", "window closed", "handlers put back"], (lines, done.stderr[-2000:])

@@ -8,12 +8,14 @@ second time, which fails in qt_gui ("disconnect() failed between 'close_signal' 
 'unload_plugin'") and leaves rqt hung.  So rqt's window is closed here once per process, and not
 at all once rqt has begun closing it itself.
 
-Nor while qt_gui loads the view.  A close then (by qt_gui's own Ctrl-C handler, rqt's until the view
-is made, while this package is imported: a second or more) cannot shut the loading plugin down, and
-qt_gui, which keeps one pending callback per plugin, loses the end of the load, which connects the
-view's unloading: the window stays marked as closing and rqt runs on, deaf to later signals.  The
-view, once made, takes the mark off, and the close is made again on the event loop, the unloading
-connected first.  rclpy-free: only Qt and the signal module.
+Nor while qt_gui loads the view.  rqt's entry (robot_linearization_rqt) takes the signals before the
+view is imported, and a signal that came while the view was imported or made closes rqt once the
+view is there.  A close by qt_gui's own Ctrl-C handler, rqt's until then (a signal just before the
+import), cannot shut the loading plugin down, and qt_gui, which keeps one pending callback per
+plugin, loses the end of the load, which connects the view's unloading: the window stays marked as
+closing and rqt runs on, deaf to later signals.  The view, once made, takes the mark off, and the
+close is made again on the event loop, the unloading connected first.  rclpy-free: only Qt and the
+signal module.
 """
 
 from __future__ import annotations
@@ -29,27 +31,40 @@ class CloseOnSignal:
     its subscription), and rqt's main window is closed (:func:`close_rqt`), which tears its plugins
     and nodes down in order.  Installed over the handlers rclpy and rclcpp put in place (which end
     their contexts from a thread of theirs while rqt's main thread and executor still use them: an
-    abort or a segfault); the Python handler runs on the main thread at the views' next timer
-    (≤ 0.1 s) and leaves the closing to the event loop's next turn.  The handlers found are put back
-    when the last view closes.  A view: ``node`` (its logger), ``shutdown_plugin()``, and qt_gui's
-    plugin context as its Qt parent."""
+    abort or a segfault; and rclcpp's logs inside the signal handler: a hang), by rqt's entry before
+    the view is imported (:meth:`take_over`), else as the first view is made; the Python handler runs
+    on the main thread at the next bytecode and leaves the closing to the event loop's next turn.  The
+    handlers found are put back when the last view closes.  A view: ``node`` (its logger),
+    ``shutdown_plugin()``, and qt_gui's plugin context as its Qt parent."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.views: list = []
-        self.previous: dict = {}
+        self.previous: dict = {}  # the handlers found, while ours are installed
+        self.pending: list = []  # signals that came before a view was made
+
+    def take_over(self, previous: dict, received: list) -> None:
+        """From rqt's entry, on the main thread: the handlers it found (signal number -> handler) and
+        the list its own handler appended the signals to while the view was imported."""
+        self.previous, self.pending = previous, received
+        for number in self.SIGNALS:
+            signal.signal(number, self.close)
 
     def add(self, view) -> None:
         """A view being made (inside qt_gui's load: nothing is closed here)."""
         if threading.current_thread() is not threading.main_thread():
             return  # (Python sets signal handlers from the main thread only)
-        if not self.views:
+        if not self.previous:
             self.previous = {number: signal.signal(number, self.close) for number in self.SIGNALS}
         self.views.append(view)
-        if _unmark_interrupted_close():
+        interrupted = _unmark_interrupted_close()
+        if interrupted:
             _interrupted_loads.append(view.parent().parent())
-            view.node.get_logger().info("SIGINT while rqt was loading the view: closing the view and rqt")
+        if interrupted or self.pending:
+            name = signal.Signals(self.pending[0]).name if self.pending else "SIGINT"
+            self.pending.clear()
+            view.node.get_logger().info(f"{name} while rqt was loading the view: closing the view and rqt")
             QtCore.QTimer.singleShot(0, self._close_now)
 
     def remove(self, view) -> None:
@@ -62,7 +77,11 @@ class CloseOnSignal:
 
     def close(self, number, frame) -> None:
         """The handler: it may run between any two bytecodes of the main thread, also inside Qt's or
-        qt_gui's Python, so the closing itself is left to the event loop's next turn."""
+        qt_gui's Python, so the closing itself is left to the event loop's next turn.  Before a view
+        is made (rqt still imports or makes it) the signal is kept for the view (:meth:`add`)."""
+        if not self.views:
+            self.pending.append(number)
+            return
         for view in self.views:
             view.node.get_logger().info(f"{signal.Signals(number).name}: closing the view and rqt")
         QtCore.QTimer.singleShot(0, self._close_now)

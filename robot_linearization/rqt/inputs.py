@@ -48,8 +48,7 @@ def plugin_arguments(argv) -> argparse.Namespace:
     """The plugin's ``--args``: ``--node NAMESPACE`` (followed once it appears),
     ``--matrix TOPIC`` (shown first: A, B, M_inv, A_d, …), ``--scale log|linear``.
     A wrong one is a ValueError of one line naming it."""
-    parser = _Parser(prog="rqt --standalone robot_linearization.rqt.plugin.LinearizationPlugin --args",
-                                     add_help=False)
+    parser = _Parser(prog="rqt --standalone robot_linearization/Linearization --args", add_help=False)
     parser.add_argument("--node", default=None, help="namespace of the linearization node, e.g. /robot_linearization")
     parser.add_argument("--matrix", default="A", choices=list(BY_TOPIC), help="the matrix shown first")
     parser.add_argument("--scale", default="log", choices=SCALES)

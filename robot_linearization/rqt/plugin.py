@@ -10,10 +10,11 @@ between are replaced unread in the middleware and never wake Python: the view co
 node nothing and itself little.  Taking a message outside the executor uses rclpy's
 subscription handle (the call the node's input loop makes, not a documented API): should
 it fail, the view says so and falls back to executor callbacks, which keep the newest
-(inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (closing.CloseOnSignal): it
-stops its timers, gives up its subscription and asks rqt to quit, as closing the window does,
-before rclpy's or rclcpp's signal handlers end their contexts under rqt's threads; a Ctrl-C that
-came while rqt loaded the view closes rqt once the view is there.  Should
+(inputs.LatestMessages).  Ctrl-C and SIGTERM are the view's first (closing.CloseOnSignal, taken
+by rqt's entry, robot_linearization_rqt, before this module is imported): it stops its timers,
+gives up its subscription and asks rqt to quit, as closing the window does, before rclpy's or
+rclcpp's signal handlers end their contexts under rqt's threads; a Ctrl-C that came while rqt
+loaded the view closes rqt once the view is there.  Should
 rclpy's context end otherwise, the timers notice and do the same; rqt is asked to quit once,
 whichever path comes first (closing.close_rqt).
 Run: ``rqt --standalone robot_linearization/Linearization`` or Plugins ▸
