@@ -58,7 +58,7 @@ setup(
                     "test": ["pytest>=7", "mypy>=1.11", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0",
                              "daqp>=0.11", "threadpoolctl>=3.1", "mujoco>=3.2",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
-                             "pin==4.0.0", "crocoddyl==3.2.1",
+                             "pin==4.0.0", "crocoddyl==3.2.1", "mim-solvers>=0.3",  # CSQP: bench/mpc.py's anchor
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)
                              "PySide6-Essentials>=6.5",
                              # the reference manual is built by the tests (test_manual.py)

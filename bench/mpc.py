@@ -1,10 +1,10 @@
 """Benchmark: one cycle of the whole-body MPC (robot_linearization/walking/mpc.py), and Crocoddyl's
-FDDP on the same horizon and cost.
+FDDP and mim-solvers' CSQP on the same horizon and cost.
 
     .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal|talos] [--seconds 3] [--at 1.2]
                                   [--solver proxsuite|daqp|osqp]
 
-Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, proxsuite, daqp, osqp; example-robot-data for solo12,
+Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, mim-solvers, proxsuite, daqp, osqp; example-robot-data for solo12,
 ANYmal C and Talos).  Runs the robot's gait and settings (walking/robots.py: a quadruped's trot
 forward at 0.3 m/s, Talos's walk on its soles at 0.1 m/s) for --seconds on one core
 (the process is pinned to it) and prints the median time of a cycle split into linearization, QP
@@ -20,7 +20,10 @@ costs by dt, so its weights are the MPC's over dt) and the friction pyramid as a
 heading as the rotation residual log(R*ᵀR) (the MPC's rows to first order), and solves it with
 FDDP warm-started from the plan the MPC started that cycle from.  Prints its iterations, time per
 iteration and the cost it reaches, beside the cost of the MPC's own plan of that cycle in the same
-problem.
+problem.  Then the same problem with the pyramids (wrench cones) and the torque limits as inequality
+constraints, as the MPC has them, solved by mim-solvers' CSQP (Crocoddyl's problem, a constrained SQP
+whose QPs an ADMM solves; pip install mim-solvers): to convergence and one iteration (as the MPC makes one
+step a cycle), its cost and largest constraint violation or gap.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from importlib.metadata import version
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # one core, as the benchmark's other timings
@@ -96,9 +100,11 @@ def pinocchio_coordinates(pmodel, model):
     return x_of, u_of
 
 
-def crocoddyl_problem(kept, model, urdf):
+def crocoddyl_problem(kept, model, urdf, constrained=False):
     """The MPC's cycle ``kept`` of ``model`` (from the URDF at ``urdf``) as a Crocoddyl ShootingProblem,
-    and the node at each knot."""
+    and the node at each knot.  The friction pyramids (a sole's wrench cone) as a quadratic barrier in
+    the cost, or with ``constrained`` as inequality constraints, the torque limits with them (for a
+    solver that takes them: mim-solvers' CSQP)."""
     import crocoddyl
     import pinocchio as pin
 
@@ -175,7 +181,12 @@ def crocoddyl_problem(kept, model, urdf):
             raise RuntimeError("--at: choose a cycle that does not start with a touchdown")
         costs.addCost("torque", crocoddyl.CostModelResidual(state, crocoddyl.ResidualModelControl(state, nu)),
                       ref.torque_weight / h)
-        for foot in contacts:  # the planned forces' pyramid (a sole's wrench cone), as a barrier
+        constraints = crocoddyl.ConstraintModelManager(state, nu)
+        if constrained:
+            limits = u_of(mpc.effort_limits)
+            constraints.addConstraint("torque_limits", crocoddyl.ConstraintModelResidual(
+                state, crocoddyl.ResidualModelControl(state, nu), -limits, limits))
+        for foot in contacts:  # the planned forces' pyramid (a sole's wrench cone), a barrier or constraints
             frame = foot_ids[mpc.feet.index(foot)]
             if soles:
                 cone = crocoddyl.WrenchCone(np.eye(3), settings.friction, np.array(mpc._planned_sole),
@@ -185,11 +196,15 @@ def crocoddyl_problem(kept, model, urdf):
                 cone = crocoddyl.FrictionCone(np.eye(3), settings.friction, mpc_module.FACETS, True,
                                               mpc.min_normal_force)
                 residual = crocoddyl.ResidualModelContactFrictionCone(state, frame, cone, nu)
-            bounds = crocoddyl.ActivationBounds(cone.lb, cone.ub)
-            costs.addCost(f"cone_{foot}", crocoddyl.CostModelResidual(
-                state, crocoddyl.ActivationModelQuadraticBarrier(bounds), residual), 1e2 / h)
+            if constrained:
+                constraints.addConstraint(f"cone_{foot}", crocoddyl.ConstraintModelResidual(
+                    state, residual, cone.lb, cone.ub))
+            else:
+                bounds = crocoddyl.ActivationBounds(cone.lb, cone.ub)
+                costs.addCost(f"cone_{foot}", crocoddyl.CostModelResidual(
+                    state, crocoddyl.ActivationModelQuadraticBarrier(bounds), residual), 1e2 / h)
         dynamics = crocoddyl.DifferentialActionModelContactFwdDynamics(state, actuation, contact_set(contacts), costs,
-                                                                        0.0, True)
+                                                                        constraints, 0.0, True)
         nodes.append(crocoddyl.IntegratedActionModelEuler(dynamics, h))
         if not (landing and k > 0):
             knot_node.append(len(nodes) - 1)
@@ -312,6 +327,25 @@ def main() -> None:
     started = time.perf_counter()
     one.solve(xs0, us0, 1, False)
     print(f"  Crocoddyl FDDP, one iteration: cost {one.cost:.4g} in {(time.perf_counter() - started) * 1e3:.1f} ms")
+    try:
+        import mim_solvers  # (after crocoddyl, whose libraries it uses)
+    except ImportError:
+        print("  mim-solvers' CSQP: not installed (pip install mim-solvers)")
+        return
+    constrained = crocoddyl_problem(kept, model, robot.urdf, constrained=True)[0]
+    plan_cost = constrained.calc(xs_mpc, us_mpc)  # (no barrier in it: the MPC's own measure)
+    for iterations in (100, 1):
+        csqp = mim_solvers.SolverCSQP(constrained)
+        csqp.termination_tolerance = 1e-6
+        started = time.perf_counter()
+        csqp.solve(xs0, us0, iterations, False)
+        elapsed = time.perf_counter() - started
+        done = max(csqp.iter, 1) if iterations > 1 else 1
+        print(f"  mim-solvers {version('mim-solvers')} CSQP (the {barrier} and the torque limits as constraints), "
+              f"{done} iteration{'s' * (done > 1)} ({int(csqp.qp_iters)} ADMM iterations in the last QP): cost "
+              f"{csqp.cost:.4g} (the MPC's plan {plan_cost:.6g} in it), largest violation "
+              f"{max(csqp.constraint_norm, csqp.gap_norm):.1e}, in {elapsed * 1e3:.1f} ms, "
+              f"{elapsed / done * 1e3:.2f} ms per iteration")
 
 
 if __name__ == "__main__":

@@ -30,3 +30,9 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     assert ours_start == pytest.approx(theirs_start, rel=1e-5) and ours_plan == pytest.approx(theirs_plan, rel=1e-5)
     assert ours_plan != pytest.approx(ours_start, rel=1e-3)  # (the plan moved: the two costs compare two plans)
     assert "Crocoddyl FDDP (the pyramid as a barrier)" in out
+    # CSQP on the same problem with the pyramids and torque limits as constraints: the MPC's plan costs there
+    # what it costs in ours, and solved to convergence the constraints hold
+    csqp = re.search(r"CSQP \(the pyramid and the torque limits as constraints\), \d+ iterations .*: cost ([\d.]+) "
+                     r"\(the MPC's plan ([\d.]+) in it\), largest violation ([\d.e+-]+),", out)
+    assert csqp, out
+    assert float(csqp.group(2)) == pytest.approx(ours_plan, rel=1e-5) and float(csqp.group(3)) < 1e-4
