@@ -11,7 +11,7 @@ import shutil
 import sys
 
 PACKAGE = ("CMakeLists.txt", "package.xml", "plugin.xml", "setup.py", "setup.cfg", "resource",
-           "robot_linearization", "launch", "config", "msg", "srv")
+           "robot_linearization", "robot_linearization_rqt.py", "launch", "config", "msg", "srv")
 
 
 def main() -> None:

@@ -187,3 +187,23 @@ def test_one_version_in_the_package_its_metadata_package_xml_and_the_changelog()
     assert sections and sections[0] == version, f"CHANGELOG.md's newest section is {sections[:1]}, not {version}"
     numbers = [tuple(map(int, s.split("."))) for s in sections]
     assert numbers == sorted(set(numbers), reverse=True), f"CHANGELOG.md's sections out of order: {sections}"
+
+
+def test_the_ros_tests_overlay_copies_every_source_the_ros_build_installs():
+    """scripts/overlay_sources.py copies what CMakeLists.txt installs from the source tree (each
+    install(FILES|DIRECTORY …) path, the rosidl interfaces): a file left out fails the overlay's build
+    only where ROS is."""
+    import importlib.util
+    import re
+
+    root = _source_tree()
+    spec = importlib.util.spec_from_file_location("overlay_sources", root / "scripts" / "overlay_sources.py")
+    overlay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(overlay)
+    cmake = (root / "CMakeLists.txt").read_text()
+    installed = set()
+    for arguments in re.findall(r"install\((?:FILES|DIRECTORY) ([^)]*?) DESTINATION", cmake):
+        installed |= {path.rstrip("/").split("/")[0] for path in arguments.split() if not path.startswith("$")}
+    installed |= {path.split("/")[0] for path in re.findall(r'"((?:msg|srv)/[^"]+)"', cmake)}
+    assert "robot_linearization_rqt.py" in installed and "launch" in installed, installed
+    assert installed <= set(overlay.PACKAGE), installed - set(overlay.PACKAGE)
