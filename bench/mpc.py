@@ -334,6 +334,9 @@ def main() -> None:
         return
     constrained = crocoddyl_problem(kept, model, robot.urdf, constrained=True)[0]
     plan_cost = constrained.calc(xs_mpc, us_mpc)  # (no barrier in it: the MPC's own measure)
+    limit_rows = sum(node.nu for node in constrained.runningModels)  # (a limit per torque of every knot)
+    cone_rows = sum(node.ng for node in constrained.runningModels) - limit_rows
+    print(f"  CSQP's problem: {cone_rows} rows of the {barrier}s and {limit_rows} torque limits as inequalities")
     for iterations in (100, 1):
         csqp = mim_solvers.SolverCSQP(constrained)
         csqp.termination_tolerance = 1e-6

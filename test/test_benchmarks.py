@@ -35,4 +35,6 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     csqp = re.search(r"CSQP \(the pyramid and the torque limits as constraints\), \d+ iterations .*: cost ([\d.]+) "
                      r"\(the MPC's plan ([\d.]+) in it\), largest violation ([\d.e+-]+),", out)
     assert csqp, out
+    rows = re.search(r"CSQP's problem: (\d+) rows of the pyramids and (\d+) torque limits", out)
+    assert rows and int(rows.group(1)) > 0 and int(rows.group(2)) > 0, out  # (the cones are constraints there)
     assert float(csqp.group(2)) == pytest.approx(ours_plan, rel=1e-5) and float(csqp.group(3)) < 1e-4
