@@ -188,6 +188,8 @@ _MISSING = object()
 def runnable(model: Model, contacts: tuple, kind: str, kernel: str):
     """:func:`current`'s kernel as this thread runs it, (its scratch, a compiled.TypedCall of its ``call``),
     or None for the generic kernel.  (A control cycle's call: once the kernel has taken over, one lookup.)"""
+    if kernel == "generic":
+        return None
     try:
         return model.thread_local.runnables[(contacts, kind, kernel)]
     except (AttributeError, KeyError):

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.constrained_dynamics import ContactArrays, contact_set
 from .arguments import check_model, choice, joint_vector, positive_number
-from .compiled import announce_compilation
+from .compiled import TypedCall, announce_compilation
 from .contact_linearization import linearize_with_contacts
 from .contacts import Contact, Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
@@ -91,14 +91,15 @@ class Linearization:
     previous_contacts: tuple | None = None
 
     @classmethod
-    def _make(cls, fields: dict) -> "Linearization":
-        """The same object as Linearization(**fields), built by two dict updates: a frozen
-        dataclass's __init__ sets each of its 19 fields through object.__setattr__,
+    def _make(cls, fields: dict | None) -> "Linearization":
+        """The same object as Linearization(**fields) (None: no fields), built by dict updates: a
+        frozen dataclass's __init__ sets each of its 19 fields through object.__setattr__,
         ≈ 3 µs of every control cycle."""
         self = object.__new__(cls)
         values = self.__dict__
         values.update(_DEFAULTS)
-        values.update(fields)
+        if fields:
+            values.update(fields)
         return self
 
     def __repr__(self) -> str:
@@ -192,17 +193,30 @@ def _linearize_free(model: AnyModel, state: State, joint_torques, step: dict, ke
     if isinstance(model, CoupledModel):
         return _linearize_coupled(model, state, joint_torques, step)
     arrays = state_arrays(model, state, joint_torques)  # (the kernel checks the values)
-    torques = arrays[4]
-    N, n = model.n_velocities, model.n_joints
-    fused = step["dt"] is not None and step["discretization"] == "euler"
-    out = (np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)), np.empty(N)) + (
-        (np.empty((2 * N, 2 * N)), np.empty((2 * N, n))) if fused else NO_STEP)
-    generated = runnable(model, (), "linearize", kernel)
-    if generated is None:
-        run_linearize_into(model, workspace(model).data, arrays, out, step["dt"] if fused else 0.0)
-    else:
-        run_linearize_into(model, generated[0], arrays, out, step["dt"] if fused else 0.0, generated[1].call)
-    return _result(model, *out[:4], state, torques, step, out[4:] if fused else None)
+    dt = step["dt"]
+    fused = dt is not None and step["discretization"] == "euler"
+    generic = _generic_free_call(model)
+    shape_A, shape_B, shape_M, shape_nu = generic[2]
+    out = (np.empty(shape_A), np.empty(shape_B), np.empty(shape_M), np.empty(shape_nu)) + (
+        (np.empty(shape_A), np.empty(shape_B)) if fused else NO_STEP)
+    data, call = runnable(model, (), "linearize", kernel) or generic[:2]
+    run_linearize_into(model, data, arrays, out, dt if fused else 0.0, call.call)
+    A, B, M_inv, nu_dot = out[:4]
+    return _result(model, A, B, M_inv, nu_dot, state, arrays[4], step, out[4:] if fused else None)
+
+
+def _generic_free_call(model: Model) -> tuple:
+    """(this thread's workspace data of ``model``, a compiled.TypedCall of :func:`linearize_into`, the
+    shapes of A, B, M_inv, ν̇): the generic kernel called as the generated one is, without numba's
+    dispatcher typing every argument of every call (the state_arrays and the outputs have the model's
+    shapes at every call)."""
+    local = model.thread_local
+    found = getattr(local, "generic_linearize", None)
+    if found is None:
+        N, n = model.n_velocities, model.n_joints
+        found = local.generic_linearize = (workspace(model).data, TypedCall(linearize_into),
+                                           ((2 * N, 2 * N), (2 * N, n), (N, N), (N,)))
+    return found
 
 
 def run_linearize_into(model: Model, data: Any, arrays: tuple, out: tuple, dt: float,
@@ -294,7 +308,8 @@ def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques
 def check_step(model: AnyModel, dt: float | None, discretization: str | None) -> dict:
     """{"dt", "discretization"} checked (and the model), ValueError before any work; a
     method without a step is an error, not ignored."""
-    check_model(model)
+    if type(model) is not Model:
+        check_model(model)
     if dt is None:
         if discretization is not None:
             raise ValueError(f"discretization={discretization!r} needs dt, the step in seconds")
@@ -354,11 +369,12 @@ def _result(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: di
     check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
     computed them); ``fields``: the other fields (contacts, impact).  Built by dict assignments,
     not keyword arguments: ≈ 1.5 µs of every control cycle."""
-    self = Linearization._make(fields or {})
+    self = Linearization._make(fields)
     values = self.__dict__
     values["A"], values["B"], values["M_inv"] = A, B, M_inv
     if model.floating_base:
-        values["base_acceleration"], values["joint_accelerations"] = nu_dot[..., :6], nu_dot[..., 6:]
+        values["base_acceleration"], values["joint_accelerations"] = (
+            (nu_dot[:6], nu_dot[6:]) if nu_dot.ndim == 1 else (nu_dot[..., :6], nu_dot[..., 6:]))
     else:
         values["base_acceleration"], values["joint_accelerations"] = None, nu_dot
     values["state_labels"], values["state"], values["joint_torques"] = model.state_labels, state, joint_torques
