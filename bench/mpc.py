@@ -132,8 +132,8 @@ def crocoddyl_problem(kept, model, urdf, constrained=False):
                 np.asarray(weights, dtype=float)), residual), scale * ref.scales[k])
         add("base_pose", crocoddyl.ResidualModelFramePlacement(state, base_id, pin.SE3(ref.base_poses[k]), nu),
             ref.pose_weights)
-        add("base_twist", crocoddyl.ResidualModelFrameVelocity(state, base_id, pin.Motion(ref.twist), pin.LOCAL, nu),
-            ref.twist_weights)
+        add("base_twist", crocoddyl.ResidualModelFrameVelocity(state, base_id, pin.Motion(ref.twists[k]), pin.LOCAL,
+                                                               nu), ref.twist_weights)
         add("posture", crocoddyl.ResidualModelState(state, x_posture, nu), state_weights)
         for i, height, landing in ref.feet[k]:
             target = np.array([0.0, 0.0, height]) if landing is None else np.array([landing[0], landing[1], height])
@@ -142,7 +142,7 @@ def crocoddyl_problem(kept, model, urdf, constrained=False):
             add(f"foot_{i}", crocoddyl.ResidualModelFrameTranslation(state, foot_ids[i], target, nu), weights)
             if soles:  # flat, turning to the base reference's heading when it lands (mpc._sole_rows)
                 fraction, remaining = ref.swings[k][i] or (1.0, 0.0)
-                heading = mpc_module.yaw_of(ref.base_poses[0]) + ref.twist[5] * (k * h + remaining)
+                heading = mpc_module.yaw_of(ref.base_poses[0]) + ref.twists[0, 5] * (k * h + remaining)
                 rotation = mpc_module.planar_pose(0.0, 0.0, 0.0, heading)[:3, :3]
                 add(f"sole_{i}", crocoddyl.ResidualModelFrameRotation(state, foot_ids[i], rotation, nu),
                     ref.sole_weight * np.array([1.0, 1.0, fraction ** 2]))

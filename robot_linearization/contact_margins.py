@@ -57,7 +57,8 @@ class ContactMargins:
     margins (p,) [N, or N·m for the CoP rows]; labels (p,) ``<frame>:friction`` (the exact
     cone) or ``<frame>:friction_0 … friction_{k-1}`` (the pyramid's facets, Crocoddyl's
     FrictionCone order), ``<frame>:unilateral``, and for 6d contacts ``<frame>:cop_x+``,
-    ``:cop_x-``, ``:cop_y+``, ``:cop_y-``, contact by contact in the linearization's order;
+    ``:cop_x-``, ``:cop_y+``, ``:cop_y-`` and the moment about the sole's normal ``:yaw-_0 … yaw-_3``,
+    ``:yaw+_0 … yaw+_3`` (docs/contact_margins.md), contact by contact in the linearization's order;
     state_jacobian ∂margin/∂z (p, 2N), the columns of lin.A; input_jacobian ∂margin/∂τ (p, n).
     friction, normal (unit, world), facets, inner, sole_sizes: the arguments they were made with.
     """
@@ -290,7 +291,8 @@ def _layout(contacts, mu, normal, facets, inner, soles) -> _Layout:
     starts = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int64)
     blocks, labels, counts = [], [], []
     for contact, start in zip(contacts, starts):
-        G, names = _contact_rows(mu, pyramid, soles.get(contact.frame))
+        G, names = _contact_rows(mu, pyramid, soles.get(contact.frame),
+                                 mu if facets is None else _cone_friction(mu, facets, inner))
         block = np.zeros((G.shape[0], int(dims.sum())))
         block[:, start:start + G.shape[1]] = G
         blocks.append(block)
@@ -303,9 +305,10 @@ def _layout(contacts, mu, normal, facets, inner, soles) -> _Layout:
                    pyramid is None)
 
 
-def _contact_rows(mu, pyramid, sole):
+def _contact_rows(mu, pyramid, sole, mu_yaw):
     """(G (r, 3|6), names) of one contact: its margins are G c, c = [f_t1, f_t2, f_n(, m_x, m_y, m_z)]
-    in its cone axes; for the exact cone, the first row is μ f_n only (− ‖f_t‖ is added per state)."""
+    in its cone axes; for the exact cone, the first row is μ f_n only (− ‖f_t‖ is added per state).
+    A sole's yaw rows take the friction ``mu_yaw`` (the pyramid's μ_k)."""
     if pyramid is None:
         G, names = [np.array([0.0, 0.0, mu])], ["friction"]
     else:
@@ -319,9 +322,24 @@ def _contact_rows(mu, pyramid, sole):
                         [0, 0, half_length, 0, -1, 0],    # cop_x-: p_x ≥ −L/2
                         [0, 0, half_width, -1, 0, 0],     # cop_y+: p_y ≤ W/2
                         [0, 0, half_width, 1, 0, 0]], dtype=float)  # cop_y-: p_y ≥ −W/2
-        G = np.vstack([np.hstack([G, np.zeros((G.shape[0], 3))]), cop])
-        names += ["cop_x+", "cop_x-", "cop_y+", "cop_y-"]
+        # the moment about the normal that friction at the rectangle's corners can give (Caron, Pham and
+        # Nakamura, "Stability of surface contacts for humanoid robots: closed-form formulae of the contact
+        # wrench cone for rectangular support areas", ICRA 2015, eq. 16; crocoddyl.WrenchCone's last rows):
+        # τ_min = −μ(X+Y) f_n + |Y f_x − μ m_x| + |X f_y − μ m_y| ≤ m_z ≤ μ(X+Y) f_n − |Y f_x + μ m_x| − |X f_y + μ m_y|
+        # = τ_max, X, Y the half length and width, each absolute value a pair of rows (signs s_x, s_y)
+        X, Y, signs = half_length, half_width, ((1, 1), (1, -1), (-1, 1), (-1, -1))
+        spin = mu_yaw * (X + Y)
+        yaw = [[-sx * Y, -sy * X, spin, sx * mu_yaw, sy * mu_yaw, 1.0] for sx, sy in signs]  # m_z ≥ τ_min
+        yaw += [[-sx * Y, -sy * X, spin, -sx * mu_yaw, -sy * mu_yaw, -1.0] for sx, sy in signs]  # m_z ≤ τ_max
+        G = np.vstack([np.hstack([G, np.zeros((G.shape[0], 3))]), cop, yaw])
+        names += ["cop_x+", "cop_x-", "cop_y+", "cop_y-"] + [f"yaw-_{i}" for i in range(4)] + [
+            f"yaw+_{i}" for i in range(4)]
     return G, names
+
+
+def _cone_friction(mu, facets, inner):
+    """The pyramid's μ_k: μ cos(π/k) (inner) or μ (outer)."""
+    return mu * math.cos(math.pi / facets) if inner else mu
 
 
 def _cone_rows(mu, facets, inner):
@@ -330,7 +348,7 @@ def _cone_rows(mu, facets, inner):
     cos(π/k) (inner) or μ (outer).  None for the exact cone."""
     if facets is None:
         return None
-    mu_k = mu * math.cos(math.pi / facets) if inner else mu
+    mu_k = _cone_friction(mu, facets, inner)
     rows = []
     for i in range(facets // 2):
         theta = 2.0 * math.pi * i / facets

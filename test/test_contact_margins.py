@@ -44,8 +44,8 @@ CASES = {  # name: (robot, contacts, margin options)
 class ReferenceMargins:
     """The margins at any (state, τ) from nothing of contact_margins: λ from
     rl.constrained_forward_dynamics, each frame's rotation from Pinocchio's
-    framesForwardKinematics, the pyramid's and the CoP's rows from Crocoddyl's
-    FrictionCone.A and CoPSupport.A (margin = −A f), the exact cone as μ n·f − ‖f − (n·f) n‖."""
+    framesForwardKinematics, the pyramid's, the CoP's and the yaw moment's rows from Crocoddyl's
+    FrictionCone.A, CoPSupport.A and WrenchCone.A (margin = −A f), the exact cone as μ n·f − ‖f − (n·f) n‖."""
 
     def __init__(self, robot, model, contacts, options):
         import crocoddyl
@@ -68,6 +68,11 @@ class ReferenceMargins:
                 size = sizes[c.frame] if isinstance(sizes, dict) else sizes
                 A = crocoddyl.CoPSupport(np.eye(3), np.array(size)).A  # rows: y+, y-, x-, x+
                 self.cop[c.frame] = -A[[3, 2, 0, 1]]  # our order: x+, x-, y+, y-
+                # the moment about the normal: the wrench cone's last 8 rows, in its order (with the exact
+                # cone, μ itself: an outer "pyramid" of any facets)
+                wrench_cone = crocoddyl.WrenchCone(np.eye(3), self.mu, np.array(size), self.facets or 4,
+                                                   inner if self.facets else False)
+                self.cop[c.frame] = np.vstack([self.cop[c.frame], -wrench_cone.A[-8:]])
 
     def rotations(self, state):
         pin, pm = self.oracle.pin, self.oracle.pmodel
@@ -155,6 +160,7 @@ def test_the_labels_name_each_margin_contact_by_contact():
     assert labels == ("left_sole_link:friction_0", "left_sole_link:friction_1", "left_sole_link:friction_2",
                       "left_sole_link:friction_3", "left_sole_link:unilateral", "left_sole_link:cop_x+",
                       "left_sole_link:cop_x-", "left_sole_link:cop_y+", "left_sole_link:cop_y-",
+                      *(f"left_sole_link:yaw{side}_{i}" for side in "-+" for i in range(4)),
                       "right_sole_link:friction_0", "right_sole_link:friction_1", "right_sole_link:friction_2",
                       "right_sole_link:friction_3", "right_sole_link:unilateral")
     exact = contact_margins(model, lin, friction=0.5, sole_size=SOLE).labels
@@ -182,7 +188,7 @@ CROCODDYL_CASES = {  # name: (robot, contacts, options, whether the Jacobians ar
 
 
 @pytest.mark.parametrize("name", list(CROCODDYL_CASES))
-def test_margins_equal_crocoddyls_friction_cone_and_cop_residuals(name, rng):
+def test_margins_equal_crocoddyls_friction_cone_cop_and_wrench_cone_residuals(name, rng):
     import crocoddyl
     import pinocchio as pin
 
@@ -217,6 +223,9 @@ def test_margins_equal_crocoddyls_friction_cone_and_cop_residuals(name, rng):
             costs.addCost(contact.frame + ":cop", crocoddyl.CostModelResidual(
                 multibody, crocoddyl.ResidualModelContactCoPPosition(
                     multibody, frame, crocoddyl.CoPSupport(R, np.array(options["sole_size"])), nu)), 1.0)
+            costs.addCost(contact.frame + ":wrench", crocoddyl.CostModelResidual(
+                multibody, crocoddyl.ResidualModelContactWrenchCone(multibody, frame, crocoddyl.WrenchCone(
+                    R, options["friction"], np.array(options["sole_size"]), k, inner), nu)), 1.0)
         costs.addCost(contact.frame + ":cone", crocoddyl.CostModelResidual(
             multibody, crocoddyl.ResidualModelContactFrictionCone(
                 multibody, frame, crocoddyl.FrictionCone(R, options["friction"], k, inner), nu)), 1.0)
@@ -239,6 +248,8 @@ def test_margins_equal_crocoddyls_friction_cone_and_cop_residuals(name, rng):
             cop = data.costs.costs[contact.frame + ":cop"].residual
             order = [3, 2, 0, 1]  # Crocoddyl's y+, y-, x-, x+ → our x+, x-, y+, y-
             rows.append((-cop.r[order], -cop.Rx[order], -cop.Ru[order]))
+            wrench = data.costs.costs[contact.frame + ":wrench"].residual  # its last 8 rows: the yaw moment's
+            rows.append((-wrench.r[-8:], -wrench.Rx[-8:], -wrench.Ru[-8:]))
         for r, Rx, Ru in rows:
             values.append(r)
             d_state.append(Rx[:, columns])
@@ -289,7 +300,7 @@ def test_a_standing_quadrupeds_margins_are_positive_and_a_knee_torque_makes_its_
                                                                                           rel=1e-9)
 
 
-def test_a_standing_talos_keeps_its_cop_inside_the_soles_until_an_ankle_torque_tips_it():
+def test_a_standing_talos_keeps_its_cop_inside_the_soles_until_an_ankle_torque_tips_it_or_a_hip_twists_it():
     model = load_example("talos")
     soles = [rl.Contact(f, "6d") for f in TALOS_SOLES]
     state = rl.State(base_pose=se3_exp(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.4])),
@@ -309,6 +320,18 @@ def test_a_standing_talos_keeps_its_cop_inside_the_soles_until_an_ankle_torque_t
                                    sole_size=SOLE).violated()
         assert any(v.startswith("left_sole_link:" + edge) for v in violated), (sign, violated)
         assert not any(v.startswith("right_sole_link") for v in violated), (sign, violated)
+    # the left hip's yaw, driven hard, twists the left sole on the ground: a moment about its normal that
+    # friction at its corners cannot give, one side for each sign of the torque
+    hip = model.joint_names.index("leg_left_1_joint")
+    sides = []
+    for sign in (1.0, -1.0):
+        twisted = tau.copy()
+        twisted[hip] += sign * 70.0
+        violated = contact_margins(model, rl.linearize(model, state, twisted, contacts=soles), friction=0.7, facets=4,
+                                   sole_size=SOLE).violated()
+        assert violated and all(v.startswith("left_sole_link:yaw") for v in violated), (sign, violated)
+        sides.append({v.split(":")[1][:4] for v in violated})
+    assert sides in ([{"yaw+"}, {"yaw-"}], [{"yaw-"}, {"yaw+"}]), sides
 
 
 ARGUMENTS = [  # (keyword arguments, the error's start)

@@ -251,6 +251,32 @@ def test_a_foot_whose_force_leaves_the_friction_cone_slips(rng):
         f"{foot} slips (friction margin {value:.3g} N)" for foot, value in friction.items()), message
 
 
+def test_a_sole_whose_hip_twists_it_beyond_friction_is_said_to_twist():
+    """talos standing on two 6d soles, 70 N·m more on its left hip's yaw (its joint state's effort): the
+    moment about the left sole's normal is past what friction at its corners gives, '… twists (yaw… margin
+    … N·m)', the smallest of those rows; the right sole is not named."""
+    soles = [rl.Contact(f, "6d") for f in ("left_sole_link", "right_sole_link")]
+    p = LinearizationPipeline(PipelineConfig(contacts=as_contacts(soles), sole_size=(0.2, 0.1), use_effort=True,
+                                             friction_coefficient=0.7, friction_facets=4))
+    assert p.set_description(example_robot_path("talos")) is None
+    model, pose = p.model, se3_exp(np.array([0, 0, 1.0, 0, 0, 0.4]))
+    state = rl.State(base_pose=pose, joint_positions=np.zeros(model.n_joints), base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(model.n_joints))
+    tau = standing(model, soles, state)
+    tau[model.joint_names.index("leg_left_1_joint")] += 70.0
+    assert p.on_odometry(wire(odometry_message(FACTORY, SEC, "odom", model.body_names[0], pose, np.zeros(6))))
+    assert p.on_joint_state(wire(joint_state_message(FACTORY, SEC, model.joint_names, np.zeros(model.n_joints),
+                                                     np.zeros(model.n_joints), tau)))
+    (out,) = p.step(SEC)
+    violated = out.margins.violated()
+    assert violated and all(v.startswith("left_sole_link:yaw") for v in violated), violated
+    row = min(violated, key=lambda v: out.margins.margins[out.margins.labels.index(v)])
+    level, _, message, _ = p.diagnostics(SEC)[0]
+    smallest = out.margins.margins[out.margins.labels.index(row)]
+    assert level == WARN and message == (f"contact forces not possible: left_sole_link twists ({row.split(':')[1]} "
+                                         f"margin {smallest:.3g} N·m)"), message
+
+
 def test_soles_without_sole_size_have_no_margins_and_a_warning_and_with_it_cop_rows():
     """talos on two 6d soles: without sole_size the cycle still gives its matrices (the margins
     never cost it an output) and /diagnostics names the parameter; with it, the CoP rows."""
@@ -270,7 +296,8 @@ def test_soles_without_sole_size_have_no_margins_and_a_warning_and_with_it_cop_r
             assert level == WARN and "need the parameter sole_size" in message and "left_sole_link" in message
             assert "margin_problem" in values
         else:
-            assert out.margins.labels[-4:] == tuple(f"right_sole_link:cop_{s}" for s in ("x+", "x-", "y+", "y-"))
+            assert out.margins.labels[-12:] == tuple(f"right_sole_link:cop_{s}" for s in ("x+", "x-", "y+", "y-")) \
+                + tuple(f"right_sole_link:yaw{side}_{i}" for side in "-+" for i in range(4))
             assert "margin_problem" not in values
 
 

@@ -132,3 +132,40 @@ def test_bad_arguments_are_one_line_errors_naming_them():
         with pytest.raises(ValueError, match="^rows: expected") as caught:
             rl.integrator.contact_velocities_zeroed(MODEL, state, feet, rows=rows)
         assert "\n" not in str(caught.value)
+
+
+def test_a_sole_twisted_past_its_corners_friction_is_reported_by_how_much():
+    """talos standing on two soles; ±80 N·m more on its left hip's yaw asks a sole for a moment about its
+    normal beyond what friction μ at its corners gives: reported as it "twists", by the most any of
+    Crocoddyl's wrench-cone yaw rows (WrenchCone, outer μ) is exceeded, the two signs on the two sides of
+    the bound; standing still, nothing."""
+    import crocoddyl
+
+    from robot_linearization.algorithms.kinematics import frame_poses
+    from robot_linearization.spatial import se3_exp
+    from robot_linearization.walking.ground import sole_dynamics
+
+    from conftest import load_example
+    from test_contact_margins import standing
+
+    model, soles, size = load_example("talos"), ("left_sole_link", "right_sole_link"), (0.2, 0.1)
+    state = rl.State(base_pose=se3_exp(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.4])),
+                     joint_positions=np.zeros(model.n_joints), base_twist=np.zeros(6),
+                     joint_velocities=np.zeros(model.n_joints))
+    standing_torques = standing(model, [rl.Contact(f, "6d") for f in soles], state)
+    assert sole_dynamics(model, state, standing_torques, soles, FRICTION, size)[2] == []
+    rotations = dict(zip(soles, frame_poses(model, state, list(soles))[:, :3, :3]))
+    yaw_rows = -crocoddyl.WrenchCone(np.eye(3), FRICTION, np.array(size), 4, False).A[-8:]  # m_z ≥ …, then ≤ …
+    sides = set()
+    for extra in (80.0, -80.0):
+        tau = standing_torques.copy()
+        tau[model.joint_names.index("leg_left_1_joint")] += extra
+        _, wrenches, issues, _ = sole_dynamics(model, state, tau, soles, FRICTION, size)
+        twisting = [(sole, amount) for sole, what, amount in issues if what == "twists"]
+        assert twisting and all(what == "twists" for _, what, _ in issues), issues
+        for sole, amount in twisting:
+            R = rotations[sole]
+            rows = yaw_rows @ np.r_[R.T @ wrenches[sole][:3], R.T @ wrenches[sole][3:]]
+            assert amount == pytest.approx(-rows.min(), rel=1e-12) and amount > 1.0, (extra, sole, amount, rows)
+            sides.add(int(np.argmin(rows)) // 4)
+    assert sides == {0, 1}, sides

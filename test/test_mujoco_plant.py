@@ -162,3 +162,29 @@ def test_the_friction_asked_for_is_the_contacts(robot):
     plant.step(np.zeros(found.model.n_joints))
     assert plant.data.ncon > 0
     assert {float(plant.data.contact[k].friction[0]) for k in range(plant.data.ncon)} == {0.3}
+
+
+def test_talos_walks_turns_and_takes_a_push_on_mujoco_on_its_soles():
+    """Talos on MuJoCo, the MPC unchanged (its sway over the soles, the soles' yaw moments bounded): a step
+    in place, a lateral push of 0.1 m/s while stepping, then forward at 0.1 m/s and turning at 0.25 rad/s
+    (test_walking_robots.TALOS_WALK), 4 s.  It stays up, the MPC plans every cycle, it follows the command,
+    the centre of pressure of a sole standing alone stays well inside it, the soles land flat."""
+    from robot_linearization.walking.scenario import Push, walk
+
+    from test_walking_robots import TALOS_WALK
+
+    found = walker("talos")
+    log = walk(found.model, found.feet, found.gait, found.effort_limits, 4.0, TALOS_WALK,
+               (Push(0.4, (0.0, 0.1, 0.0)),), settings=found.settings, plant="mujoco")
+    assert log.error is None and not log.fallbacks and max(log.slack) == 0.0, (log.error, log.fallbacks[:1])
+    time, velocity, heading = np.array(log.time), np.array(log.velocity), np.array(log.yaw)
+    forward = velocity[:, 0] * np.cos(heading) + velocity[:, 1] * np.sin(heading)
+    walking, turning = (time >= 1.6) & (time < 2.4), (time >= 3.2) & (time < 4.0)
+    assert abs(forward[walking].mean() - 0.1) < 0.05 and abs(forward[turning].mean() - 0.1) < 0.05
+    assert abs(np.mean(np.array(log.yaw_rate)[turning]) - 0.25) < 0.05
+    alone = np.array([margin for t, _, margin in log.pressure_margins if len(found.gait.phase_at(t)[0].stance) == 1])
+    assert np.median(alone) > 0.03 and np.percentile(alone, 5) > 0.005 and alone.min() > -0.001, \
+        (np.median(alone), np.percentile(alone, 5), alone.min())
+    assert len(log.landing_tilts) >= 4 and max(tilt for *_, tilt in log.landing_tilts) < np.radians(3.0)
+    slips = np.array([slip for _, _, slip in log.slips])
+    assert np.median(slips) < 0.005 and 0.0 < log.penetration < 0.01, (np.median(slips), log.penetration)

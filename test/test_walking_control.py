@@ -260,7 +260,9 @@ def test_a_robot_of_ones_own_from_its_urdf_feet_and_posture(bundled):
 
 def test_warming_up_leaves_no_plan_behind(bundled):
     """After a warm-up (a gait period on the own ground) the controller's first control at a state equals a
-    fresh controller's, bit for bit: the warm-up's plan is forgotten."""
+    fresh controller's: the warm-up's plan is forgotten (remembered, the first cycle fails: tried by hand).  To 1e-9,
+    not bit for bit: the BLAS products of a cycle can round differently from one run to the next (2 runs of 5
+    differed by 1e-11 N·m, with the generic kernels throughout)."""
     robot = MuJoCoRobot(bundled)
     messages = robot.messages(FACTORY)
     now = stamp_to_ns(messages["clock"].clock)
@@ -272,7 +274,7 @@ def test_warming_up_leaves_no_plan_behind(bundled):
         control.on_odometry(messages["odom"])
         control.on_joint_state(messages["joint_states"], now, FACTORY)
         torques.append(control.last.torques)
-    assert np.array_equal(torques[0], torques[1])
+    assert torques[0] == pytest.approx(torques[1], rel=1e-9, abs=1e-9)
 
 
 def test_the_odometry_is_published_before_the_joint_state_it_pairs_with(bundled):

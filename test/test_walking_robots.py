@@ -339,6 +339,17 @@ def test_talos_soles_land_flat_and_stay_where_they_landed(talos_walking):
     assert not [v for v in log.violations if v.what in ("off the ground", "below the ground")]
 
 
+def test_talos_keeps_room_to_spare_on_the_sole_it_stands_on(talos_walking):
+    """Standing on one sole, the centre of pressure keeps well inside it, not on its 5 mm margin (as when
+    the base's reference did not sway: a median 5.1 mm); over double support it moves across."""
+    robot, log = talos_walking
+    margins = np.array([(len(robot.gait.phase_at(t)[0].stance), margin) for t, _, margin in log.pressure_margins])
+    alone, both = margins[margins[:, 0] == 1, 1], margins[margins[:, 0] == 2, 1]
+    assert len(alone) > 1000 and np.median(alone) > 0.03 and np.percentile(alone, 5) > 0.015, \
+        (np.median(alone), np.percentile(alone, 5))
+    assert np.median(both) > 0.02, np.median(both)
+
+
 def test_talos_receives_wrenches_its_soles_can_give(talos_walking):
     """Every wrench the ground gave a sole pushes, lies in the friction cone and has its centre of
     pressure inside the sole (its margin ≥ 0)."""

@@ -765,12 +765,13 @@ def negative_margins_text(margins: ContactMargins) -> str:
     """What the negative margins mean, contact by contact, for /diagnostics: 'front_left_foot
     pulls (unilateral -3.2 N)', '… slips (friction margin -0.4 N)' (the smallest friction row;
     said only of a contact that does not pull, whose friction margin is then negative too),
-    'left_sole_link tips (cop_x+ margin -1.3 N·m)'."""
-    worst: dict = {}  # frame -> {"unilateral" | "friction" | "cop": (margin, label)}
+    'left_sole_link tips (cop_x+ margin -1.3 N·m)', 'left_sole_link twists (yaw+_0 margin -2.1 N·m)' (a
+    moment about the sole's normal that friction at its corners cannot give)."""
+    worst: dict = {}  # frame -> {"unilateral" | "friction" | "cop" | "yaw": (margin, label)}
     for label, margin in zip(margins.labels, margins.margins):
         if margin < 0.0:
             frame, _, row = label.rpartition(":")
-            kind = "friction" if row.startswith("friction") else "cop" if row.startswith("cop") else "unilateral"
+            kind = next((k for k in ("friction", "cop", "yaw") if row.startswith(k)), "unilateral")
             if kind not in worst.setdefault(frame, {}) or margin < worst[frame][kind][0]:
                 worst[frame][kind] = (margin, row)
     parts = []
@@ -779,7 +780,8 @@ def negative_margins_text(margins: ContactMargins) -> str:
             parts.append(f"{frame} pulls (unilateral {rows['unilateral'][0]:.3g} N)")
         elif "friction" in rows:
             parts.append(f"{frame} slips (friction margin {rows['friction'][0]:.3g} N)")
-        if "cop" in rows and "unilateral" not in rows:
-            margin, row = rows["cop"]
-            parts.append(f"{frame} tips ({row} margin {margin:.3g} N·m)")
+        for kind, what in (("cop", "tips"), ("yaw", "twists")):
+            if kind in rows and "unilateral" not in rows:
+                margin, row = rows[kind]
+                parts.append(f"{frame} {what} ({row} margin {margin:.3g} N·m)")
     return "; ".join(parts)

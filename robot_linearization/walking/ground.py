@@ -165,11 +165,12 @@ def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, fricti
     """Forward dynamics with ``soles`` (frames) held flat on the ground, rigid 6d contacts
     (world-aligned): (ν̇ (N,), {sole: the wrench [f; m] (6,) on the robot, world axes at the sole's
     origin, N and N m}, [(sole, what, amount)] of each wrench the ground could not give: "pulls"
-    (f_n < 0, by ``amount`` [N]), "slides" (‖f_t‖ beyond μ f_n, μ = ``friction``, by [N]) or "tips"
-    (its centre of pressure beyond the sole's rectangle ``sole_size`` (length, width) [m], by [m]),
+    (f_n < 0, by ``amount`` [N]), "slides" (‖f_t‖ beyond μ f_n, μ = ``friction``, by [N]), "tips"
+    (its centre of pressure beyond the sole's rectangle ``sole_size`` (length, width) [m], by [m]) or
+    "twists" (its moment about its normal beyond what friction μ at the rectangle's corners gives, by [N m]),
     {sole: its centre of pressure's margin, the distance [m] inside the nearest edge of the
     rectangle (negative: beyond it; −inf for a sole that pulls)}).
-    The ground holds the soles whatever the wrench: a sole that would lift, slide or tip is
+    The ground holds the soles whatever the wrench: a sole that would lift, slide, tip or turn is
     reported, not simulated.  ValueError / ContactError in one line from rl's constrained dynamics
     for torques (n,) or soles that do not fit the model.
 
@@ -189,12 +190,19 @@ def sole_dynamics(model: Model, state: State, torques: np.ndarray, soles, fricti
             continue
         if np.hypot(wrench[0], wrench[1]) > friction * f_n:
             issues.append((sole, "slides", float(np.hypot(wrench[0], wrench[1]) - friction * f_n)))
-        moment = rotations[i].T @ wrench[3:]  # in the sole's axes (it lies flat: its z is the normal)
-        pressure = np.array([-moment[1], moment[0]]) / max(f_n, 1e-12)
+        force, moment = rotations[i].T @ wrench[:3], rotations[i].T @ wrench[3:]  # in the sole's axes (it lies
+        pressure = np.array([-moment[1], moment[0]]) / max(f_n, 1e-12)  # flat: its z is the normal)
         beyond = float(np.max(np.abs(pressure) - half))
         margins[sole] = -beyond
         if beyond > 0.0:
             issues.append((sole, "tips", beyond))
+        # the moment about the normal that friction at the sole's corners gives (docs/contact_margins.md)
+        (X, Y), spin = half, friction * (half[0] + half[1]) * f_n
+        highest = spin - abs(Y * force[0] + friction * moment[0]) - abs(X * force[1] + friction * moment[1])
+        lowest = -spin + abs(Y * force[0] - friction * moment[0]) + abs(X * force[1] - friction * moment[1])
+        twist = float(max(moment[2] - highest, lowest - moment[2]))
+        if twist > 0.0:
+            issues.append((sole, "twists", twist))
     return nu_dot, forces, issues, margins
 
 
@@ -243,7 +251,8 @@ class Violation:
     ``amount`` [N]: it lifts), "slides" (one whose rigid contact would have needed ``amount`` [N]
     of friction beyond μ f_n: it slides; a sole: it is held all the same), "pulls" (a sole held
     although its contact pulls, by [N]), "tips" (a sole held although its centre of pressure lies
-    beyond its rectangle, by [m]), "below the ground" (a free foot under it by more than the
+    beyond its rectangle, by [m]), "twists" (a sole held although the moment about its normal is
+    beyond what friction at its corners gives, by [N m]), "below the ground" (a free foot under it by more than the
     tolerance) or "off the ground" (a held foot off it by more than the tolerance), amount [m]."""
 
     time: float

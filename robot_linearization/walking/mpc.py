@@ -55,6 +55,7 @@ from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
+from . import pendulum
 from .condensing import condense_into
 from .scale import RobotScale
 
@@ -137,7 +138,8 @@ class MPCSettings(Settings):
 class References:
     """What a cycle's cost tracks, knot by knot (k = 0 … K; knot 0 is the measured state and costs
     nothing): base_poses (K+1, 4, 4) in the world, at the base height, level, moving with the
-    command; twist (6,) the commanded body twist [v; ω]; posture (n,); swings[k]: per foot, (the
+    command; twists (K+1, 6) the base's twist [v; ω] at each knot, in its reference's axes (the commanded
+    one, on soles with the pendulum's sway sideways); posture (n,); swings[k]: per foot, (the
     fraction of its swing done, seconds until it lands) or None in stance; feet[k]: (foot index,
     height [m], landing (2,) in the world or None) of each swinging foot (and of each sole landing at
     knot k, where its contact closes: on the ground, at its landing point, flat); scales (K+1,): each
@@ -150,7 +152,7 @@ class References:
     heading."""
 
     base_poses: np.ndarray
-    twist: np.ndarray
+    twists: np.ndarray
     posture: np.ndarray
     swings: list
     feet: list
@@ -226,7 +228,7 @@ def _state_residuals(ref: References, x: tuple) -> np.ndarray:
     """(K, 2N): of the states 1 … K of the K+1 states' :func:`_stacked` arrays ``x``,
     [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
     H, s, v, r = (a[1:] for a in x)
-    return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twist, r], axis=1)
+    return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twists[1:], r], axis=1)
 
 
 def yaw_of(H: np.ndarray) -> float:
@@ -516,7 +518,7 @@ class WholeBodyMPC:
         residuals, rows = [], []
         for i, _, _ in ref.feet[k]:
             fraction, remaining = ref.swings[k][i] or (1.0, 0.0)  # (landing at knot k)
-            heading = yaw_of(ref.base_poses[0]) + ref.twist[5] * (k * self.settings.knot_dt + remaining)
+            heading = yaw_of(ref.base_poses[0]) + ref.twists[0, 5] * (k * self.settings.knot_dt + remaining)
             R, J = rotations[i], J_w[3 * i:3 * i + 3]
             a = R[:, 2]
             turned = math.atan2(R[1, 0], R[0, 0]) - heading
@@ -635,12 +637,9 @@ class WholeBodyMPC:
         world_velocity = H0[:3, :3] @ base_twist[:3]
         command_world = planar_pose(0, 0, 0, yaw)[:3, :3] @ np.array([self.velocity[0], self.velocity[1], 0.0])
         base_poses = reference0 @ se3_exp_many(np.arange(K + 1)[:, None] * h * twist)
-        if self._sole_contacts is not None:  # on soles, the base's reference stands over the soles that stand
-            middle = self.foot_offsets.mean(axis=0)
-            for k in range(K + 1):
-                stance = self.gait.phase_at(time + k * h + 1e-9)[0].stance
-                over = np.mean([self.foot_offsets[i] for i, f in enumerate(self.feet) if f in stance], axis=0)
-                base_poses[k, :2, 3] += base_poses[k, :2, :2] @ (over - middle)[:2]
+        twists = np.tile(twist, (K + 1, 1))
+        if self._sole_contacts is not None:  # on soles, the base sways over the soles that stand
+            self._sway_over_soles(time, state, held, base_poses, twists)
         swings: list[tuple] = []
         feet: list[list[tuple]] = []
         landings: list[tuple] = []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
@@ -671,13 +670,62 @@ class WholeBodyMPC:
         scales = np.ones(K + 1)
         scales[K] = w["terminal"]
         return References(
-            base_poses=base_poses, twist=twist, posture=self.posture, swings=swings, feet=feet, scales=scales,
+            base_poses=base_poses, twists=twists, posture=self.posture, swings=swings, feet=feet, scales=scales,
             pose_weights=np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"],
                                    w["yaw"]]),
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
                                     w["rate_xy"], w["yaw_rate"]]),
             posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
             foot_xy_weight=w["foot_xy"], torque_weight=w["torque"], sole_weight=w["sole"])
+
+    def _sway_over_soles(self, time: float, state: State, held: set, base_poses: np.ndarray,
+                         twists: np.ndarray) -> None:
+        """On soles: the base's reference poses (K+1, 4, 4) and twists (K+1, 6), which start at the measured
+        base, moved sideways (along the heading's y axis) to the pendulum's bounded sway from there
+        (pendulum.sway): its centre of pressure planned in the middle of the one sole that stands, moved
+        across each double support from the soles it leaves to those that stand next, over the horizon
+        and a gait period beyond.  A sole ``held`` (names) stands where it is measured in ``state`` until
+        it lifts; one that lands later, its standing offset from the base beside the soles held."""
+        h, K, gait = self.settings.knot_dt, self.sizes[2], self.gait
+        side = base_poses[0, :2, 1]  # (the reference is level: its y axis, in the plane)
+        measured = frame_poses(self.model, state, list(self.feet))[:, :2, 3] @ side
+        offsets = self.foot_offsets[:, 1]
+        standing = [i for i, foot in enumerate(self.feet) if foot in held]
+        base = float(base_poses[0, :2, 3] @ side)
+        middle = float(np.mean(measured[standing] - offsets[standing])) if standing else base
+        lifts = {i: self._lift_after(self.feet[i], time) for i in standing}
+
+        def between(stance: tuple, t: float) -> float:
+            """The middle of the soles ``stance`` (names) at ``t``, sideways [m]."""
+            return float(np.mean([measured[i] if t < lifts.get(i, -math.inf) else middle + offsets[i]
+                                  for i, foot in enumerate(self.feet) if foot in stance]))
+
+        def pressure(t: float) -> float:
+            phase, fraction = gait.phase_at(t + 1e-9)
+            if len(phase.stance) == 1:
+                return between(phase.stance, t)
+            start = t - fraction * phase.duration
+            leaving = between(gait.phase_at(start - 1e-9)[0].stance, t)
+            return leaving + fraction * (between(gait.phase_at(start + phase.duration + 1e-9)[0].stance, t) - leaving)
+
+        coarse = 4 * h  # (beyond the horizon)
+        ahead = coarse * np.arange(1, int(gait.period / coarse) + 1)
+        times = time + np.concatenate([np.arange(K + 1) * h, K * h + ahead])
+        steps = np.diff(times, append=times[-1] + coarse)
+        omega = pendulum.frequency(self.base_height, self.scale.gravity)
+        x, velocity = pendulum.sway(base, np.array([pressure(t) for t in times]), steps, omega)
+        base_poses[:, :2, 3] += np.outer(x[:K + 1] - base_poses[:, :2, 3] @ side, side)
+        twists[:, 1] = velocity[:K + 1]
+
+    def _lift_after(self, foot: str, time: float) -> float:
+        """When ``foot`` next lifts in the gait after ``time`` [s] (infinity: it never does)."""
+        t = time
+        for _ in range(len(self.gait.phases) + 1):
+            phase, fraction = self.gait.phase_at(t + 1e-9)
+            if foot not in phase.stance:
+                return t
+            t += (1.0 - fraction) * phase.duration
+        return math.inf
 
     def cost(self, time: float, state: State, states, torques, contacts_now=None) -> float:
         """The cost the cycle at ``time`` from ``state`` (the feet ``contacts_now`` holding, as

@@ -261,7 +261,8 @@ class MuJoCoPlant:
     pressure lay [m] (negative: outside)}; ``penetration`` [m] the deepest a foot went into the floor
     so far; ``slips`` [(time, foot, distance [m])] each stance's slip at its lift-off: how far the foot's
     material point at its contact moved along the floor while it stood (a foot rolling on its sphere
-    does not slip); ``touchdowns`` (time, feet) as the ground's."""
+    does not slip); ``touchdowns`` (time, feet) as the ground's; ``landing_tilts`` [(time, sole, angle
+    [rad])] how far each sole's normal was from the floor's when it touched down (soles only)."""
 
     def __init__(self, model: Model, gait: Gait, state: State, *, feet, effort_limits, sole_size=None,
                  options: ContactOptions = ContactOptions(), ground: float = 0.0, mjcf: str | None = None,
@@ -312,6 +313,7 @@ class MuJoCoPlant:
         self.penetration = 0.0
         self.slips: list = []
         self.touchdowns: list = []
+        self.landing_tilts: list = []
         self.violations: list = []  # (none: MuJoCo's contacts are what they are; slip and penetration say)
         self.correction = self.drift = self.turned = 0.0  # (the own ground's projection: none here)
         self._slid = {foot: np.zeros(2) for foot in self.held}  # foot -> its slip so far in this stance (xy)
@@ -363,6 +365,10 @@ class MuJoCoPlant:
         closing = tuple(f for f in held if f not in self.held)
         if closing:
             self.touchdowns.append((self.time, closing))
+            if self.sole_size is not None:  # (a sole's site has its frame: R₂₂ = its z axis · the floor's normal)
+                for foot in closing:
+                    cosine = data.site_xmat[mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, foot)][8]
+                    self.landing_tilts.append((self.time, foot, float(np.arccos(np.clip(cosine, -1.0, 1.0)))))
         for foot in held:
             self._slid[foot] = self._slid.get(foot, np.zeros(2)) + self.dt * sliding.get(foot, np.zeros(2))
         for foot in self.held:

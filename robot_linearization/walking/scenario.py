@@ -57,7 +57,7 @@ class Log:
     violations: the ground's (ground.Violation); touchdowns: (time, feet) of each contact the
     ground closed (ground.GroundSimulation.touchdowns); error: why the MPC stopped, if it did;
     first_plan: the timings of the plan made at rest before the start; on MuJoCo (mujoco_plant.py)
-    ``slips`` and ``penetration``, and the soles' pressure margins from its contact forces.
+    ``slips``, ``penetration`` and ``landing_tilts``, and the soles' pressure margins from its contact forces.
 
     Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
     held, torques, timings, iterations, ``dynamics_residual`` (MPCResult.dynamics_residual),
@@ -93,6 +93,7 @@ class Log:
     # what only MuJoCo's compliant contacts show (the own ground holds a standing foot where it landed)
     slips: list = field(default_factory=list)  # (time, foot, how far it moved on the floor over a stance [m])
     penetration: float = 0.0  # the deepest a foot went into the floor [m]
+    landing_tilts: list = field(default_factory=list)  # (time, sole, its tilt from flat as it touched down [rad])
 
 
 def command_at(segments, time: float) -> np.ndarray:
@@ -215,4 +216,5 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
     if plant == "mujoco":
         log.slips = simulation.slips + simulation.stance_slips()
         log.penetration = simulation.penetration
+        log.landing_tilts = simulation.landing_tilts
     return log
