@@ -17,7 +17,9 @@ command, the foot heights, the contact forces against their cones (on soles, als
 its sole each wrench's centre of pressure lay) and the time per cycle into FIGURE (a new file).
 
 --plant mujoco: the same on MuJoCo (walking/mujoco_plant.py: the robot's MJCF written from the model,
-elliptic cones, impratio 100), which adds each stance's slip and the feet's penetration.
+elliptic cones, impratio 100), which adds each stance's slip and the feet's penetration.  Where MuJoCo
+renders offscreen ($MUJOCO_GL=egl or osmesa), it also writes an animation beside FIGURE (its name, .gif:
+a new file; 10 images a second, played in real time).
 
 Run: python examples/mpc_trot.py [FIGURE.png] [--robot bundled|solo12|anymal|talos] [--seconds S]
      [--plant ground|mujoco]
@@ -85,6 +87,32 @@ def figure(log, path: str, title: str) -> None:
     fig.savefig(path, dpi=60)
 
 
+FRAME_PERIOD = 0.1
+"""[s] between two images of the animation (--plant mujoco)."""
+
+
+def write_animation(frames, path: str) -> None:
+    """The images ``frames`` ((H, W, 3) uint8) as a looping GIF at ``path``, one every FRAME_PERIOD: written
+    beside it first, then moved there (a run that fails leaves no half-written file)."""
+    import tempfile
+
+    from PIL import Image
+
+    images = [Image.fromarray(frame).quantize(colors=64) for frame in frames]
+    descriptor, temporary = tempfile.mkstemp(suffix=".gif", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            images[0].save(file, format="GIF", save_all=True, append_images=images[1:],
+                           duration=int(FRAME_PERIOD * 1000), loop=0, optimize=True)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # (as a file made with open(): mkstemp's is its owner's alone)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("figure", nargs="?", default=None, help="a new PNG file for the figure (none: no figure)")
@@ -97,6 +125,11 @@ def main() -> int:
         parser.error(f"{args.figure} exists: give a new file")
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds: expected a duration in (0, 60], got {args.seconds:g}")
+    animation = None
+    if args.plant == "mujoco" and args.figure is not None and os.environ.get("MUJOCO_GL") in ("egl", "osmesa"):
+        animation = os.path.splitext(args.figure)[0] + ".gif"
+        if os.path.exists(animation):
+            parser.error(f"{animation} (the animation beside the figure) exists: give a new figure name")
     robot = walker(args.robot)
     soles = robot.sole_size is not None
     if soles:  # a humanoid: it walks and turns
@@ -106,8 +139,8 @@ def main() -> int:
         push = LATERAL_PUSH if args.robot == "bundled" else (Push(2.5, (0.0, 0.3, 0.0)),)
     try:
         log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds, segments, push,
-                   settings=robot.settings, plant=args.plant)
-    except ImportError as error:  # (MuJoCo not installed)
+                   settings=robot.settings, plant=args.plant, frame_period=FRAME_PERIOD if animation else None)
+    except (ImportError, RuntimeError) as error:  # (MuJoCo not installed, or it cannot render here)
         parser.error(str(error))
     if not log.time:
         print(f"stopped: {log.error}", file=sys.stderr)
@@ -144,6 +177,9 @@ def main() -> int:
         if args.figure is not None:
             figure(log, args.figure, f"{robot.model.name} on MuJoCo")
             print(f"figure: {args.figure}")
+        if animation is not None and log.frames:
+            write_animation(log.frames, animation)
+            print(f"animation: {animation} ({len(log.frames)} images)")
         if log.error is not None:
             print(f"stopped: {log.error}", file=sys.stderr)
             return 1
@@ -164,7 +200,9 @@ def main() -> int:
           + (", ".join({"lets go": f"a foot let go {len(a)} times (instead of pulling by up to {max(a):.2f} N)",
                         "slides": f"a foot slid {len(a)} times (instead of needing up to {max(a):.2f} N more "
                                   "friction)",
-                        "pulls": f"a sole held although it pulled, {len(a)} times (by up to {max(a):.2f} N)"}
+                        "pulls": f"a sole held although it pulled, {len(a)} times (by up to {max(a):.2f} N)",
+                        "twists": f"a sole held although friction could not hold its turn, {len(a)} times (by up "
+                                  f"to {max(a):.2f} N m)"}
                        .get(what, f"{what} {len(a)} times (at most {max(a) * 1e3:.2f} mm)")
                        for what, a in kinds.items()) or "none"))
     if args.figure is not None:

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 import robot_linearization
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -35,3 +37,44 @@ def test_mpc_trot_walks_prints_its_costs_and_draws_a_new_figure(tmp_path):
                            text=True, timeout=600, env=environment)
     assert again.returncode == 2 and "exists: give a new file" in again.stderr
     assert again.stderr.strip().splitlines()[-1].count("error") == 1
+
+
+def test_mpc_trot_on_mujoco_writes_an_animation_beside_its_figure_where_mujoco_renders(tmp_path):
+    """--plant mujoco with $MUJOCO_GL=egl: the figure and, beside it, a looping GIF of the walk (10 images a
+    second, the robot moving in them); a second run with the same figure name refuses in one line, the GIF
+    untouched.  Where MuJoCo cannot render at all, the error is one line (then the test skips, saying so)."""
+    import pytest
+
+    pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install .[mujoco])")
+    from PIL import Image
+
+    package_root = str(Path(robot_linearization.__file__).resolve().parent.parent)
+    environment = {**os.environ, "PYTHONPATH": package_root, "MUJOCO_GL": "egl"}
+    figure = tmp_path / "walk.png"
+    command = [sys.executable, str(EXAMPLES / "mpc_trot.py"), str(figure), "--plant", "mujoco", "--seconds", "1.0"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+    if done.returncode == 2 and "MuJoCo cannot render here" in done.stderr:
+        assert done.stderr.strip().splitlines()[-1].count("error") == 1
+        pytest.skip(f"MuJoCo cannot render offscreen with EGL here: {done.stderr.strip().splitlines()[-1]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    animation = tmp_path / "walk.gif"
+    assert f"animation: {animation} (11 images)" in done.stdout and figure.stat().st_size > 10_000
+    with Image.open(animation) as gif:
+        assert gif.n_frames == 11 and gif.info["duration"] == 100 and gif.info["loop"] == 0
+        first = np.asarray(gif.convert("RGB"), dtype=float)
+        gif.seek(10)
+        last = np.asarray(gif.convert("RGB"), dtype=float)
+    assert first.shape == (240, 320, 3) and np.abs(last - first).mean() > 1.0  # (it walked: the images differ)
+    assert oct(animation.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    before = animation.read_bytes()
+    figure.unlink()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+    assert again.returncode == 2 and "walk.gif (the animation beside the figure) exists" in again.stderr
+    assert again.stderr.strip().splitlines()[-1].count("error") == 1 and animation.read_bytes() == before
+    assert not figure.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["walk.gif"]
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

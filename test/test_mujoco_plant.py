@@ -188,3 +188,18 @@ def test_talos_walks_turns_and_takes_a_push_on_mujoco_on_its_soles():
     assert len(log.landing_tilts) >= 4 and max(tilt for *_, tilt in log.landing_tilts) < np.radians(3.0)
     slips = np.array([slip for _, _, slip in log.slips])
     assert np.median(slips) < 0.005 and 0.0 < log.penetration < 0.01, (np.median(slips), log.penetration)
+
+
+def test_images_are_asked_of_mujoco_only_and_every_frame_period():
+    """walk's frame_period: a positive number of seconds, with plant='mujoco' only; one line otherwise.  (The
+    images themselves: test_examples, where MuJoCo renders offscreen.)"""
+    from robot_linearization.walking.scenario import walk
+
+    found = walker("bundled")
+    for period, plant, message in ((0.1, "ground", "frame_period: the images are MuJoCo's: give plant='mujoco'"),
+                                   (0.0, "mujoco", "frame_period: expected a positive number"),
+                                   (float("nan"), "mujoco", "frame_period: expected a positive number")):
+        with pytest.raises(ValueError, match=f"^{message}") as caught:
+            walk(found.model, found.feet, found.gait, found.effort_limits, 0.1, (), (), plant=plant,
+                 frame_period=period)
+        assert "\n" not in str(caught.value)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,10 @@ from ..spatial import inverse_transform, pose_quaternion, quaternion_pose, skew,
 from .ground import standing_feet
 
 FLOOR = "floor"
+LINK_RADIUS = 0.02
+"""The radius of the capsules that draw each link in an image of the scene (MuJoCoPlant.render; no mass, no
+contacts), in units of the robot's reach (its farthest foot from its base, every joint at zero)."""
+LINK_COLOUR = "0.35 0.45 0.6 1"
 """The name of the floor's geom."""
 
 _log = logging.getLogger("robot_linearization")
@@ -101,11 +106,22 @@ def mujoco_description(model: Model, feet, effort_limits, *, sole_size=None, foo
     gravity = _numbers(model.gravity)
     ET.SubElement(root, "option", timestep=repr(options.timestep), gravity=gravity, cone=options.cone,
                   impratio=repr(options.impratio), integrator=options.integrator)
+    # what an image of the scene shows (plant.render): a checkered floor in light; nothing of the dynamics
+    assets = ET.SubElement(root, "asset")
+    ET.SubElement(assets, "texture", name="floor", type="2d", builtin="checker", rgb1="0.8 0.8 0.8",
+                  rgb2="0.6 0.6 0.6", width="256", height="256")
+    ET.SubElement(assets, "material", name="floor", texture="floor", texrepeat="1 1", texuniform="true")
+    ET.SubElement(assets, "texture", type="skybox", builtin="gradient", rgb1="0.65 0.75 0.9", rgb2="0.3 0.35 0.45",
+                  width="64", height="64")
     world = ET.SubElement(root, "worldbody")
+    ET.SubElement(world, "light", directional="true", pos="0 0 5", dir="-0.3 0.3 -1", castshadow="false")
+    zero = State(base_pose=np.eye(4), joint_positions=np.zeros(model.n_joints), base_twist=np.zeros(6),
+                 joint_velocities=np.zeros(model.n_joints))
+    link_radius = LINK_RADIUS * float(np.linalg.norm(frame_poses(model, zero, list(feet))[:, :3, 3], axis=1).max())
     # (MuJoCo takes the larger friction of a contact's two geoms: the feet carry the floor's too)
     friction = f"{options.friction!r} 0.005 0.0001"
     ET.SubElement(world, "geom", name=FLOOR, type="plane", size="0 0 1", pos=f"0 0 {ground!r}", contype="0",
-                  conaffinity="1", friction=friction)
+                  conaffinity="1", friction=friction, material="floor")
     elements: dict[int, ET.Element] = {}
     for body, name in enumerate(model.body_names):
         if body == 0:
@@ -121,6 +137,10 @@ def mujoco_description(model: Model, feet, effort_limits, *, sole_size=None, foo
                 raise ValueError(f"joint '{joint.name}' is helical: MuJoCo has no helical joint")
             kind = "hinge" if joint.type.value == "revolute" else "slide"
             ET.SubElement(element, "joint", name=joint.name, type=kind, axis=_numbers(joint.axis), limited="false")
+            if np.linalg.norm(placement[:3, 3]) > 1e-6:  # a link drawn from its parent's origin to this body's
+                ET.SubElement(elements[model.parent[body]], "geom", type="capsule", size=repr(link_radius),
+                              fromto=_numbers(np.r_[np.zeros(3), placement[:3, 3]]), contype="0", conaffinity="0",
+                              mass="0", rgba=LINK_COLOUR)
         mass, com, inertia = _inertia(model.inertias[body])
         if mass <= 0.0:
             raise ValueError(f"body '{name}' has no mass: MuJoCo moves no massless body (give its link an inertial)")
@@ -131,6 +151,10 @@ def mujoco_description(model: Model, feet, effort_limits, *, sole_size=None, foo
     for foot in feet:
         body, H = model.frames[foot]
         ET.SubElement(elements[body], "site", name=foot, pos=_numbers(H[:3, 3]), quat=_numbers(pose_quaternion(H)))
+        if np.linalg.norm(H[:3, 3]) > 1e-6:  # (the last link drawn, to the foot)
+            ET.SubElement(elements[body], "geom", type="capsule", size=repr(link_radius),
+                          fromto=_numbers(np.r_[np.zeros(3), H[:3, 3]]), contype="0", conaffinity="0", mass="0",
+                          rgba=LINK_COLOUR)
         if sole_size is None:
             offset = H[:3, :3] @ np.array([0.0, 0.0, foot_radius])  # (its lowest point at the frame, standing)
             ET.SubElement(elements[body], "geom", name=foot, type="sphere", size=repr(foot_radius),
@@ -307,6 +331,8 @@ class MuJoCoPlant:
                                  f"{check_tolerance:g})")
         self.time, self.steps = 0.0, 0
         self.state = state
+        self._standing = max(float(floating_base_of(state)[0][2, 3]) - ground, 0.1)  # [m] (the camera's distance)
+        self._renderer: Any = None  # (mujoco.Renderer, made at the first image)
         self.held = self._touching()
         self.forces: dict = {}
         self.pressure_margins: dict = {}
@@ -375,6 +401,24 @@ class MuJoCoPlant:
             if foot not in held:  # (lift-off: how far it slid while it stood)
                 self.slips.append((self.time, foot, float(np.linalg.norm(self._slid.pop(foot, np.zeros(2))))))
         self.held = held
+
+    def render(self, width: int = 320, height: int = 240) -> np.ndarray:
+        """An image (height, width, 3) uint8 of the robot now, seen by a camera that follows its base from
+        three times its standing height, ahead to its left.  RuntimeError in one line where MuJoCo cannot
+        render (it needs $MUJOCO_GL=egl or osmesa without a display)."""
+        mujoco = self._mujoco
+        if self._renderer is None:
+            try:
+                self._renderer = mujoco.Renderer(self.mj_model, height, width)
+            except Exception as error:  # noqa: BLE001 - (MuJoCo's errors differ by backend)
+                raise RuntimeError("MuJoCo cannot render here (set MUJOCO_GL=egl or osmesa where there is no "
+                                   f"display): {' '.join(str(error).split())}") from None
+            self._camera = mujoco.MjvCamera()
+            self._camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            self._camera.trackbodyid = 1  # (the root: the base)
+            self._camera.distance, self._camera.azimuth, self._camera.elevation = 3.0 * self._standing, 135.0, -15.0
+        self._renderer.update_scene(self.data, camera=self._camera)
+        return self._renderer.render().copy()
 
     def stance_slips(self) -> list:
         """The slips of the stances not ended yet, (time, foot, distance [m]), as at a lift-off now."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import choice
+from ..arguments import choice, positive_number
 from ..gait import TROT, Gait
 from ..model import Model, State, floating_base_of
 from ..robots import BUNDLED_FEET, bundled_urdf_path
@@ -57,7 +57,8 @@ class Log:
     violations: the ground's (ground.Violation); touchdowns: (time, feet) of each contact the
     ground closed (ground.GroundSimulation.touchdowns); error: why the MPC stopped, if it did;
     first_plan: the timings of the plan made at rest before the start; on MuJoCo (mujoco_plant.py)
-    ``slips``, ``penetration`` and ``landing_tilts``, and the soles' pressure margins from its contact forces.
+    ``slips``, ``penetration`` and ``landing_tilts``, and the soles' pressure margins from its contact forces;
+    ``frames``: images of the scene (walk's ``frame_period``; MuJoCoPlant.render).
 
     Fields: time, command, position, yaw, velocity, ``yaw_rate`` [rad/s], ``foot_heights`` [m],
     held, torques, timings, iterations, ``dynamics_residual`` (MPCResult.dynamics_residual),
@@ -94,6 +95,7 @@ class Log:
     slips: list = field(default_factory=list)  # (time, foot, how far it moved on the floor over a stance [m])
     penetration: float = 0.0  # the deepest a foot went into the floor [m]
     landing_tilts: list = field(default_factory=list)  # (time, sole, its tilt from flat as it touched down [rad])
+    frames: list = field(default_factory=list)  # images of the scene (walk's frame_period), (H, W, 3) uint8
 
 
 def command_at(segments, time: float) -> np.ndarray:
@@ -128,7 +130,7 @@ PLANTS = ("ground", "mujoco")
 def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, segments=TROT_TURN_PUSH,
          pushes=LATERAL_PUSH, *, settings: MPCSettings | None = None, control_period: float = 0.01,
          dt: float = 0.002, friction: float = 0.7, mpc_class=WholeBodyMPC, plant: str = "ground",
-         contact_options=None) -> Log:
+         contact_options=None, frame_period: float | None = None) -> Log:
     """Run ``model`` (a floating base) walking ``gait`` (gait.Gait) on ``feet`` (frame names: point
     contacts) for ``seconds`` [s] on the ground z = 0 with Coulomb friction ``friction``, starting
     at rest in the gait's posture: the MPC (``mpc_class``, WholeBodyMPC or a subclass, with
@@ -141,10 +143,15 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
 
     ``plant``: "ground" (the own ground, ground.GroundSimulation) or "mujoco" (mujoco_plant.MuJoCoPlant,
     its step ``dt`` and friction ``friction`` unless ``contact_options``, a mujoco_plant.ContactOptions,
-    gives MuJoCo's options)."""
+    gives MuJoCo's options); with ``frame_period`` [s] (MuJoCo only), an image of the scene every that many
+    seconds into ``Log.frames`` (MuJoCoPlant.render: RuntimeError where MuJoCo cannot render)."""
     mpc = mpc_class(model, gait, feet, effort_limits, settings)
     state, height = standing_state(model, gait, feet)
     choice(plant, "plant", PLANTS)
+    if frame_period is not None:
+        positive_number(frame_period, "frame_period", "s")
+        if plant != "mujoco":
+            raise ValueError("frame_period: the images are MuJoCo's: give plant='mujoco'")
     simulation: Any
     if plant == "mujoco":
         from .mujoco_plant import ContactOptions, MuJoCoPlant
@@ -208,6 +215,8 @@ def walk(model: Model, feet, gait: Gait, effort_limits, seconds: float = 10.0, s
             log.pressure_margins.extend((simulation.time, sole, margin)
                                         for sole, margin in simulation.pressure_margins.items())
         log.held.append(simulation.held)
+        if frame_period is not None and simulation.time >= len(log.frames) * frame_period - 1e-9:
+            log.frames.append(simulation.render())
         base_height = floating_base_of(simulation.state)[0][2, 3]
         if base_height < 0.5 * height:
             log.error = f"t = {simulation.time:.3f} s: the base fell to {base_height:.3f} m"
