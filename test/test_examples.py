@@ -78,3 +78,17 @@ def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+def test_mpc_trot_plans_at_the_control_period_asked_for_and_refuses_one_that_is_no_whole_millisecond(tmp_path):
+    package_root = str(Path(robot_linearization.__file__).resolve().parent.parent)
+    environment = {**os.environ, "PYTHONPATH": package_root}
+    done = subprocess.run([sys.executable, str(EXAMPLES / "mpc_trot.py"), "--control-period", "0.002", "--seconds",
+                           "0.1"], capture_output=True, text=True, timeout=600, env=environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "walked 0.10 s" in done.stdout and " of 50 cycles over 2 ms " in done.stdout, done.stdout
+    for bad in ("0.0025", "0", "0.1", "nan", "fast"):
+        refused = subprocess.run([sys.executable, str(EXAMPLES / "mpc_trot.py"), "--control-period", bad],
+                                 capture_output=True, text=True, timeout=600, env=environment)
+        assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].count("error") == 1, refused.stderr
+        assert "--control-period" in refused.stderr.strip().splitlines()[-1]
