@@ -802,9 +802,12 @@ class WholeBodyMPC:
             rows.append(row)
             lower.append(floor - knot_margins.margins - Mz @ d[k])
             labels += [("margin", k, label) for label in knot_margins.labels]
+        lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         for k in range(1, K + 1):
-            # the swinging feet above the ground (lifting and landing: the height's cost instead)
-            above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9]
+            # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have
+            # swung two knots: the step a foot leaves the ground on starts it from rest, on the ground
+            above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9
+                     and swing[0] * swing[1] / (1.0 - swing[0]) >= lifted]
             if not above:
                 continue
             positions, J = feet[0][k], feet[1][k]
