@@ -139,8 +139,9 @@ class References:
     """What a cycle's cost tracks, knot by knot (k = 0 … K; knot 0 is the measured state and costs
     nothing): base_poses (K+1, 4, 4) in the world, at the base height, level, moving with the
     command; twists (K+1, 6) the base's twist [v; ω] at each knot, in its reference's axes (the commanded
-    one, on soles with the pendulum's sway sideways); posture (n,); swings[k]: per foot, (the
-    fraction of its swing done, seconds until it lands) or None in stance; feet[k]: (foot index,
+    one, on soles with the pendulum's sway sideways); held: the feet holding at knot 0 (names); posture
+    (n,); swings[k]: per foot, (the fraction of its swing done, seconds until it lands) or None in
+    stance; feet[k]: (foot index,
     height [m], landing (2,) in the world or None) of each swinging foot (and of each sole landing at
     knot k, where its contact closes: on the ground, at its landing point, flat); scales (K+1,): each
     knot's weight (the terminal's); the weights (1/σ²) of each residual.
@@ -153,6 +154,7 @@ class References:
 
     base_poses: np.ndarray
     twists: np.ndarray
+    held: frozenset
     posture: np.ndarray
     swings: list
     feet: list
@@ -670,7 +672,8 @@ class WholeBodyMPC:
         scales = np.ones(K + 1)
         scales[K] = w["terminal"]
         return References(
-            base_poses=base_poses, twists=twists, posture=self.posture, swings=swings, feet=feet, scales=scales,
+            base_poses=base_poses, twists=twists, held=frozenset(held), posture=self.posture, swings=swings,
+            feet=feet, scales=scales,
             pose_weights=np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"],
                                    w["yaw"]]),
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
@@ -805,9 +808,10 @@ class WholeBodyMPC:
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         for k in range(1, K + 1):
             # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have
-            # swung two knots: the step a foot leaves the ground on starts it from rest, on the ground
+            # swung two knots: the step a foot leaves the ground on starts it from rest, on the ground (a foot
+            # still held now, late to lift, is held over the first step too)
             above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9
-                     and swing[0] * swing[1] / (1.0 - swing[0]) >= lifted]
+                     and swing[0] * swing[1] / (1.0 - swing[0]) >= lifted and (k >= 3 or self.feet[i] not in ref.held)]
             if not above:
                 continue
             positions, J = feet[0][k], feet[1][k]
