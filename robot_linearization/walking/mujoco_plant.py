@@ -315,6 +315,8 @@ class MuJoCoPlant:
             if geom < 0:
                 raise ValueError(f"the MuJoCo model has no geom named '{foot}' (a foot's contact geometry)")
             self._foot_geoms[geom] = foot
+        # (each foot's site, in its frame: a sole's centre of pressure and tilt are taken there)
+        self._sites = {foot: mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, foot) for foot in self.feet}
         self._actuators = np.array([mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
                                     for name in model.joint_names])
         if (self._actuators < 0).any():
@@ -393,7 +395,7 @@ class MuJoCoPlant:
             self.touchdowns.append((self.time, closing))
             if self.sole_size is not None:  # (a sole's site has its frame: R₂₂ = its z axis · the floor's normal)
                 for foot in closing:
-                    cosine = data.site_xmat[mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, foot)][8]
+                    cosine = data.site_xmat[self._sites[foot]][8]
                     self.landing_tilts.append((self.time, foot, float(np.arccos(np.clip(cosine, -1.0, 1.0)))))
         for foot in held:
             self._slid[foot] = self._slid.get(foot, np.zeros(2)) + self.dt * sliding.get(foot, np.zeros(2))
@@ -432,7 +434,6 @@ class MuJoCoPlant:
         moments = {foot: np.zeros(3) for foot in self.feet}
         sliding: dict = {}
         local, motion = np.zeros(6), np.zeros(6)
-        sites = {}
         for k in range(data.ncon):
             contact = data.contact[k]
             geom = contact.geom1 if contact.geom1 in self._foot_geoms else contact.geom2
@@ -453,14 +454,12 @@ class MuJoCoPlant:
                 force = -force  # (on the foot)
             forces[foot] += force
             if self.sole_size is not None:
-                if foot not in sites:
-                    sites[foot] = mujoco.mj_name2id(self.mj_model, mujoco.mjtObj.mjOBJ_SITE, foot)
-                moments[foot] += np.cross(contact.pos - data.site_xpos[sites[foot]], force)
+                moments[foot] += np.cross(contact.pos - data.site_xpos[self._sites[foot]], force)
         self.forces = {foot: f for foot, f in forces.items() if f.any()}
         self.pressure_margins = {}
         if self.sole_size is not None:
             for foot, force in self.forces.items():
-                R = data.site_xmat[sites[foot]].reshape(3, 3)
+                R = data.site_xmat[self._sites[foot]].reshape(3, 3)
                 f, m = R.T @ force, R.T @ moments[foot]
                 if f[2] <= 0.0:
                     continue
