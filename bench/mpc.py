@@ -135,6 +135,11 @@ def crocoddyl_problem(kept, model, urdf, constrained=False):
         add("base_twist", crocoddyl.ResidualModelFrameVelocity(state, base_id, pin.Motion(ref.twists[k]), pin.LOCAL,
                                                                nu), ref.twist_weights)
         add("posture", crocoddyl.ResidualModelState(state, x_posture, nu), state_weights)
+        for feet, w in ((ref.landings[k], ref.landing_sliding_weight), (ref.lifts[k], ref.lifting_sliding_weight)):
+            for i in feet:  # a foot landing or lifting: its velocity along the ground (mpc._sliding_rows)
+                add(f"sliding_{i}", crocoddyl.ResidualModelFrameVelocity(state, foot_ids[i], pin.Motion.Zero(),
+                                                                         pin.LOCAL_WORLD_ALIGNED, nu),
+                    [w, w, 0.0, 0.0, 0.0, 0.0])
         for i, height, landing in ref.feet[k]:
             target = np.array([0.0, 0.0, height]) if landing is None else np.array([landing[0], landing[1], height])
             weights = [0.0, 0.0, ref.foot_height_weight] if landing is None else \

@@ -160,10 +160,10 @@ def test_the_effort_limits_of_a_urdf_with_tags_the_dynamics_ignore_are_read_quie
 @pytest.mark.parametrize("hold", [1, 2, 3])
 def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     """H and g of the stacked least-squares rows equal Σ_k Γ_kᵀ Q_k Γ_k and Σ_k Γ_kᵀ (Q_k d_k + q_k) of
-    each knot's quadratic cost ½ δzᵀ Q_k δz + q_kᵀ δz (Q_k = diag(w_k) + FᵀF on the configuration,
-    q_k = w_k r_k + Fᵀf), with Γ_k, d_k from rolling δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward
-    column by column, each column a unit perturbation of one held torque y_m over all the knots of
-    its group (hold 3: 20 knots end with a group of two)."""
+    each knot's quadratic cost ½ δzᵀ Q_k δz + q_kᵀ δz (Q_k = diag(w_k) + FᵀF on the configuration, or on
+    the whole state for a sliding foot's rows, q_k = w_k r_k + Fᵀf), with Γ_k, d_k from rolling
+    δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column, each column a unit perturbation of one
+    held torque y_m over all the knots of its group (hold 3: 20 knots end with a group of two)."""
     rng = np.random.default_rng(32)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
@@ -174,7 +174,8 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     defects = [rng.normal(size=two_N) for _ in range(K)]
     weights = rng.uniform(0.0, 3.0, size=(K, two_N))
     residuals = rng.normal(size=(K, two_N))
-    foot_rows = [(k, rng.normal(size=(rows, N)), rng.normal(size=rows)) for k, rows in ((1, 3), (7, 1), (K, 3))]
+    foot_rows = [(k, rng.normal(size=(rows, width)), rng.normal(size=rows))
+                 for k, rows, width in ((1, 3, N), (7, 1, N), (7, 2, two_N), (K, 3, N), (K, 4, two_N))]
     Gamma, d = mpc._condense(np.array([A for A, *_ in steps]), np.array([B for _, B, *_ in steps]), np.array(defects))
     H, g = mpc._condensed_cost(Gamma, d, weights, residuals, foot_rows)
     # the reference: each column of Γ is the rollout of one unit held-torque perturbation
@@ -195,8 +196,9 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     Q = np.array([np.diag(w) for w in weights])
     q = weights * residuals
     for k, F, f in foot_rows:
-        Q[k - 1, :N, :N] += F.T @ F
-        q[k - 1, :N] += F.T @ f
+        width = F.shape[1]
+        Q[k - 1, :width, :width] += F.T @ F
+        q[k - 1, :width] += F.T @ f
     H_reference = sum(reference_Gamma[k].T @ Q[k - 1] @ reference_Gamma[k] for k in range(1, K + 1))
     g_reference = sum(reference_Gamma[k].T @ (Q[k - 1] @ d[k] + q[k - 1]) for k in range(1, K + 1))
     np.testing.assert_allclose(H, H_reference, rtol=1e-10, atol=1e-10 * np.abs(H_reference).max())
@@ -224,6 +226,54 @@ def test_the_feet_positions_and_jacobians_are_the_kinematics():
             ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(BUNDLED_FEET))[:, :3, 3]
             behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(BUNDLED_FEET))[:, :3, 3]
             np.testing.assert_allclose(J[k, :, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
+
+
+def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_land_and_lift():
+    """References.landings and .lifts name, per knot, the feet whose contact closes there and those that
+    lifted over the step before it, as the knots' contact sets (_knot_contacts, from the gait's schedule)
+    say; their rows are each foot's velocity along the ground in the world, the geometric finite difference
+    of its position along the state's own motion (validation.perturb by ε ν), weighted as the settings say,
+    and their Jacobian on δz_k is that velocity's in the velocity perturbation (exact: it is linear in ν),
+    nothing on the configuration."""
+    rng = np.random.default_rng(11)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(weights={**MPCSettings().weights, "landing_sliding": 200.0,
+                                            "lifting_sliding": 700.0}))
+    standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    N, K = MODEL.n_velocities, mpc.sizes[2]
+    time = 0.07
+    held = [c.frame for c in TROT.contacts_at(time)]
+    ref = mpc.references(time, standing, held)
+    sets = [set(contacts) for contacts, _ in mpc._knot_contacts(time, held, held)]
+    for k in range(1, K + 1):
+        landing = {i for i, foot in enumerate(BUNDLED_FEET) if foot in sets[k] and foot not in sets[k - 1]}
+        lifted = {i for i, foot in enumerate(BUNDLED_FEET)
+                  if k >= 2 and foot not in sets[k - 1] and foot in sets[k - 2]}
+        assert (set(ref.landings[k]), set(ref.lifts[k])) == (landing, lifted), k
+    assert any(ref.landings) and any(ref.lifts)
+    states = [perturb(MODEL, standing, np.concatenate([0.2 * rng.normal(size=N), rng.normal(size=N)]))
+              for _ in range(K + 1)]
+    x = _stacked(states)
+    feet = mpc._feet(x)
+    epsilon = 1e-6
+    for k in range(1, K + 1):
+        groups = mpc._sliding_rows(ref, x, feet, k)
+        expected_groups = [(w, indices) for w, indices in ((ref.landing_sliding_weight, ref.landings[k]),
+                                                           (ref.lifting_sliding_weight, ref.lifts[k])) if indices]
+        assert [weight for weight, _, _ in groups] == [w for w, _ in expected_groups]
+        state = states[k]
+        motion = np.concatenate([state.base_twist, state.joint_velocities, np.zeros(N)])
+        ahead = frame_poses(MODEL, perturb(MODEL, state, epsilon * motion), list(BUNDLED_FEET))[:, :2, 3]
+        behind = frame_poses(MODEL, perturb(MODEL, state, -epsilon * motion), list(BUNDLED_FEET))[:, :2, 3]
+        for j, ((_, velocities, F), (_, indices)) in enumerate(zip(groups, expected_groups)):
+            np.testing.assert_allclose(velocities, ((ahead - behind) / (2 * epsilon))[list(indices)].ravel(), atol=1e-7)
+            assert not F[:, :N].any()
+            for column in range(N):  # a velocity perturbation δν_j changes v by its column
+                dz = np.zeros(2 * N)
+                dz[N + column] = 1e-3
+                moved = _stacked([perturb(MODEL, state, dz)] * (K + 1))
+                after = [v for _, v, _ in mpc._sliding_rows(ref, moved, mpc._feet(moved), k)]
+                np.testing.assert_allclose(after[j] - velocities, 1e-3 * F[:, N + column], atol=1e-12)
 
 
 def test_each_knots_step_is_rl_step():
@@ -330,7 +380,8 @@ def test_every_solver_plans_the_same_torques():
 def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
     """Each QP of 1 s of the trot (forward at 0.3 m/s, ProxSuite's plans), solved again by DAQP: the same
     held torques y to 1e-6 of their size (both solve to 1e-9; the QPs are strictly convex), as many
-    constraints active, and no failure."""
+    constraints active (to 1e-5 of the bounds' size: at the first plan, from rest, ProxSuite leaves rows
+    DAQP holds exactly active 2e-6 to 3e-5 inside), and no failure."""
     qps = []
 
     class Recorded(WholeBodyMPC):
@@ -347,8 +398,8 @@ def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
         x, found, iterations = WholeBodyMPC._daqp(H, g, C, lower, box_lower, box_upper)
         assert found and iterations > 0
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * np.abs(y).max())
-        active = (C @ y - lower < 1e-7 * np.abs(lower).max()).sum()
-        assert active == (C @ x - lower < 1e-7 * np.abs(lower).max()).sum()
+        active = (C @ y - lower < 1e-5 * np.abs(lower).max()).sum()
+        assert active == (C @ x - lower < 1e-5 * np.abs(lower).max()).sum()
 
 
 @pytest.mark.parametrize("settings, name, nearest", [

@@ -136,8 +136,9 @@ def test_a_users_mjcf_is_matched_by_name_and_checked(robot):
 @pytest.mark.parametrize("name", ["bundled", "solo12"])
 def test_a_quadruped_trots_on_mujoco_as_the_mpc_commands(name):
     """3 s of the trot forward (ramped to 0.3 m/s over 1 s) on MuJoCo, the MPC unchanged: it stays up, the
-    MPC plans every cycle (no slack, no fallback), it follows the command, its stance feet slip little and
-    sink a few millimetres (MuJoCo's soft contacts)."""
+    MPC plans every cycle (no slack, no fallback), it follows the command, its stance feet slip a median of
+    at most 1 mm (the plan lands and lifts them without sliding: 2-3 mm without) and sink a few millimetres
+    (MuJoCo's soft contacts)."""
     from robot_linearization.walking.scenario import Segment, walk
 
     found = walker(name)
@@ -149,7 +150,8 @@ def test_a_quadruped_trots_on_mujoco_as_the_mpc_commands(name):
     assert abs(velocity[cruising, 0].mean() - 0.3) < 0.05
     assert any(len(held) == 2 for held in log.held) and any(len(held) == 4 for held in log.held)  # it trots
     slips = np.array([slip for _, _, slip in log.slips])
-    assert len(slips) > 10 and np.median(slips) < 0.005 and 0.0 < log.penetration < 0.01
+    assert len(slips) > 10 and np.median(slips) <= 0.001 and 0.0 < log.penetration < 0.01, \
+        (np.median(slips), log.penetration)
 
 
 def test_the_friction_asked_for_is_the_contacts(robot):
@@ -168,7 +170,8 @@ def test_talos_walks_turns_and_takes_a_push_on_mujoco_on_its_soles():
     """Talos on MuJoCo, the MPC unchanged (its sway over the soles, the soles' yaw moments bounded): a step
     in place, a lateral push of 0.1 m/s while stepping, then forward at 0.1 m/s and turning at 0.25 rad/s
     (test_walking_robots.TALOS_WALK), 4 s.  It stays up, the MPC plans every cycle, it follows the command,
-    the centre of pressure of a sole standing alone stays well inside it, the soles land flat."""
+    the centre of pressure of a sole standing alone stays well inside it, the soles land flat, a stance
+    slips a median of at most 1 mm."""
     from robot_linearization.walking.scenario import Push, walk
 
     from test_walking_robots import TALOS_WALK
@@ -187,7 +190,7 @@ def test_talos_walks_turns_and_takes_a_push_on_mujoco_on_its_soles():
         (np.median(alone), np.percentile(alone, 5), alone.min())
     assert len(log.landing_tilts) >= 4 and max(tilt for *_, tilt in log.landing_tilts) < np.radians(3.0)
     slips = np.array([slip for _, _, slip in log.slips])
-    assert np.median(slips) < 0.005 and 0.0 < log.penetration < 0.01, (np.median(slips), log.penetration)
+    assert np.median(slips) <= 0.001 and 0.0 < log.penetration < 0.01, (np.median(slips), log.penetration)
 
 
 def test_images_are_asked_of_mujoco_only_and_every_frame_period():

@@ -330,12 +330,14 @@ def test_talos_steps_walks_forward_and_turns(talos_walking):
 
 def test_talos_soles_land_flat_and_stay_where_they_landed(talos_walking):
     """After every step each held sole is within 0.5 mm and 0.5 mrad of where it is held; the
-    projection laid each landing sole flat by turning it less than 1 mrad (the landing is
-    physical: its soles arrive flat); no swinging sole went below the ground."""
+    projection laid each landing sole flat by turning it less than 4 mrad (the landing is
+    physical: its soles arrive flat; the cost on a landing sole's sliding trades about 3 mrad of
+    tilt, 1 without it, for a landing that does not slide); no swinging sole went below the ground."""
     _, log = talos_walking
     assert max(log.drift) < DRIFT, max(log.drift)
-    assert max(log.turns) < 1e-3, max(log.turns)
-    assert max(log.corrections) < 1e-3, max(log.corrections)  # (the ground's tolerance at a touchdown)
+    assert max(log.turns) < 4e-3, max(log.turns)
+    # (the ground's tolerance at a touchdown, 1 mm, and the tilt [rad] a landing sole is laid flat from)
+    assert max(log.corrections) < 4e-3, max(log.corrections)
     assert not [v for v in log.violations if v.what in ("off the ground", "below the ground")]
 
 

@@ -130,7 +130,8 @@ class MPCSettings(Settings):
     weights: dict = field(default_factory=lambda: {
         "base_xy": 0.1, "base_z": 1000.0, "roll_pitch": 400.0, "yaw": 25.0,
         "velocity_xy": 300.0, "velocity_z": 75.0, "rate_xy": 400.0, "yaw_rate": 1600.0,
-        "posture": 10.0, "joint_velocity": 3.0, "foot_height": 4000.0, "foot_xy": 250.0, "torque": 30.0,
+        "posture": 10.0, "joint_velocity": 3.0, "foot_height": 4000.0, "foot_xy": 250.0, "landing_sliding": 300.0,
+        "lifting_sliding": 300.0, "torque": 30.0,
         "sole": 400.0, "terminal": 3.0})
 
 
@@ -143,14 +144,17 @@ class References:
     (n,); swings[k]: per foot, (the fraction of its swing done, seconds until it lands) or None in
     stance; feet[k]: (foot index,
     height [m], landing (2,) in the world or None) of each swinging foot (and of each sole landing at
-    knot k, where its contact closes: on the ground, at its landing point, flat); scales (K+1,): each
-    knot's weight (the terminal's); the weights (1/σ²) of each residual.
+    knot k, where its contact closes: on the ground, at its landing point, flat); landings[k]: the
+    indices of the feet landing at knot k (their contact closes there: knot k's state is the one before
+    the impact), lifts[k]: of those lifted over the step before it (k ≥ 2);
+    scales (K+1,): each knot's weight (the terminal's); the weights (1/σ²) of each residual.
 
     The weights: ``pose_weights`` (6,) and ``twist_weights`` (6,) of the base's pose and twist
     residuals, ``posture_weight`` of the joints' positions, ``joint_velocity_weight`` of their
     velocities, ``foot_height_weight`` and ``foot_xy_weight`` of a swinging foot's height and
-    landing point, ``torque_weight`` of the torques, ``sole_weight`` of a swinging sole's tilt and
-    heading."""
+    landing point, ``landing_sliding_weight`` and ``lifting_sliding_weight`` of a foot's velocity along
+    the ground (in the world) as it lands and as it lifts, ``torque_weight`` of the torques,
+    ``sole_weight`` of a swinging sole's tilt and heading."""
 
     base_poses: np.ndarray
     twists: np.ndarray
@@ -158,6 +162,8 @@ class References:
     posture: np.ndarray
     swings: list
     feet: list
+    landings: list
+    lifts: list
     scales: np.ndarray
     pose_weights: np.ndarray
     twist_weights: np.ndarray
@@ -165,6 +171,8 @@ class References:
     joint_velocity_weight: float
     foot_height_weight: float
     foot_xy_weight: float
+    landing_sliding_weight: float
+    lifting_sliding_weight: float
     torque_weight: float
     sole_weight: float
 
@@ -529,6 +537,26 @@ class WholeBodyMPC:
                      fraction * (J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2))]
         return np.array(residuals), np.array(rows)
 
+    def _sliding_rows(self, ref: References, x: tuple, feet, k: int) -> list:
+        """[(weight, v, F)] of the feet landing at knot k (ref.landings) and of those lifted over the step
+        before it (ref.lifts), each group that has one: v (2t,) the velocities along the ground, in the world,
+        of its t feet, v = J ν_k, and F (2t, 2N) their Jacobian in δz_k: J on the velocity (the positions' J of
+        :meth:`_feet` is the velocities' in ν, the base twist in the base frame), nothing on the configuration
+        (a Gauss-Newton row: the cost drives v to zero, where what moving the configuration changes of v
+        vanishes with v)."""
+        N = self.sizes[0] // 2
+        groups = []
+        for weight, indices in ((ref.landing_sliding_weight, ref.landings[k]), (ref.lifting_sliding_weight,
+                                                                                 ref.lifts[k])):
+            if not indices or weight == 0.0:
+                continue
+            rows = [3 * i + axis for i in indices for axis in (0, 1)]
+            J = feet[1][k][rows]
+            F = np.zeros((len(rows), 2 * N))
+            F[:, N:] = J
+            groups.append((weight, J @ np.concatenate([x[2][k], x[3][k]]), F))
+        return groups
+
     # ---- one cycle -----------------------------------------------------------------------------
     def solve(self, time: float, state: State, contacts_now, held_now) -> MPCResult:
         """One control cycle at ``time`` [s] from the measured ``state``; contacts_now: the feet
@@ -601,10 +629,11 @@ class WholeBodyMPC:
         """The cost Σ_k ½‖e_k + E_k δz_k‖² of knots 1 … K in the held torques y (δz_k = Γ_k y + d_k), as
         ½ yᵀHy + gᵀy + const: (H, g) = (RᵀR, Rᵀρ) of the stacked least-squares rows R = [E_k Γ_k] and
         ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
-        residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (r, N), f (r,)):
-        f + F δz_k[:N] (the swing feet).  (Symmetric products RᵀR instead of a backward recursion of
-        the cost-to-go through the A_k: about half the arithmetic; one per torque group, over the
-        columns its knots' Γ_k reach, the rest being zero: a third of it again.)"""
+        residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (rows, r), f (rows,)):
+        f + F δz_k[:r], r = N (the swing feet, on the configuration) or 2N (the feet's sliding velocities).
+        (Symmetric products RᵀR instead of a backward recursion of the cost-to-go through the A_k: about
+        half the arithmetic; one per torque group, over the columns its knots' Γ_k reach, the rest being
+        zero: a third of it again.)"""
         two_N, n, K = self.sizes
         size = Gamma.shape[2]
         root = np.sqrt(weights)
@@ -617,10 +646,9 @@ class WholeBodyMPC:
             H[:end, :end] = _syrk(1.0, R.T, 1.0, H[:end, :end], overwrite_c=True)
             g[:end] += R.T @ rho[knots].ravel()
         if foot_rows:
-            N = two_N // 2
-            R = np.concatenate([F @ Gamma[k, :N] for k, F, _ in foot_rows])
+            R = np.concatenate([F @ Gamma[k, :F.shape[1]] for k, F, _ in foot_rows])
             H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
-            g += R.T @ np.concatenate([f + F @ d[k, :N] for k, F, f in foot_rows])
+            g += R.T @ np.concatenate([f + F @ d[k, :F.shape[1]] for k, F, f in foot_rows])
         upper = np.triu(H)
         return upper + np.triu(upper, 1).T, g
 
@@ -644,11 +672,18 @@ class WholeBodyMPC:
             self._sway_over_soles(time, state, held, base_poses, twists)
         swings: list[tuple] = []
         feet: list[list[tuple]] = []
+        landings_at: list[tuple] = [()]  # (landings: the swing feet's landing points, below)
+        lifts: list[tuple] = [()]
         landings: list[tuple] = []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
         for k in range(K + 1):
             phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
             swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
                                 for foot in self.feet))
+            if k > 0:  # the feet landing at knot k, and those lifted over the step before it
+                landings_at.append(tuple(i for i, swing in enumerate(swings[k]) if swing is None and (
+                    self.feet[i] not in held if k == 1 else swings[k - 1][i] is not None)))
+                lifts.append(tuple(i for i, swing in enumerate(swings[k]) if k >= 2 and swing is not None
+                                   and swings[k - 1][i] is not None and swings[k - 2][i] is None))
             swinging: list[tuple] = []
             for i, swing in enumerate(swings[k]):
                 if k == 0 or swing is None and (self._sole_contacts is None or (
@@ -661,11 +696,11 @@ class WholeBodyMPC:
                     landings.append((k, len(swinging), i, k * h + remaining))
                 swinging.append((i, settings.ground + self.swing_height * math.sin(math.pi * fraction), None))
             feet.append(swinging)
-        if landings:  # under the hip at touchdown, with Raibert's correction
+        if landings:  # under the hip in the middle of its stance, with Raibert's correction
             knots, entries, landing_feet, seconds = (np.array(column) for column in zip(*landings))
-            poses = reference0 @ se3_exp_many(seconds[:, None] * twist)
+            # (where the base's reference will be half the foot's stance later, as it turns too)
+            poses = reference0 @ se3_exp_many((seconds + 0.5 * self._stance_durations[landing_feet])[:, None] * twist)
             points = (poses[:, :3, :3] @ self.foot_offsets[landing_feet][:, :, None])[:, :2, 0] + poses[:, :2, 3] \
-                + 0.5 * self._stance_durations[landing_feet][:, None] * command_world[:2] \
                 + self.raibert * (world_velocity - command_world)[:2]
             for knot, j, point in zip(knots, entries, points):
                 feet[knot][j] = feet[knot][j][:2] + (point,)
@@ -673,13 +708,15 @@ class WholeBodyMPC:
         scales[K] = w["terminal"]
         return References(
             base_poses=base_poses, twists=twists, held=frozenset(held), posture=self.posture, swings=swings,
-            feet=feet, scales=scales,
+            feet=feet, landings=landings_at, lifts=lifts, scales=scales,
             pose_weights=np.array([w["base_xy"], w["base_xy"], w["base_z"], w["roll_pitch"], w["roll_pitch"],
                                    w["yaw"]]),
             twist_weights=np.array([w["velocity_xy"], w["velocity_xy"], w["velocity_z"], w["rate_xy"],
                                     w["rate_xy"], w["yaw_rate"]]),
             posture_weight=w["posture"], joint_velocity_weight=w["joint_velocity"], foot_height_weight=w["foot_height"],
-            foot_xy_weight=w["foot_xy"], torque_weight=w["torque"], sole_weight=w["sole"])
+            foot_xy_weight=w["foot_xy"], landing_sliding_weight=w["landing_sliding"],
+            lifting_sliding_weight=w["lifting_sliding"], torque_weight=w["torque"],
+            sole_weight=w["sole"])
 
     def _sway_over_soles(self, time: float, state: State, held: set, base_poses: np.ndarray,
                          twists: np.ndarray) -> None:
@@ -739,9 +776,11 @@ class WholeBodyMPC:
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
         x = _stacked(states)
-        residuals, feet, soles = _state_residuals(ref, x), self._feet(x)[0], self._soles(x)
+        residuals, (feet, jacobians), soles = _state_residuals(ref, x), self._feet(x), self._soles(x)
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
+            for weight, velocities, _ in self._sliding_rows(ref, x, (feet, jacobians), k):
+                total += 0.5 * ref.scales[k] * weight * float(np.sum(np.square(velocities)))
             for i, height, landing in ref.feet[k]:
                 total += 0.5 * ref.scales[k] * ref.foot_height_weight * (feet[k, i, 2] - height) ** 2
                 if landing is not None:
@@ -768,6 +807,9 @@ class WholeBodyMPC:
                                    np.full(n, ref.joint_velocity_weight)])
         foot_rows = []
         for k in range(1, K + 1):
+            for weight, velocities, F in self._sliding_rows(ref, x, feet, k):  # landing, lifting: ½‖v + F δz_k‖²_w
+                root = math.sqrt(weight * scales[k])
+                foot_rows.append((k, root * F, root * velocities))
             if not ref.feet[k]:
                 continue
             # the swing feet's ½‖p + J δz_k − target‖²_w, rows 3i + axis of p (f, 3) and J (3f, N)

@@ -4,10 +4,10 @@ The MPC's weights, forces and swing height (walking/mpc.py, MPCSettings) are giv
 units, in the robot's own: the mass m, the leg length ℓ (the base's height above its feet,
 standing) and the rotational inertia I about the centre of mass, with the gravity g.  The cost
 is read as an energy in units of m g ℓ: a base position error e [m] costs like a spring of
-stiffness m g / ℓ, ½ ŵ (e / ℓ)²; a base velocity v [m/s] like the kinetic energy ½ ŵ v² / (g ℓ);
-an angular rate ω [rad/s] about an axis of inertia I_a like ½ ŵ I_a ω² / (m g ℓ); a joint torque
-τ [N m] as ½ ŵ (τ / (m g ℓ))², a joint velocity ṡ as ½ ŵ ṡ² ℓ / g, angles (a swinging sole's
-tilt and heading too) as they are [rad].
+stiffness m g / ℓ, ½ ŵ (e / ℓ)²; a base velocity v [m/s] (and a foot's sliding as it lands or
+lifts) like the kinetic energy ½ ŵ v² / (g ℓ); an angular rate ω [rad/s] about an axis of inertia
+I_a like ½ ŵ I_a ω² / (m g ℓ); a joint torque τ [N m] as ½ ŵ (τ / (m g ℓ))², a joint velocity ṡ as
+½ ŵ ṡ² ℓ / g, angles (a swinging sole's tilt and heading too) as they are [rad].
 Forces are in units of the weight m g, heights of ℓ, Raibert's gain of √(ℓ / g).  So robots of
 one shape but any size walk under one default (a geometrically and dynamically similar robot —
 a Froude-scaled one — gets the same plan, scaled).
@@ -26,7 +26,8 @@ from ..arguments import positive_number, real_array
 from ..model import Model, State
 
 WEIGHTS = ("base_xy", "base_z", "roll_pitch", "yaw", "velocity_xy", "velocity_z", "rate_xy", "yaw_rate", "posture",
-           "joint_velocity", "foot_height", "foot_xy", "torque", "sole", "terminal")
+           "joint_velocity", "foot_height", "foot_xy", "landing_sliding", "lifting_sliding", "torque", "sole",
+           "terminal")
 """The MPC's residual weights, by name (MPCSettings.weights)."""
 
 
@@ -103,4 +104,6 @@ class RobotScale:
             "rate_xy": w["rate_xy"] * roll_pitch_inertia / energy, "yaw_rate": w["yaw_rate"] * yaw_inertia / energy,
             "posture": w["posture"], "joint_velocity": w["joint_velocity"] * length / g,
             "foot_height": w["foot_height"] / length ** 2, "foot_xy": w["foot_xy"] / length ** 2,
+            "landing_sliding": w["landing_sliding"] / (g * length),
+            "lifting_sliding": w["lifting_sliding"] / (g * length),
             "torque": w["torque"] / energy ** 2, "sole": w["sole"], "terminal": w["terminal"]}
