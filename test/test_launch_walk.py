@@ -33,7 +33,7 @@ from robot_linearization.msg import Linearization  # noqa: E402
 from robot_linearization.ros.messages import stamp_to_ns  # noqa: E402
 from robot_linearization.spatial import quaternion_pose  # noqa: E402
 
-HOLD_DAMPING, COMMAND_TIMEOUT, PERIOD_NS = 2.0, 0.2, 10_000_000  # the simulator's defaults (MUJOCO_ROBOT_PARAMETERS)
+HOLD_DAMPING, COMMAND_TIMEOUT, PERIOD_NS = 2.0, 0.2, 2_000_000  # the simulator's defaults (MUJOCO_ROBOT_PARAMETERS)
 
 
 @pytest.mark.launch_test

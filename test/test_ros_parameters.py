@@ -141,11 +141,12 @@ def test_mpc_settings_from_parameters():
 
 
 def test_mujoco_robot_parameters():
+    from robot_linearization.ros.mujoco_robot import MuJoCoRobotSettings
     from robot_linearization.ros.parameters import MUJOCO_ROBOT_PARAMETERS, mujoco_robot_settings
 
     defaults = mujoco_robot_settings({name: default for name, (default, _) in MUJOCO_ROBOT_PARAMETERS.items()})
     assert defaults == mujoco_robot_settings({})
-    assert defaults.simulation.period == pytest.approx(0.01) and not defaults.lockstep
+    assert defaults.simulation.period == pytest.approx(0.002) == MuJoCoRobotSettings().period and not defaults.lockstep
     settings = mujoco_robot_settings({"publish_rate": 200, "timestep": 0.0005, "cone": "pyramidal", "lockstep": True})
     assert settings.simulation.period == 0.005 and settings.simulation.options.timestep == 0.0005
     assert settings.simulation.options.cone == "pyramidal" and settings.lockstep

@@ -43,7 +43,7 @@ def run(robot, control, seconds, command=None, until=math.inf):
     for _ in range(round(seconds / robot.period)):
         messages = robot.messages(FACTORY)
         now = stamp_to_ns(messages["clock"].clock)
-        if command is not None and robot.time < until - 1e-9 and robot.ticks % 10 == 0:
+        if command is not None and robot.time < until - 1e-9 and robot.ticks % round(0.1 / robot.period) == 0:
             control.on_velocity_command(command, now)
         control.on_odometry(messages["odom"])
         answer = control.on_joint_state(messages["joint_states"], now, FACTORY)
@@ -54,12 +54,40 @@ def run(robot, control, seconds, command=None, until=math.inf):
     return published
 
 
+@pytest.mark.parametrize("lag", [0, 1])
+def test_a_command_that_answers_a_state_one_period_late_walks_at_the_default_rate(bundled, lag):
+    """In real time a command answering a state is applied from the next period on: at the simulator's
+    default rate (500 Hz) the bundled robot still trots forward at 0.3 m/s for 2 s with its commands one
+    period late (lag 1), as with none; at 100 Hz one period late it falls (docs/ros.md)."""
+    robot, control = MuJoCoRobot(bundled), WalkingControl(bundled)
+    assert robot.period == pytest.approx(0.002)
+    pending, heights, start = [], [], None
+    command = twist(0.3)
+    for _ in range(round(2.0 / robot.period)):
+        messages = robot.messages(FACTORY)
+        now = stamp_to_ns(messages["clock"].clock)
+        if robot.ticks % 50 == 0:
+            control.on_velocity_command(command, now)
+        control.on_odometry(messages["odom"])
+        pending.append(control.on_joint_state(messages["joint_states"], now, FACTORY).get("efforts"))
+        if len(pending) > lag and pending[0] is not None:
+            assert robot.command(pending[0].data) is None
+        if len(pending) > lag:
+            pending.pop(0)
+        position = base_position(messages["odom"])
+        start = position if start is None else start
+        heights.append(position[2])
+        robot.advance()
+    assert min(heights) > 0.8 * control.controller.standing_height, min(heights)
+    assert position[0] - start[0] > 0.3, position - start
+
+
 def test_walks_forward_on_cmd_vel_and_stops_when_the_command_goes_stale(bundled):
     """0.3 m/s for 3 s, then no command: the base moves forward ≥ 0.7 m, never below half its height, every
     state answered with efforts; the followed command ramps at most at its acceleration, and once the command
     is older than command_timeout it ramps to zero and the robot stops."""
     settings = ControllerSettings()
-    robot, control = MuJoCoRobot(bundled), WalkingControl(bundled, settings)
+    robot, control = MuJoCoRobot(bundled, MuJoCoRobotSettings(period=0.01)), WalkingControl(bundled, settings)
     published = run(robot, control, 5.0, twist(0.3), until=3.0)
     assert all("efforts" in answer for _, answer, _ in published)
     start, end = base_position(published[0][0]["odom"]), base_position(published[-1][0]["odom"])
@@ -117,7 +145,7 @@ def test_the_robot_waits_still_then_holds_with_damping_once_commands_stop(bundle
     """Before the first command the robot stands still, its clock running; a command is applied until it is
     command_timeout old; then each period gets τ = −d q̇ (clipped to the limits) of the state it starts from,
     which /joint_states' effort shows."""
-    settings = MuJoCoRobotSettings(command_timeout=0.1, hold_damping=3.0)
+    settings = MuJoCoRobotSettings(period=0.01, command_timeout=0.1, hold_damping=3.0)
     robot = MuJoCoRobot(bundled, settings)
     first = robot.messages(FACTORY)
     for _ in range(5):
@@ -214,7 +242,7 @@ def test_a_simulation_that_diverges_stands_the_robot_up_again_and_says_so(bundle
     """Efforts that throw the robot about (each joint's limit, alternating) until MuJoCo finds the simulation
     unstable (it resets its state to the model's default, the base inside the floor): the robot stands again
     where it started, and the diagnostics say when, as an ERROR."""
-    robot = MuJoCoRobot(bundled)
+    robot = MuJoCoRobot(bundled, MuJoCoRobotSettings(period=0.01))
     limits = np.asarray(bundled.effort_limits)
     for k in range(2000):
         robot.command(limits * (1 if (k // 3) % 2 else -1))

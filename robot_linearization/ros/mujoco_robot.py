@@ -24,12 +24,14 @@ from .pipeline import ERROR, OK, WARN
 
 @dataclass(frozen=True)
 class MuJoCoRobotSettings:
-    """``period`` [s] between published states (the plant steps ``options.timestep`` within it);
+    """``period`` [s] between published states (the plant steps ``options.timestep`` within it; in real
+    time a command answering a state is applied from the next period on: 10 ms of that and the bundled
+    trot falls, 2 ms and it walks);
     ``command_timeout`` [s] of simulated time after which the hold replaces a command; ``hold_damping`` d
     [N m s/rad] of the hold; ``joints``: the commands' joint order (() : the URDF's); ``world_frame``: the
     odometry's frame; ``options``: MuJoCo's (mujoco_plant.ContactOptions)."""
 
-    period: float = 0.01
+    period: float = 0.002
     command_timeout: float = 0.2
     hold_damping: float = 2.0
     joints: tuple = ()

@@ -285,7 +285,8 @@ CONTROLLER_PARAMETERS = {  # the walking controller: name: (default, description
 MUJOCO_ROBOT_PARAMETERS = {  # the robot on MuJoCo: name: (default, description)
     "robot": WALKING_ROBOT,
     **OWN_ROBOT,
-    "publish_rate": (100.0, "joint_states, odom and clock per second of simulated time [Hz], > 0"),
+    "publish_rate": (500.0, "joint_states, odom and clock per second of simulated time [Hz], > 0 (a command "
+                            "answers a state one period late in real time: at 100 Hz a trot falls)"),
     "timestep": (0.001, "MuJoCo's step [s], > 0"),
     "friction": (0.7, "friction coefficient of the feet on the floor, > 0"),
     "cone": ("elliptic", "MuJoCo's friction cones: 'elliptic' or 'pyramidal'"),
