@@ -2,7 +2,7 @@
 FDDP and mim-solvers' CSQP on the same horizon and cost.
 
     .venv/bin/python bench/mpc.py [--robot bundled|solo12|anymal|talos] [--seconds 3] [--at 1.2]
-                                  [--solver proxsuite|daqp|osqp]
+                                  [--solver proxsuite|daqp|osqp] [--cold SECONDS]
 
 Needs the test extra (crocoddyl 3.2.1, pin 4.0.0, mim-solvers, proxsuite, daqp, osqp; example-robot-data for solo12,
 ANYmal C and Talos).  Runs the robot's gait and settings (walking/robots.py: a quadruped's trot
@@ -24,6 +24,13 @@ problem.  Then the same problem with the pyramids (wrench cones) and the torque 
 constraints, as the MPC has them, solved by mim-solvers' CSQP (Crocoddyl's problem, a constrained SQP
 whose QPs an ADMM solves; pip install mim-solvers): to convergence and one iteration (as the MPC makes one
 step a cycle), its cost and largest constraint violation or gap.
+
+With --cold, first a cold start: the robot walks --cold seconds from an empty kernel cache (a temporary
+directory, removed at the end), as on a machine where nothing was built yet; every ten seconds of the wall
+clock from the moment the MPC is made, the cycles' median and 99th percentile and how many of the MPC's
+kernels (each contact set's constrained linearization and impact map) run generated; then when the last
+one took over.  That phase is not pinned: the builds run beside it on the other cores, as in a robot's
+process (ROBOT_LINEARIZATION_BUILD_JOBS of them at once).  The figures above it are then the steady state.
 """
 
 from __future__ import annotations
@@ -73,6 +80,69 @@ class Recorder(mpc_module.WholeBodyMPC):
                              knots=self._knot_contacts(time, contacts_now, held_now),
                              references=self.references(time, state, contacts_now), costs=costs)
         return result
+
+
+class ColdRecorder(mpc_module.WholeBodyMPC):
+    """The MPC, noting at each cycle the wall clock, the cycle's time and how many of its kernels run
+    generated (and how many it has)."""
+
+    cycles: list = []
+
+    def solve(self, now, state, contacts_now, held_now):
+        result = super().solve(now, state, contacts_now, held_now)
+        held = self._contact_sets.values()
+        kernels = [h.linearizer.kernel for h in held] + [h.impacts.kernel for h in held if h.impacts is not None]
+        ColdRecorder.cycles.append((time.perf_counter(), sum(result.timings.values()), kernels.count("generated"),
+                                    len(kernels)))
+        return result
+
+
+def cold_start(robot, settings, seconds: float) -> None:
+    """Walk ``robot`` ``seconds`` from an empty kernel cache and print the cycles' time and the kernels
+    generated per ten seconds of the wall clock (the module docstring); the temporary cache is removed
+    once every build of the run has ended."""
+    import shutil
+    import tempfile
+
+    from robot_linearization.codegen.background import build_jobs
+    from robot_linearization.kernel_choice import _takeovers
+
+    directory = tempfile.mkdtemp(prefix="robot_linearization-cold-")
+    before = os.environ.get("ROBOT_LINEARIZATION_CACHE_DIR")
+    os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = directory
+    try:
+        cold = walker(robot.name)  # (a model of its own: its kernels looked for in the empty cache)
+        speed = 0.3 if cold.sole_size is None else 0.1
+        start = time.perf_counter()
+        log = walk(cold.model, cold.feet, cold.gait, cold.effort_limits, seconds, (Segment(0.0, (speed, 0.0, 0.0)),),
+                   (), settings=settings, mpc_class=ColdRecorder)
+        takeovers = list(_takeovers.get(cold.model, {}).values())
+        for takeover in takeovers:  # (every build ended before its cache goes)
+            takeover.wait()
+        ready = time.perf_counter() - start
+    finally:
+        if before is None:
+            del os.environ["ROBOT_LINEARIZATION_CACHE_DIR"]
+        else:
+            os.environ["ROBOT_LINEARIZATION_CACHE_DIR"] = before
+        shutil.rmtree(directory, ignore_errors=True)
+    cycles = np.array(ColdRecorder.cycles)
+    print(f"cold start: {robot.name} walks {seconds:g} s from an empty kernel cache (not pinned; {build_jobs()} "
+          f"build(s) at once beside it){': it stopped: ' + log.error if log.error else ''}")
+    print("  wall clock [s]   cycles   median ms   p99 ms   kernels generated")
+    wall = cycles[:, 0] - start
+    for window in range(int(wall.max() // 10) + 1):
+        inside = cycles[(wall >= 10 * window) & (wall < 10 * window + 10)]
+        if len(inside):
+            median, p99 = np.median(inside[:, 1]) * 1e3, np.percentile(inside[:, 1], 99) * 1e3
+            print(f"  {10 * window:4d}-{10 * window + 10:<4d}        {len(inside):6d}   {median:9.2f}   {p99:6.2f}   "
+                  f"{int(inside[-1, 2])} of {int(inside[-1, 3])}")
+    problems = [t.problem for t in takeovers if t.problem]
+    if not takeovers:
+        print("  nothing built: the generic kernel is the default here ($ROBOT_LINEARIZATION_KERNEL)\n")
+        return
+    print(f"  every kernel's build ended {ready:.0f} s after the MPC was made"
+          + (f"; {len(problems)} stay generic: {problems[0]}" if problems else "") + "\n")
 
 
 def pinocchio_coordinates(pmodel, model):
@@ -260,18 +330,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--at", type=float, default=1.2, help="the cycle compared with Crocoddyl [s]")
     parser.add_argument("--solver", choices=mpc_module.SOLVERS, default="proxsuite", help="the MPC's QP solver")
+    parser.add_argument("--cold", type=float, metavar="SECONDS",
+                        help="first walk SECONDS from an empty kernel cache and report the first minutes")
     args = parser.parse_args()
+    if args.cold is not None and not args.cold > 0.0:
+        parser.error(f"--cold {args.cold:g}: expected a positive duration")
     if not args.seconds > 0.0:
         parser.error(f"--seconds {args.seconds:g}: expected a positive duration")
     if not 0.0 <= args.at < args.seconds:
         parser.error(f"--at {args.at:g}: expected a time in the run, 0 ≤ --at < --seconds ({args.seconds:g})")
     import crocoddyl
 
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    Recorder.at = args.at
     robot = walker(args.robot)
     speed = 0.3 if robot.sole_size is None else 0.1
     settings = dataclasses.replace(robot.settings, solver=args.solver)
+    if args.cold is not None:
+        cold_start(robot, settings, args.cold)
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    Recorder.at = args.at
     log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, args.seconds,
                (Segment(0.0, (speed, 0.0, 0.0)),), (), settings=settings, mpc_class=Recorder)
     if log.error:

@@ -115,6 +115,12 @@ def write_animation(frames, path: str) -> None:
         raise
 
 
+def _inside(pressure_margins) -> str:
+    """Where the centres of pressure of Log.pressure_margins came nearest a sole's edge, in words."""
+    least = min(margin for _, _, margin in pressure_margins) * 1e3  # [mm]
+    return f"at least {least:.2f} mm inside the sole" if least >= 0 else f"at most {-least:.2f} mm outside the sole"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("figure", nargs="?", default=None, help="a new PNG file for the figure (none: no figure)")
@@ -133,6 +139,8 @@ def main() -> int:
     step = 0.002 if round(milliseconds) % 2 == 0 else 0.001
     if args.figure is not None and os.path.exists(args.figure):
         parser.error(f"{args.figure} exists: give a new file")
+    if args.figure is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.figure))):
+        parser.error(f"{args.figure}: its directory does not exist")
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds: expected a duration in (0, 60], got {args.seconds:g}")
     animation = None
@@ -140,7 +148,10 @@ def main() -> int:
         animation = os.path.splitext(args.figure)[0] + ".gif"
         if os.path.exists(animation):
             parser.error(f"{animation} (the animation beside the figure) exists: give a new figure name")
-    robot = walker(args.robot)
+    try:
+        robot = walker(args.robot)
+    except ImportError as error:  # (a robot of example-robot-data without it)
+        parser.error(str(error))
     soles = robot.sole_size is not None
     if soles:  # a humanoid: it walks and turns
         segments, push = WALK_TURN, ()
@@ -184,8 +195,7 @@ def main() -> int:
         print(f"on MuJoCo: each stance's slip median {np.median(slips):.2f} mm, largest {slips.max():.2f} mm; "
               f"the feet at most {log.penetration * 1e3:.2f} mm into the floor")
         if soles and log.pressure_margins:
-            print(f"every sole's centre of pressure at least "
-                  f"{min(margin for _, _, margin in log.pressure_margins) * 1e3:.2f} mm inside the sole")
+            print(f"every sole's centre of pressure {_inside(log.pressure_margins)}")
         if args.figure is not None:
             figure(log, args.figure, f"{robot.model.name} on MuJoCo")
             print(f"figure: {args.figure}")
@@ -201,8 +211,7 @@ def main() -> int:
           f"projection, which corrected up to {max(log.corrections) * 1e3:.2f} {unit}"
           + (f" and turned a sole by up to {max(log.turns) * 1e3:.2f} mrad" if soles else ""))
     if soles:
-        print(f"every wrench a sole received: its centre of pressure at least "
-              f"{min(margin for _, _, margin in log.pressure_margins) * 1e3:.2f} mm inside the sole")
+        print(f"every wrench a sole received: its centre of pressure {_inside(log.pressure_margins)}")
     print(f"largest dynamics residual {max(log.dynamics_residual):.1e}, "
           f"smallest planned margin {min(log.min_margin):.1e}")
     kinds = {}

@@ -65,7 +65,7 @@ def precompile() -> float:
     condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), np.array([0, 1, 2]), np.empty((3, 2, 4)),
                   np.empty((3, 4)))
     contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),
-                                  np.zeros((2, 12)), np.zeros((4, 3)))
+                                  np.zeros((2, 12)), np.tile(np.eye(4), (4, 1, 1)))
     # a mimic-coupled robot (the quadruped with one knee following another): the reduced-map kernel
     text = open(bundled_urdf_path()).read()
     end = text.index("</joint>", text.index('<joint name="front_right_knee"'))

@@ -38,3 +38,26 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     rows = re.search(r"CSQP's problem: (\d+) rows of the pyramids and (\d+) torque limits", out)
     assert rows and int(rows.group(1)) > 0 and int(rows.group(2)) > 0, out  # (the cones are constraints there)
     assert float(csqp.group(2)) == pytest.approx(ours_plan, rel=1e-5) and float(csqp.group(3)) < 1e-4
+
+
+def test_the_mpc_benchmark_reports_a_cold_start_and_leaves_no_cache_behind(tmp_path):
+    """--cold: the walk from an empty kernel cache, its table per ten seconds of the wall clock (with the
+    generic kernel as the default here, no build: 0 kernels generated), the temporary cache removed; a
+    --cold that is no positive duration is refused in one line."""
+    pytest.importorskip("crocoddyl", reason="crocoddyl is not installed (pip install .[test])")
+    import os
+
+    environment = {**os.environ, "TMPDIR": str(tmp_path), "ROBOT_LINEARIZATION_KERNEL": "generic"}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "mpc.py"), "--cold", "0.5", "--seconds", "0.3",
+                           "--at", "0.1"], capture_output=True, text=True, timeout=600, cwd=ROOT, env=environment)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert out.startswith("cold start: bundled walks 0.5 s from an empty kernel cache"), out[:500]
+    # (51 cycles: the first plan, at rest before the start, and 50 of 10 ms)
+    assert re.search(r"^     0-10  +51 +\d+\.\d\d +\d+\.\d\d +0 of 14$", out, re.MULTILINE), out[:800]
+    assert "nothing built: the generic kernel is the default here" in out and "one cycle (median ms)" in out
+    assert list(tmp_path.iterdir()) == []  # (the temporary cache gone)
+    refused = subprocess.run([sys.executable, str(ROOT / "bench" / "mpc.py"), "--cold", "0"], capture_output=True,
+                             text=True, timeout=120, cwd=ROOT, env=environment)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].endswith(
+        "--cold 0: expected a positive duration")

@@ -39,6 +39,17 @@ def test_mpc_trot_walks_prints_its_costs_and_draws_a_new_figure(tmp_path):
     assert again.stderr.strip().splitlines()[-1].count("error") == 1
 
 
+def test_mpc_trot_refuses_a_figure_whose_directory_does_not_exist_before_it_walks(tmp_path):
+    package_root = str(Path(robot_linearization.__file__).resolve().parent.parent)
+    figure = tmp_path / "missing" / "trot.png"
+    refused = subprocess.run([sys.executable, str(EXAMPLES / "mpc_trot.py"), str(figure)], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PYTHONPATH": package_root})
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"{figure}: its directory does not exist") and last.count("error") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_mpc_trot_on_mujoco_writes_an_animation_beside_its_figure_where_mujoco_renders(tmp_path):
     """--plant mujoco with $MUJOCO_GL=egl: the figure and, beside it, a looping GIF of the walk (10 images a
     second, the robot moving in them); a second run with the same figure name refuses in one line, the GIF

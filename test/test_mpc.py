@@ -228,6 +228,30 @@ def test_the_feet_positions_and_jacobians_are_the_kinematics():
             np.testing.assert_allclose(J[k, :, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
 
 
+def test_the_horizons_frame_kinematics_place_any_frame_of_a_contacts_body():
+    """contact_frame_kinematics_many's positions and rotations of frames (k, 4, 4) given in the contacts'
+    bodies, turned and moved arbitrarily, at three tilted states in one call: each the body's world pose
+    (frame_poses' pose of the foot frame, less the foot frame's own placement in its body) times the frame."""
+    from robot_linearization.algorithms.constrained_dynamics import contact_frame_kinematics_many
+    from robot_linearization.contacts import as_contacts
+    from robot_linearization.spatial import se3_exp
+
+    rng = np.random.default_rng(11)
+    standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    N = MODEL.n_velocities
+    states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
+    x = _stacked(states)
+    frames = np.array([se3_exp(rng.normal(size=6)) for _ in BUNDLED_FEET])
+    positions, J, rotations = contact_frame_kinematics_many(MODEL, as_contacts(BUNDLED_FEET), x[0], x[1], frames)
+    assert positions.shape == (3, 4, 3) and rotations.shape == (3, 4, 3, 3) and J.shape == (3, 12, N)
+    in_body = np.array([np.reshape(MODEL.frames[foot][1], (4, 4)) for foot in BUNDLED_FEET])
+    for k, state in enumerate(states):
+        bodies = frame_poses(MODEL, state, list(BUNDLED_FEET)) @ np.linalg.inv(in_body)
+        expected = bodies @ frames
+        np.testing.assert_allclose(positions[k], expected[:, :3, 3], rtol=0, atol=1e-14)
+        np.testing.assert_allclose(rotations[k], expected[:, :3, :3], rtol=0, atol=1e-14)
+
+
 def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_land_and_lift():
     """References.landings and .lifts name, per knot, the feet whose contact closes there and those that
     lifted over the step before it, as the knots' contact sets (_knot_contacts, from the gait's schedule)

@@ -112,6 +112,31 @@ def test_the_plant_stands_the_robot_on_its_feet_which_touch_the_floor(robot):
     assert plant.time == pytest.approx(20 * plant.dt)
 
 
+def test_a_mujoco_that_cannot_be_imported_here_is_said_in_one_line(monkeypatch):
+    """$MUJOCO_GL=osmesa where libOSMesa is missing makes ``import mujoco`` itself fail, in PyOpenGL, with an
+    AttributeError: the plant says so in one ImportError line naming $MUJOCO_GL (the failure raised here by
+    an import hook, as that PyOpenGL raises it)."""
+    import importlib.abc
+    import sys
+
+    class Failing(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "mujoco":
+                raise AttributeError("'NoneType' object has no attribute 'glGetError'")
+            return None
+
+    found = walker("bundled")
+    state, _ = standing_state(found.model, found.gait, found.feet)
+    monkeypatch.delitem(sys.modules, "mujoco")
+    monkeypatch.setattr(sys, "meta_path", [Failing(), *sys.meta_path])
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    with pytest.raises(ImportError) as raised:
+        mujoco_plant.MuJoCoPlant(found.model, found.gait, state, feet=found.feet, effort_limits=found.effort_limits)
+    said = str(raised.value)
+    assert said == ("mujoco cannot be imported here (AttributeError: 'NoneType' object has no attribute 'glGetError'): "
+                    "MUJOCO_GL=osmesa needs its library (egl: libEGL, osmesa: libOSMesa); without it, unset MUJOCO_GL")
+
+
 def test_a_users_mjcf_is_matched_by_name_and_checked(robot):
     """A user's MJCF with its joints in another order is the same plant; one whose joint is missing, or
     whose dynamics differ, is refused in one line."""

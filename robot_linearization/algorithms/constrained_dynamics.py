@@ -461,20 +461,23 @@ def contact_frame_kinematics(tree: Model, tree_state: State, contacts: tuple[Con
     k = len(arrays.contacts)
     pose = np.array(tree_state.base_pose if tree.floating_base else np.eye(4), dtype=float)[None]
     contact_frame_kinematics_many_into(ws.model, ws.data, data, pose,
-                                       np.array(tree_state.joint_positions, dtype=float)[None], np.zeros((k, 3)),
-                                       np.empty((1, arrays.m, tree.n_velocities)), np.empty((1, k, 3)))
+                                       np.array(tree_state.joint_positions, dtype=float)[None],
+                                       np.tile(np.eye(4), (k, 1, 1)), np.empty((1, arrays.m, tree.n_velocities)),
+                                       np.empty((1, k, 3)), np.empty((1, k, 3, 3)))
     return scratch, ws
 
 
 @kernel
 def contact_frame_kinematics_many_into(model: Any, data: Any, contacts: Any, poses: NDArray[np.float64],
-                                       joint_positions: NDArray[np.float64], points: NDArray[np.float64],
-                                       J: NDArray[np.float64], positions: NDArray[np.float64]) -> None:
+                                       joint_positions: NDArray[np.float64], frames: NDArray[np.float64],
+                                       J: NDArray[np.float64], positions: NDArray[np.float64],
+                                       rotations: NDArray[np.float64]) -> None:
     """:func:`contact_kinematics_into` at rest at each of K configurations of a tree, the base's world
     poses (K, 4, 4) (the identity for a fixed base) and joint_positions (K, n): contacts.J into J (K,
-    m, N), and into positions (K, k, 3) the world position of points[i] (3,), a point of contact i's
-    body in its axes (the contact frame's origin for its own point)."""
-    rotation, in_base = np.empty((3, 3)), np.empty(3)
+    m, N), and the world placement of frames[i] (4, 4), a frame of contact i's body in its axes (the
+    contact's own frame for its own point and axes): its origin into positions (K, k, 3), its rotation
+    into rotations (K, k, 3, 3)."""
+    rotation, in_base, turned = np.empty((3, 3)), np.empty(3), np.empty((3, 3))
     R, t, bodies = data.R, data.t, contacts.bodies
     for k in range(poses.shape[0]):
         body_transforms_into(model.S, model.tree_X, joint_positions[k], data.X_up)
@@ -486,28 +489,35 @@ def contact_frame_kinematics_many_into(model: Any, data: Any, contacts: Any, pos
         J[k] = contacts.J
         for i in range(bodies.shape[0]):
             b = bodies[i]
-            for r in range(3):  # 0_p = 0_R_b b_p + 0_t_b, then A_p = A_R_0 0_p + A_t_0
-                in_base[r] = R[b, r, 0] * points[i, 0] + R[b, r, 1] * points[i, 1] + R[b, r, 2] * points[i, 2] \
-                    + t[b, r]
+            for r in range(3):  # 0_p = 0_R_b b_p + 0_t_b, then A_p = A_R_0 0_p + A_t_0; 0_R_f = 0_R_b b_R_f
+                in_base[r] = R[b, r, 0] * frames[i, 0, 3] + R[b, r, 1] * frames[i, 1, 3] \
+                    + R[b, r, 2] * frames[i, 2, 3] + t[b, r]
+                for c in range(3):
+                    turned[r, c] = R[b, r, 0] * frames[i, 0, c] + R[b, r, 1] * frames[i, 1, c] \
+                        + R[b, r, 2] * frames[i, 2, c]
             for r in range(3):
                 positions[k, i, r] = poses[k, r, 0] * in_base[0] + poses[k, r, 1] * in_base[1] \
                     + poses[k, r, 2] * in_base[2] + poses[k, r, 3]
+                for c in range(3):  # A_R_f = A_R_0 0_R_f
+                    rotations[k, i, r, c] = poses[k, r, 0] * turned[0, c] + poses[k, r, 1] * turned[1, c] \
+                        + poses[k, r, 2] * turned[2, c]
 
 
 def contact_frame_kinematics_many(tree: Model, contacts: tuple[Contact, ...], poses: NDArray[np.float64],
-                                  joint_positions: NDArray[np.float64], points: NDArray[np.float64]
-                                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(positions (K, k, 3), J (K, m, N)) of :func:`contact_frame_kinematics_many_into` on ``tree`` (a
-    Model) for ``contacts`` (a tuple of Contact), the base's world poses (K, 4, 4), joint_positions
-    (K, n) and points (k, 3): K configurations in one compiled call (a horizon's knots).  The arrays
-    are taken as they are (float64, C-ordered): the caller's own, made valid."""
+                                  joint_positions: NDArray[np.float64], frames: NDArray[np.float64]
+                                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(positions (K, k, 3), J (K, m, N), rotations (K, k, 3, 3)) of
+    :func:`contact_frame_kinematics_many_into` on ``tree`` (a Model) for ``contacts`` (a tuple of
+    Contact), the base's world poses (K, 4, 4), joint_positions (K, n) and frames (k, 4, 4) in the
+    contacts' bodies: K configurations in one compiled call (a horizon's knots).  The arrays are taken
+    as they are (float64, C-ordered): the caller's own, made valid."""
     arrays = contact_arrays(tree, contacts)
     ws = workspace(tree)
     data, _ = arrays.data(ws)
-    K = poses.shape[0]
-    J, positions = np.empty((K, arrays.m, tree.n_velocities)), np.empty((K, len(arrays.contacts), 3))
-    contact_frame_kinematics_many_into(ws.model, ws.data, data, poses, joint_positions, points, J, positions)
-    return positions, J
+    K, k = poses.shape[0], len(arrays.contacts)
+    J, positions, rotations = np.empty((K, arrays.m, tree.n_velocities)), np.empty((K, k, 3)), np.empty((K, k, 3, 3))
+    contact_frame_kinematics_many_into(ws.model, ws.data, data, poses, joint_positions, frames, J, positions, rotations)
+    return positions, J, rotations
 
 
 def bias_motion(model: Model, state: State, X_up: NDArray[np.float64]

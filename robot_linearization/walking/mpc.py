@@ -340,8 +340,8 @@ class WholeBodyMPC:
         self._stance_durations = np.array([gait.period - gait.swing_duration(f) for f in self.feet])
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
         self._sole_contacts = tuple(Contact(f, "6d") for f in self.feet) if gait.contact == "6d" else None
-        # each foot's point in its body's axes
-        self._foot_points = np.array([np.reshape(model.frames[f][1], (4, 4))[:3, 3] for f in self.feet])
+        # each foot's frame in its body's axes
+        self._foot_frames = np.array([np.reshape(model.frames[f][1], (4, 4)) for f in self.feet])
         # the command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self.velocity: NDArray[np.float64] = np.zeros(3)
         self._contact_sets: dict = {}  # feet -> _Held
@@ -357,6 +357,10 @@ class WholeBodyMPC:
         # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
         self._reach = np.array([self._reached(k) for k in range(K + 1)])
+        # the knots 1 … K whose δz_k reach the same columns of y: (columns, first, last + 1), counted from knot 1
+        later = self._reach[1:]  # (nondecreasing)
+        self._reach_blocks = [(int(end), int(np.searchsorted(later, end)),
+                               int(np.searchsorted(later, end, side="right"))) for end in np.unique(later)]
         x = tuple(a[0] for a in _stacked([stand]))
         for feet in mpc_contact_sets(gait, self.feet):
             self._linearize(x, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)))
@@ -418,7 +422,7 @@ class WholeBodyMPC:
         h, K = self.settings.knot_dt, self.settings.knots
         sets = [tuple(contacts_now)]
         for k in range(1, K + 1):
-            scheduled = {c.frame for c in self.gait.contacts_at(time + k * h + 1e-9)}
+            scheduled = self.gait.phase_at(time + k * h + 1e-9)[0].stance
             sets.append(tuple(f for f in self.feet if f in scheduled))
         return [(sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1)]
 
@@ -499,7 +503,7 @@ class WholeBodyMPC:
     def _feet(self, x: tuple):
         """(positions (K, f, 3), J (K, 3f, N)) of the feet in the world at the K states of the
         :func:`_stacked` arrays x (one compiled call)."""
-        return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_points)
+        return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_frames)[:2]
 
     def _soles(self, x: tuple):
         """For soles (a gait of "6d" contacts): their rotations (K, f, 3, 3) in the world and the
@@ -507,11 +511,8 @@ class WholeBodyMPC:
         :func:`_stacked` arrays x; None for point feet."""
         if self._sole_contacts is None:
             return None
-        _, J = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1], self._foot_points)
+        _, J, rotations = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1], self._foot_frames)
         K, f = J.shape[0], len(self.feet)
-        zeros = np.zeros(6), np.zeros(self.model.n_joints)
-        rotations = np.array([frame_poses(self.model, State._given(H, q, *zeros), list(self.feet))[:, :3, :3]
-                              for H, q in zip(x[0], x[1])])
         # (a sole's rows: [v; ω])
         return rotations, J.reshape(K, f, 2, 3, -1)[:, :, 1].reshape(K, 3 * f, -1)
 
@@ -587,7 +588,7 @@ class WholeBodyMPC:
         solved = _time.perf_counter()
         dz = Gamma @ y + d
         dtau = y.reshape(-1, n)[self._groups]
-        residual = float(np.abs(dz[1:] - np.einsum("kij,kj->ki", A_d, dz[:-1]) - np.einsum("kij,kj->ki", B_d, dtau)
+        residual = float(np.abs(dz[1:] - (A_d @ dz[:-1, :, None])[:, :, 0] - (B_d @ dtau[:, :, None])[:, :, 0]
                                 - defects).max())
         margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
         min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
@@ -634,17 +635,14 @@ class WholeBodyMPC:
         (Symmetric products RᵀR instead of a backward recursion of the cost-to-go through the A_k: about
         half the arithmetic; one per torque group, over the columns its knots' Γ_k reach, the rest being
         zero: a third of it again.)"""
-        two_N, n, K = self.sizes
         size = Gamma.shape[2]
         root = np.sqrt(weights)
         rho = root * (residuals + d[1:])
         H, g = np.zeros((size, size), order="F"), np.zeros(size)  # (H: its upper triangle, then mirrored)
-        reached = np.array([self._reached(k) for k in range(1, K + 1)])
-        for end in np.unique(reached):
-            knots = np.flatnonzero(reached == end)
-            R = (Gamma[knots + 1, :, :end] * root[knots, :, None]).reshape(-1, end)
+        for end, first, last in self._reach_blocks:
+            R = (Gamma[first + 1:last + 1, :, :end] * root[first:last, :, None]).reshape(-1, end)
             H[:end, :end] = _syrk(1.0, R.T, 1.0, H[:end, :end], overwrite_c=True)
-            g[:end] += R.T @ rho[knots].ravel()
+            g[:end] += R.T @ rho[first:last].ravel()
         if foot_rows:
             R = np.concatenate([F @ Gamma[k, :F.shape[1]] for k, F, _ in foot_rows])
             H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
@@ -833,19 +831,14 @@ class WholeBodyMPC:
         # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
-        rows, lower, labels = [], [], []
-        size = len(g)
+        # the rows, per knot k: (k, their Jacobian in δz_k[:r] (rows, r), in τ_k (rows, n) or None, their lower
+        # bound at δz_k = d_k)
+        blocks, labels = [], []
         for k, (knot_margins, floor) in enumerate(margins):
             if knot_margins is None:
                 continue
             Mz = knot_margins.state_jacobian
-            row = np.zeros((len(Mz), size))
-            reached = self._reached(k)
-            row[:, :reached] = Mz @ Gamma[k, :, :reached]
-            m = self._groups[k]
-            row[:, m * n:(m + 1) * n] += knot_margins.input_jacobian
-            rows.append(row)
-            lower.append(floor - knot_margins.margins - Mz @ d[k])
+            blocks.append((k, Mz, knot_margins.input_jacobian, floor - knot_margins.margins - Mz @ d[k]))
             labels += [("margin", k, label) for label in knot_margins.labels]
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         for k in range(1, K + 1):
@@ -858,14 +851,18 @@ class WholeBodyMPC:
                 continue
             positions, J = feet[0][k], feet[1][k]
             Jz = J[[3 * i + 2 for i in above]]
-            row = np.zeros((len(Jz), size))
-            reached = self._reached(k)
-            row[:, :reached] = Jz @ Gamma[k, :N, :reached]
-            rows.append(row)
-            lower.append(settings.ground - positions[above, 2] - Jz @ d[k, :N])
+            blocks.append((k, Jz, None, settings.ground - positions[above, 2] - Jz @ d[k, :N]))
             labels += [("above the ground", k, self.feet[i]) for i in above]
-        C = np.vstack(rows) if rows else np.zeros((0, len(g)))
-        return H, g, C, np.concatenate(lower) if lower else np.zeros(0), labels
+        C = np.zeros((len(labels), len(g)))
+        row = 0
+        for k, J, J_torque, _ in blocks:
+            end, reached = row + len(J), self._reach[k]
+            C[row:end, :reached] = J @ Gamma[k, :J.shape[1], :reached]
+            if J_torque is not None:
+                m = self._groups[k]
+                C[row:end, m * n:(m + 1) * n] += J_torque
+            row = end
+        return H, g, C, np.concatenate([block[3] for block in blocks]) if blocks else np.zeros(0), labels
 
     def _reached(self, k: int) -> int:
         """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero

@@ -20,6 +20,7 @@ Needs the ``mujoco`` extra (pip install 'robot_linearization[mujoco]')."""
 from __future__ import annotations
 
 import logging
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
@@ -295,6 +296,11 @@ class MuJoCoPlant:
             import mujoco
         except ImportError:
             raise ImportError("the MuJoCo plant needs mujoco: pip install 'robot_linearization[mujoco]'") from None
+        except Exception as error:  # noqa: BLE001 - (its renderer's OpenGL, loaded as it is imported, fails so)
+            backend, said = os.environ.get("MUJOCO_GL"), " ".join(str(error).split())
+            raise ImportError(f"mujoco cannot be imported here ({type(error).__name__}: {said})"
+                              + (f": MUJOCO_GL={backend} needs its library (egl: libEGL, osmesa: libOSMesa); "
+                                 "without it, unset MUJOCO_GL" if backend else "")) from None
         self._mujoco = mujoco
         mujoco.set_mju_user_warning(_said)
         self.model, self.gait, self.feet = model, gait, tuple(feet)
