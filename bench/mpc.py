@@ -296,11 +296,13 @@ def crocoddyl_problem(kept, model, urdf, constrained=False):
 
 def barrier_cost(problem, h):
     """The part of ``problem``'s cost at its last calc that its friction cones' barrier (the costs named
-    "cone_…", which the MPC has as constraints instead) makes: Σ over the running nodes of h times each."""
+    "cone_…", which the MPC has as constraints instead) makes: Σ over the running nodes of h times each
+    one's weight times its value (a cost's data holds its value unweighted)."""
     total = 0.0
-    for data in problem.runningDatas:
+    for model, data in zip(problem.runningModels, problem.runningDatas):
         if hasattr(data, "differential"):  # (an impulse node has no cone)
-            total += h * sum(item.cost for name, item in data.differential.costs.costs.todict().items()
+            items, values = model.differential.costs.costs, data.differential.costs.costs.todict()
+            total += h * sum(items[name].weight * item.cost for name, item in values.items()
                              if name.startswith("cone_"))
     return total
 
