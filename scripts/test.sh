@@ -6,14 +6,18 @@ cd "$(dirname "$0")/.."
 source scripts/venv.sh test  # (re)installs only when the sources changed
 # The pytest executable (unlike `python -m pytest`) does not put the source tree on
 # sys.path, so the tests exercise the installed package and packaging mistakes show.
-.venv/bin/pytest -q -p no:cacheprovider test "$@"
+# The files are shared among up to 4 workers (pytest-xdist; one per core), each file on one worker
+# so that a module's fixture (a walk) is made once; -n 0 (or any -n given here) overrides.
+cores=$(nproc 2>/dev/null || echo 1)
+workers=(-n $((cores < 4 ? cores : 4)) --dist loadfile)
+.venv/bin/pytest -q -p no:cacheprovider "${workers[@]}" test "$@"
 # The public-API tests, and the node's compiled cycle on corrupted messages, once more with
 # numba's bounds checking on, compiled into a cache of their own (the fast kernels' cache is
 # untouched): a kernel that indexes outside its arrays raises IndexError there instead of
 # returning garbage.
 echo "public-API and compiled-cycle tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
-  .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py test/test_compiled_cycle.py
+  .venv/bin/pytest -q -p no:cacheprovider "${workers[@]}" test/test_public_arguments.py test/test_compiled_cycle.py
 
 # ---- the wheel, alone ---------------------------------------------------------------
 # python -m build's sdist and wheel; the wheel installed in a clean venv without the source
@@ -42,7 +46,7 @@ done
 if [ -n "$python310" ]; then
   echo "the suite on $("$python310" --version) ($python310):"
   (VENV=.venv-py310 VENV_PYTHON=$python310; source scripts/venv.sh test
-   .venv-py310/bin/pytest -q -p no:cacheprovider test "$@")
+   .venv-py310/bin/pytest -q -p no:cacheprovider "${workers[@]}" test "$@")
 else
   echo "the suite on Python 3.10: NOT RUN - no python3.10 found (on PATH, \$PYTHON310 or pyenv)"
 fi

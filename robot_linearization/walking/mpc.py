@@ -23,12 +23,13 @@ A controller never stops commanding: the measured state can violate a margin alr
 pressure on a sole's edge after a soft landing, a force past its cone), and then no plan satisfies
 them all.  Where the QP has no solution, the least violation is found first — each of the first
 SOFT_KNOTS knots' rows of each kind (margins, swing feet above the ground) share a slack σ ≥ 0, and
-min Σσ — then the plan is the QP's on the constraints relaxed by that σ (and 1 % of it: the room the
-solver needs): it violates them as little as it can, and the slack it used is reported
-(MPCResult.slack, .softened).  Where the hard QP has a solution, it is the plan, untouched.  Where
-there is no plan even so (a later knot's constraints, which the state cannot have broken, or the
-solver failing), the previous plan, shifted to now, gives the torques (MPCResult.fallback says why);
-MPCError only where there is no previous plan (the first).
+min Σσ (by DAQP's active set, whatever the plan's solver) — then the plan is the QP's on the
+constraints relaxed by that σ (and 1 % of it: the room the solver needs): it violates them as
+little as it can, and the slack it used is reported (MPCResult.slack, .softened).  Where the hard
+QP has a solution, it is the plan, untouched.  Where there is no plan even so (a later knot's
+constraints, which the state cannot have broken, or the solver failing), the previous plan, shifted
+to now, gives the torques (MPCResult.fallback says why); MPCError only where there is no previous
+plan (the first).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ SLACK_REGULARIZATION = 1e-6
 """δ of the least-violation QP's ½δ‖(y, σ)‖² (it is otherwise linear)."""
 SLACK_ROOM = (0.01, 0.05)
 """The relative room over the least violation the plan's QP is given, tried in turn."""
+PLAN_ITERATIONS = (50, 20)
+"""ProxSuite's most outer and inner iterations on a plan's QP (DAQP's: 10 × the first, changes of its
+active set).  A solvable plan takes at most 17 outer and 61 in all (the four walkers, pushed and
+turning); a QP without a solution is said after ≤ 1000, not ProxSuite's 10 000 × 1 500."""
 
 SOLVERS = ("proxsuite", "daqp", "osqp")
 """The values of MPCSettings.solver."""
@@ -893,9 +898,12 @@ class WholeBodyMPC:
         S = np.zeros((len(lower), count))
         for column, rows in enumerate(groups.values()):
             S[rows, column] = 1.0
-        x, solved, more = self._run_solver(SLACK_REGULARIZATION * np.eye(size + count), np.r_[np.zeros(size),
-                                           np.ones(count)], np.hstack([C, S]), lower, np.r_[box_lower, np.zeros(count)],
-                                           np.r_[box_upper, np.full(count, 1e20)], iterations=(300, 100))
+        # by DAQP whatever the plan's solver: on this nearly linear program a proximal method (ProxSuite) took
+        # 30 000 iterations and 3–25 s to give up where the pushed robot's later knots had no plan either;
+        # an active set settles it in ≤ 1000 changes (≤ 30 ms), either way
+        x, solved, more = self._daqp(SLACK_REGULARIZATION * np.eye(size + count), np.r_[np.zeros(size), np.ones(count)],
+                                     np.hstack([C, S]), lower, np.r_[box_lower, np.zeros(count)],
+                                     np.r_[box_upper, np.full(count, np.inf)], iterations=(100, 0))
         iterations += more
         if not solved or not np.isfinite(x).all():
             raise _Unsolved(self._unsolved(hard, iterations, f"; also with the first {SOFT_KNOTS} knots' constraints "
@@ -941,7 +949,7 @@ class WholeBodyMPC:
             return f": torque limit of {self.model.joint_names[worst % n]} at knot {worst // n}"
         return ""
 
-    def _run_solver(self, H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+    def _run_solver(self, H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
         """(x, solved, iterations) of min ½ xᵀHx + gᵀx s.t. C x ≥ lower, box_lower ≤ x ≤ box_upper, by
         settings.solver (ProxSuite: at most ``iterations``, outer and inner)."""
         if self.settings.solver == "osqp":
@@ -950,7 +958,7 @@ class WholeBodyMPC:
             return self._daqp(H, g, C, lower, box_lower, box_upper, iterations=iterations)
         return self._proxsuite(H, g, C, lower, box_lower, box_upper, iterations=iterations)
 
-    def _proxsuite(self, H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+    def _proxsuite(self, H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
         """ProxSuite's dense solver, in at most ``iterations`` (outer, inner)."""
         proxqp = _solver_module("proxsuite").proxqp
 
@@ -960,8 +968,7 @@ class WholeBodyMPC:
         dense = proxqp.dense
         qp = dense.QP(size, 0, rows, True, dense.HessianType.Dense, dense.DenseBackend.PrimalDualLDLT)
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
-        # a solvable plan takes a handful of iterations; far more is an infeasible one, which must not
-        # take seconds to say so (ProxSuite's defaults: 10 000 outer and 1 500 inner iterations)
+        # a QP without a solution must not take seconds to say so (PLAN_ITERATIONS)
         qp.settings.max_iter, qp.settings.max_iter_in = iterations
         qp.settings.initial_guess = proxqp.InitialGuess.WARM_START
         qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper, compute_preconditioner=False)
@@ -970,7 +977,7 @@ class WholeBodyMPC:
         return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
 
     @staticmethod
-    def _daqp(H, g, C, lower, box_lower, box_upper, iterations=(100, 50)):
+    def _daqp(H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
         """DAQP's dense dual active-set solver, in at most 10 × ``iterations``[0] changes of its active set
         (a solvable plan takes a few dozen from a cold start; an infeasible one is said in as many); the
         limits as its simple bounds, the rows of C below."""
