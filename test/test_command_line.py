@@ -1,6 +1,7 @@
 """What a user typing commands meets: xacro given for URDF, the ROS 2 programs without
 ROS 2, --version, and one-line errors (exit 2) for what the user got wrong."""
 
+import logging
 import subprocess
 import sys
 
@@ -115,6 +116,7 @@ def test_the_first_compile_message_gives_the_measured_time_and_says_when_it_comp
     def never_compiled():
         pass
     never_compiled._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(tmp_path / "absent.nbi")))
+    caplog.set_level(logging.WARNING, logger="robot_linearization")  # (whatever an earlier test left it at)
     compiled.announce_compilation(never_compiled)
     compiled.announce_compilation(never_compiled)
     (record,) = caplog.records

@@ -1,5 +1,7 @@
 """URDF loading: structure, fixed-joint merging, and every rejection's message."""
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -150,6 +152,7 @@ def test_missing_file_and_oversized_description_are_reported(tmp_path):
 
 
 def test_unphysical_but_harmless_inertia_loads_with_a_warning(caplog):
+    caplog.set_level(logging.WARNING, logger="robot_linearization")  # (whatever an earlier test left it at)
     text = urdf({"a": BODY, "b": dict(m=1.0, c="0 0 0", i=0.01)}, [joint("j", "revolute", "a", "b")])
     text = text.replace('izz="0.01"', 'izz="0.05"', 1)  # 0.01 + 0.01 < 0.05
     rl.load_urdf(text)

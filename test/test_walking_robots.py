@@ -34,10 +34,20 @@ FRICTION = 0.7
 DRIFT = 0.5e-3  # m
 
 
+@pytest.fixture(scope="module", autouse=True)
+def errors_only_logged():
+    """The package's log at ERROR while this module's tests run (ANYmal's and Talos's URDFs: a few odd
+    inertias), and as it was after them: the level belongs to the process, where other modules' tests run next."""
+    logger = logging.getLogger("robot_linearization")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
 @pytest.fixture(scope="module", params=["solo12", "anymal"])
 def walked(request):
     """4.5 s of the scenario, pushed sideways at 1.5 s: the robot and its log."""
-    logging.getLogger("robot_linearization").setLevel(logging.ERROR)  # (ANYmal's URDF: a few odd inertias)
     robot = walker(request.param)
     log = walk(robot.model, robot.feet, Gait.trot(robot.feet, robot.posture), robot.effort_limits, 4.5, SCENARIO,
                PUSH, friction=FRICTION)
@@ -223,7 +233,6 @@ def test_the_example_walks_the_robot_it_is_given_and_refuses_another_in_one_line
 def talos_standing():
     """Talos on its two soles (6d contacts, their centres of pressure kept in 0.2 m × 0.1 m), standing
     2.5 s, pushed sideways by 0.2 m/s at 1 s."""
-    logging.getLogger("robot_linearization").setLevel(logging.ERROR)
     robot = walker("talos")
     gait = Gait.stand(robot.feet, robot.posture, contact="6d")
     log = walk(robot.model, robot.feet, gait, robot.effort_limits, 2.5, (Segment(0.0, (0.0, 0.0, 0.0)),),
@@ -303,7 +312,6 @@ it walks from 2.4 s (ramped over 0.4 s)."""
 @pytest.fixture(scope="module")
 def talos_walking():
     """Talos walking 4 s on its soles (walking/robots.py: its walk and sole_settings) through TALOS_WALK."""
-    logging.getLogger("robot_linearization").setLevel(logging.ERROR)
     robot = walker("talos")
     log = walk(robot.model, robot.feet, robot.gait, robot.effort_limits, 4.0, TALOS_WALK, (),
                settings=robot.settings, friction=FRICTION)
