@@ -158,10 +158,9 @@ def rng():
     return np.random.default_rng(20191122)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def generated_kernels_cache():
-    """The test run's cache of generated kernels, removed at its end if this run made it."""
-    yield os.environ["ROBOT_LINEARIZATION_CACHE_DIR"]
+def pytest_sessionfinish(session, exitstatus):
+    """The test run's cache of generated kernels removed at its end, by the process that made it: pytest's
+    own, or with pytest-xdist the controller (after its workers ended: they inherited the directory)."""
     if _MADE_CACHE:
         shutil.rmtree(os.environ["ROBOT_LINEARIZATION_CACHE_DIR"], ignore_errors=True)
 

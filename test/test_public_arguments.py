@@ -265,7 +265,7 @@ CALLS = {
 @functools.lru_cache(maxsize=None)
 def _generated(kind: str):
     """The Linearizer and ImpactMap above with kernel="generated", made at their first call (within a
-    test: the generated kernels then go to the test run's cache, conftest.generated_kernels_cache)."""
+    test: the generated kernels then go to the test run's cache, conftest: ROBOT_LINEARIZATION_CACHE_DIR)."""
     made = (rl.Linearizer(FLOATING, contacts=[FOOT], dt=0.002, kernel="generated") if kind == "Linearizer" else
             rl.ImpactMap(FLOATING, rl.robots.BUNDLED_FEET, restitution=0.5, kernel="generated"))
     assert made.kernel == "generated" or rl.codegen.c_compiler() is None, kind
