@@ -14,10 +14,11 @@ workers=(-n $((cores < 4 ? cores : 4)) --dist loadfile)
 # The public-API tests, and the node's compiled cycle on corrupted messages, once more with
 # numba's bounds checking on, compiled into a cache of their own (the fast kernels' cache is
 # untouched): a kernel that indexes outside its arrays raises IndexError there instead of
-# returning garbage.
+# returning garbage.  In one process: both files need the same kernels, which two workers would each
+# compile (4.9 min on two workers, 3.8 in one, in two runs of this script on two cores).
 echo "public-API and compiled-cycle tests with numba's bounds checking (NUMBA_BOUNDSCHECK=1):"
 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$PWD/.venv/numba-boundscheck-cache \
-  .venv/bin/pytest -q -p no:cacheprovider "${workers[@]}" test/test_public_arguments.py test/test_compiled_cycle.py
+  .venv/bin/pytest -q -p no:cacheprovider test/test_public_arguments.py test/test_compiled_cycle.py
 
 # ---- the wheel, alone ---------------------------------------------------------------
 # python -m build's sdist and wheel; the wheel installed in a clean venv without the source

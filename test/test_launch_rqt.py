@@ -97,7 +97,8 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
     def test_rqt_closes_cleanly_on_every_one_of_60_signals_on_a_loaded_machine(self, proc_output):
         """Another rqt with the view, drawing the demo's A for 1–3 s, gets SIGINT (Ctrl-C; 50 times) or
         SIGTERM (10 times), every third followed by a SIGTERM 20–80 ms later, with a busy loop keeping a
-        core loaded: each exits 0 (or 130/143; killed by the second SIGTERM) within 5 s, with no abort,
+        core loaded: each exits 0 (or 130/143; killed by the second SIGTERM) within 15 s (a hang never
+        does; a loaded two-core machine closing rqt's window can take a few seconds), with no abort,
         segfault or traceback, and says it closes.  (rqt closed twice — the signal's path and the
         context's both closing its window — was seen to hang about 1 time in 12 after qt_gui's
         "disconnect() failed" traceback; closing.close_rqt closes it once.)"""
@@ -114,7 +115,7 @@ class TestTheViewDrawsTheNodesA(unittest.TestCase):
                 name = signal.Signals(number).name
                 # every third: a second signal 20–80 ms later (Ctrl-C twice; a launch that escalates to SIGTERM)
                 then = float(rng.uniform(0.02, 0.08)) if attempt % 3 == 2 else None
-                code, output = self._signalled_rqt(number, float(rng.uniform(1.0, 3.0)), then)
+                code, output = self._signalled_rqt(number, float(rng.uniform(1.0, 3.0)), then, within=15)
                 # (the second signal, once the view has put the handlers it found back, ends rqt: SIGTERM's)
                 accepted = (0, 128 + number) + ((128 + signal.SIGTERM, -signal.SIGTERM) if then is not None else ())
                 problems = [f"exit {code}"] if code not in accepted else []
