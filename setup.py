@@ -56,8 +56,8 @@ setup(
                     # walking/mujoco_plant.py: MuJoCo as the plant the MPC walks on
                     "mujoco": ["mujoco>=3.2"],
                     # (pytest-xdist: scripts/test.sh runs the suite on the machine's cores)
-                    "test": ["pytest>=7", "pytest-xdist>=3.0", "mypy>=1.11", "example-robot-data>=4.1", "proxsuite>=0.6", "osqp>=1.0",
-                             "daqp>=0.11", "threadpoolctl>=3.1", "mujoco>=3.2",
+                    "test": ["pytest>=7", "pytest-xdist>=3.0", "mypy>=1.11", "example-robot-data>=4.1",
+                             "proxsuite>=0.6", "osqp>=1.0", "daqp>=0.11", "threadpoolctl>=3.1", "mujoco>=3.2",
                              # Crocoddyl 3.2.1 (the step oracle) is built against libpinocchio 4.0.0
                              "pin==4.0.0", "crocoddyl==3.2.1", "mim-solvers>=0.3",  # CSQP: bench/mpc.py's anchor
                              # the rqt view's widgets, tested offscreen without ROS (rqt itself uses PyQt5)

@@ -78,7 +78,8 @@ SLACK_ROOM = (0.01, 0.05)
 PLAN_ITERATIONS = (50, 20)
 """ProxSuite's most outer and inner iterations on a plan's QP (DAQP's: 10 × the first, changes of its
 active set).  A solvable plan takes at most 17 outer and 61 in all (the four walkers, pushed and
-turning); a QP without a solution is said after ≤ 1000, not ProxSuite's 10 000 × 1 500."""
+turning); a QP without a solution is said after about 1000 (ProxSuite counts one more per outer
+iteration), not after ProxSuite's own limits of 10 000 × 1 500."""
 
 SOLVERS = ("proxsuite", "daqp", "osqp")
 """The values of MPCSettings.solver."""
