@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -126,9 +127,9 @@ class Gait:
                    posture=_posture(posture), **options)
 
     # ---- the schedule -------------------------------------------------------------------------
-    @property
+    @cached_property
     def period(self) -> float:
-        """The cycle's duration [s]."""
+        """The cycle's duration [s] (summed once: the phases never change)."""
         return sum(p.duration for p in self.phases)
 
     @property

@@ -88,6 +88,30 @@ def test_stance_feet_stay_on_the_ground_and_the_plans_keep_their_constraints(pus
     assert min(log.min_margin) > -1e-6
 
 
+def test_the_reported_margin_is_the_smallest_of_the_plans_margin_rows():
+    """MPCResult.min_margin is the smallest C y − lower over the QP's rows labelled "margin" (of every knot's
+    forces, not the swing feet's height above the ground), each cycle of a short trot."""
+    cycles = []
+
+    class Recording(WholeBodyMPC):
+        def _solve_qp(self, H, g, C, lower, torques, labels):
+            solved = super()._solve_qp(H, g, C, lower, torques, labels)
+            rows = [i for i, (kind, _, _) in enumerate(labels) if kind == "margin"]
+            cycles.append([float((C[rows] @ solved[0] - lower[rows]).min()),
+                           any(kind != "margin" for kind, _, _ in labels)])
+            return solved
+
+        def solve(self, time, state, contacts_now, held_now):
+            result = super().solve(time, state, contacts_now, held_now)
+            cycles[-1].append(result.min_margin)
+            return result
+
+    log = trot(0.4, (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recording)
+    assert log.error is None and len(cycles) > 30 and any(other for _, other, _ in cycles)
+    for smallest, _, reported in cycles:
+        assert reported == smallest
+
+
 def test_the_forces_the_robot_receives_stay_in_their_cones(pushed_trot):
     """The ground pushes and does not pull, with Coulomb friction (μ = 0.7): every force a held foot
     receives, at every step, lies in its cone.  Around touchdowns and lift-offs, between the knots,

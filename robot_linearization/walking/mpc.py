@@ -352,6 +352,8 @@ class WholeBodyMPC:
         self.velocity: NDArray[np.float64] = np.zeros(3)
         self._contact_sets: dict = {}  # feet -> _Held
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
+        self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
+        self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
         self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
         self._solver = None
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
@@ -425,12 +427,20 @@ class WholeBodyMPC:
     def _knot_contacts(self, time: float, contacts_now, held_now) -> list:
         """The feet held over each knot's step (the first: what the simulation holds now) and the
         set before it."""
-        h, K = self.settings.knot_dt, self.settings.knots
+        K, schedule = self.settings.knots, self._schedule(time)
         sets = [tuple(contacts_now)]
         for k in range(1, K + 1):
-            scheduled = self.gait.phase_at(time + k * h + 1e-9)[0].stance
+            scheduled = schedule[k][0].stance
             sets.append(tuple(f for f in self.feet if f in scheduled))
         return [(sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1)]
+
+    def _schedule(self, time: float) -> list:
+        """The gait's (phase, fraction) (gait.Gait.phase_at) at each knot k = 0 … K of the cycle at ``time``,
+        kept for the last time asked."""
+        if self._scheduled[0] != time:
+            h = self.settings.knot_dt
+            self._scheduled = (time, [self.gait.phase_at(time + k * h + 1e-9) for k in range(self.sizes[2] + 1)])
+        return self._scheduled[1]
 
     def _shifted_plan(self, time: float, state: State):
         """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
@@ -596,8 +606,8 @@ class WholeBodyMPC:
         dtau = y.reshape(-1, n)[self._groups]
         residual = float(np.abs(dz[1:] - (A_d @ dz[:-1, :, None])[:, :, 0] - (B_d @ dtau[:, :, None])[:, :, 0]
                                 - defects).max())
-        margin_rows = [i for i, label in enumerate(labels) if label[0] == "margin"]
-        min_margin = float((C[margin_rows] @ y - lower[margin_rows]).min()) if margin_rows else math.inf
+        rows = sum(len(knot_margins.labels) for knot_margins, _ in margins if knot_margins is not None)
+        min_margin = float((C[:rows] @ y - lower[:rows]).min()) if rows else math.inf  # (_qp's rows: margins first)
         plan = _perturbed(x, dz)
         plan_states = _unstacked(*plan)
         plan_torques = torques + dtau
@@ -653,8 +663,9 @@ class WholeBodyMPC:
             R = np.concatenate([F @ Gamma[k, :F.shape[1]] for k, F, _ in foot_rows])
             H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
             g += R.T @ np.concatenate([f + F @ d[k, :F.shape[1]] for k, F, f in foot_rows])
-        upper = np.triu(H)
-        return upper + np.triu(upper, 1).T, g
+        full = H + H.T  # (the strict lower triangle is still zero: no product wrote it)
+        full[np.diag_indices(size)] = H.diagonal()
+        return full, g
 
     def references(self, time: float, state: State, contacts_now=None) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References), the feet
@@ -679,8 +690,7 @@ class WholeBodyMPC:
         landings_at: list[tuple] = [()]  # (landings: the swing feet's landing points, below)
         lifts: list[tuple] = [()]
         landings: list[tuple] = []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
-        for k in range(K + 1):
-            phase, fraction = self.gait.phase_at(time + k * h + 1e-9)
+        for k, (phase, fraction) in enumerate(self._schedule(time)):
             swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
                                 for foot in self.feet))
             if k > 0:  # the feet landing at knot k, and those lifted over the step before it
@@ -845,7 +855,7 @@ class WholeBodyMPC:
                 continue
             Mz = knot_margins.state_jacobian
             blocks.append((k, Mz, knot_margins.input_jacobian, floor - knot_margins.margins - Mz @ d[k]))
-            labels += [("margin", k, label) for label in knot_margins.labels]
+            labels += self._labels(k, knot_margins.labels)
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         for k in range(1, K + 1):
             # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have
@@ -869,6 +879,13 @@ class WholeBodyMPC:
                 C[row:end, m * n:(m + 1) * n] += J_torque
             row = end
         return H, g, C, np.concatenate([block[3] for block in blocks]) if blocks else np.zeros(0), labels
+
+    def _labels(self, k: int, margin_labels: tuple) -> list:
+        """The QP's labels ("margin", k, label) of knot k's margins (labelled ``margin_labels``), made once."""
+        found = self._margin_labels.get((k, margin_labels))
+        if found is None:
+            found = self._margin_labels[k, margin_labels] = [("margin", k, label) for label in margin_labels]
+        return found
 
     def _reached(self, k: int) -> int:
         """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero
