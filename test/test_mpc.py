@@ -109,7 +109,7 @@ def test_the_reported_margin_is_the_smallest_of_the_plans_margin_rows():
     log = trot(0.4, (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recording)
     assert log.error is None and len(cycles) > 30 and any(other for _, other, _ in cycles)
     for smallest, _, reported in cycles:
-        assert reported == smallest
+        assert reported == pytest.approx(smallest, rel=1e-12, abs=1e-12)
 
 
 def test_the_forces_the_robot_receives_stay_in_their_cones(pushed_trot):
