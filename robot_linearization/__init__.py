@@ -30,8 +30,8 @@ from .contact_margins import ContactMargins, contact_margins
 from .impacts import Impact, ImpactMap, impact
 from .joints import Joint, JointType
 from . import robots
-from .linearization import Linearization, linearize, linearize_trajectory
-from .linearizer import Linearizer
+from .linearization import Linearization, linearize_trajectory
+from .linearizer import Linearizer, linearize
 from .builder import ModelBuilder
 from .model import Model, ModelError, State
 from .urdf import load_urdf

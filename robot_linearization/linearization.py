@@ -140,51 +140,17 @@ def _allocate(model: Model, K: int, step: bool):
 _NO_STEPS = (np.empty((0, 0, 0)),) * 2  # A_d, B_d of K states without a step (never written)
 
 
-def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *,
-              contacts: Contacts | ContactArrays = None, dt: float | None = None, discretization: str | None = None,
-              previous_contacts: Contacts | ContactArrays = None, restitution: float = 0.0,
-              kernel: str | None = None) -> Linearization:
-    """Left-trivialised linearization of the forward dynamics at (state, τ).
-
-    joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
-    −M⁻¹[D₁ID̄, D₂ID̄, D₃ID̄, D₄ID̄] (Proposition 3.3) evaluated at the ABAmb
-    accelerations; B = [0; M⁻¹S] (3.29); M⁻¹ by the IMMAmb (Table 4.7).
-    Fixed base: A = [[0, I], [∂ṙ/∂s, ∂ṙ/∂r]], B = [0; M⁻¹].
-
-    contacts: frames rigidly held (:class:`~robot_linearization.Contact` or link
-    names, a name being a world-aligned point contact); A, B are then those of
-    the constrained dynamics and the contact forces are filled in
-    (contact_linearization.py, docs/contacts.md).  ContactError for a redundant
-    or degenerate set.
-
-    dt: also fill A_d, B_d, the discrete-time linearization of one step of dt
-    seconds by ``discretization`` ("euler", the default: of
-    :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
-
-    previous_contacts: the set held over the step before (with dt).  If ``contacts``
-    closes one it did not hold (a touchdown), the step starts with the rigid impact on
-    ``contacts`` (restitution e ∈ [0, 1]), as :func:`~robot_linearization.step` with the
-    same arguments does: A_d = A_d(at the post-impact state)·A_impact (docs/impacts.md;
-    the Linearization's ``impact`` field).
-
-    contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d"); each
-    set is read once, here (constrained_dynamics.contact_set, which takes its own result as is).
-
-    kernel: "auto", "generic", "generated" or None (default: "auto", or $ROBOT_LINEARIZATION_KERNEL),
-    as :class:`~robot_linearization.Linearizer`'s
-    (robot_linearization.kernel_choice): the same values bit for bit; with "auto" the kernel generated
-    for the model and contact set takes over once it is built in the background, kept per model and
-    contact set for the process.
-    Every argument is checked first: ValueError names the one that is wrong.
-    """
-    step = check_step(model, dt, discretization)
-    kernel = kernel_argument(kernel)
-    e = restitution_coefficient(restitution)
-    if previous_contacts is not None:
-        return _linearize_held(model, state, joint_torques, contact_set(model, contacts),
-                               contact_set(model, previous_contacts), e, step, kernel)
-    if contacts:
-        return _linearize_with_contacts(model, state, joint_torques, contact_set(model, contacts), step, kernel)
+def linearize_allocating(model: AnyModel, state: State, joint_torques: ArrayLike | None, held: ContactArrays | None,
+                         previous: ContactArrays | None, e: float, step: dict, kernel: str) -> Linearization:
+    """:func:`~robot_linearization.linearize` with its arguments checked (``held``, ``previous``: the
+    contact sets, constrained_dynamics.contact_set's, or None; ``e``: the restitution; ``step``:
+    check_step's; ``kernel``: kernel_argument's) and arrays allocated for the result: every case,
+    where rl.linearize has no lent arrays for it (linearizer.py)."""
+    if previous is not None:
+        return _linearize_held(model, state, joint_torques, held if held is not None else contact_set(model, ()),
+                               previous, e, step, kernel)
+    if held is not None:
+        return _linearize_with_contacts(model, state, joint_torques, held, step, kernel)
     return _linearize_free(model, state, joint_torques, step, kernel)
 
 
@@ -202,7 +168,7 @@ def _linearize_free(model: AnyModel, state: State, joint_torques, step: dict, ke
     data, call = runnable(model, (), "linearize", kernel) or generic[:2]
     run_linearize_into(model, data, arrays, out, dt if fused else 0.0, call.call)
     A, B, M_inv, nu_dot = out[:4]
-    return _result(model, A, B, M_inv, nu_dot, state, arrays[4], step, out[4:] if fused else None)
+    return linearization_of(model, A, B, M_inv, nu_dot, state, arrays[4], step, out[4:] if fused else None)
 
 
 def _generic_free_call(model: Model) -> tuple:
@@ -254,7 +220,7 @@ def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques
     contact_labels a tuple of K label tuples).
 
     dt: also A_d (K, 2N, 2N), B_d (K, 2N, n), each state's one-step
-    discrete-time linearization, as in :func:`linearize`.
+    discrete-time linearization, as in :func:`~robot_linearization.linearize`.
 
     A gait: contacts[k] is the set held over the step from states[k] (the interval
     [t_k, t_k+1]).  Where contacts[k] closes a contact that contacts[k−1] did not hold (a
@@ -267,11 +233,11 @@ def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques
     two phases; here it is folded into the touchdown knot.  A lift-off is not an impact.
     Without dt there is no step and no impact: A, B are each state's own.
 
-    kernel: as :func:`linearize`'s: on a Model (with
+    kernel: as :func:`~robot_linearization.linearize`'s: on a Model (with
     contacts, with no step or the Euler step, or without contacts, any step) the kernel generated for
     the robot and each contact set, the same values bit for bit.
 
-    discretization: "euler" (the default) or "zoh", as in :func:`linearize`.
+    discretization: "euler" (the default) or "zoh", as in :func:`~robot_linearization.linearize`.
     """
     if isinstance(states, State) or not isinstance(states, Sequence) or isinstance(states, str):
         raise ValueError(f"states: expected a sequence of States, got {type(states).__name__} "
@@ -302,7 +268,7 @@ def linearize_trajectory(model: AnyModel, states: Sequence[State], joint_torques
                                                             dt_fused, generated), chunks))
     _check_finite(model, out, arrays)
     A, B, M_inv, nu_dot = out[:4]
-    return _result(model, A, B, M_inv, nu_dot, tuple(states), arrays[-1], step, out[5:] if fused else None)
+    return linearization_of(model, A, B, M_inv, nu_dot, tuple(states), arrays[-1], step, out[5:] if fused else None)
 
 
 def check_step(model: AnyModel, dt: float | None, discretization: str | None) -> dict:
@@ -356,15 +322,16 @@ def _status_message(model: Model, status: int, state, where: str = "") -> str:
 
 def free_result(model: Model, A, B, M_inv, nu_dot, state: State, joint_torques, dt: float = 0.0,
                 euler_step: tuple | None = None) -> Linearization:
-    """The Linearization :func:`linearize` returns, without contacts, for its kernel's outputs A (2N, 2N),
-    B (2N, n), M_inv (N, N), ν̇ (N,) at ``state`` and ``joint_torques`` (n,); with ``dt`` > 0, the Euler
-    step's (A_d, B_d) ``euler_step`` computed with them (the arrays are taken, not copied)."""
+    """The Linearization :func:`~robot_linearization.linearize` returns, without contacts, for its kernel's
+    outputs A (2N, 2N), B (2N, n), M_inv (N, N), ν̇ (N,) at ``state`` and ``joint_torques`` (n,); with
+    ``dt`` > 0, the Euler step's (A_d, B_d) ``euler_step`` computed with them (the arrays are taken, not
+    copied)."""
     step = {"dt": dt, "discretization": "euler"} if dt else _CONTINUOUS
-    return _result(model, A, B, M_inv, nu_dot, state, joint_torques, step, euler_step)
+    return linearization_of(model, A, B, M_inv, nu_dot, state, joint_torques, step, euler_step)
 
 
-def _result(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
-            fields: dict | None = None) -> Linearization:
+def linearization_of(model: AnyModel, A, B, M_inv, nu_dot, state, joint_torques, step: dict, jacobians=None,
+                     fields: dict | None = None) -> Linearization:
     """The Linearization of (A, B, M_inv, ν̇) at ``state`` and ``joint_torques``; ``step``:
     check_step's {"dt", "discretization"}, with dt also A_d, B_d (``jacobians``, when the kernel
     computed them); ``fields``: the other fields (contacts, impact).  Built by dict assignments,
@@ -397,7 +364,7 @@ def _linearize_coupled(model: CoupledModel, state: State, joint_torques, step) -
     N = model.n_velocities
     out = np.empty((2 * N, 2 * N)), np.empty((2 * N, model.n_joints)), np.empty((N, N)), np.empty(N)
     run_coupled_linearize_into(model, model.coupling_data(), arrays, out)
-    return _result(model, *out, state, torques, step)
+    return linearization_of(model, *out, state, torques, step)
 
 
 def run_coupled_linearize_into(model: CoupledModel, coupling: Any, arrays: tuple, out: tuple,
@@ -426,8 +393,8 @@ def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, array
     A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out[:7]
     jacobians = out[7:] if fused else None
     if not arrays.contacts:  # a CoupledModel without contacts: no contact fields
-        return _result(model, A, B, M_inv, nu_dot, state, torques, step, jacobians)
-    return _result(model, A, B, M_inv, nu_dot, state, torques, step, jacobians, fields={
+        return linearization_of(model, A, B, M_inv, nu_dot, state, torques, step, jacobians)
+    return linearization_of(model, A, B, M_inv, nu_dot, state, torques, step, jacobians, fields={
         "contact_forces": forces, "contact_forces_state_jacobian": d_forces,
         "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
 
@@ -487,5 +454,5 @@ def _linearize_trajectory_with_contacts(model: AnyModel, states, joint_torques, 
     jacobians = None if step["dt"] is None else (stack("A_d"), stack("B_d"))
     nu_dot = np.concatenate([stack("base_acceleration"), stack("joint_accelerations")], axis=1) \
         if model.floating_base else stack("joint_accelerations")
-    return _result(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, tuple(states), torques, step, jacobians,
-                   fields)
+    return linearization_of(model, stack("A"), stack("B"), stack("M_inv"), nu_dot, tuple(states), torques, step,
+                            jacobians, fields)

@@ -4,19 +4,22 @@ loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
 from __future__ import annotations
 
 import copy
+from sys import getrefcount
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .algorithms import constrained_dynamics
+from .algorithms.constrained_dynamics import ContactArrays
 from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
 from .contacts import Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
 from .free_linearization import coupled_linearize_into, linearize_into
-from .linearization import (check_status, check_step, linearize, run_coupled_linearize_into,
-                            run_linearize_into)
+from .impacts import restitution_coefficient
+from .linearization import (Linearization, check_status, check_step, linearization_of, linearize_allocating,
+                            run_coupled_linearize_into, run_linearize_into)
 from .model import Model, State, given_arrays, state_arrays
 from .kernel_choice import generated_now, kernel_argument, takeover
 from .workspace import Workspace
@@ -154,8 +157,8 @@ class Linearizer:
             self._run(arrays)
             self._state, self.joint_torques = state, arrays[4]
             return self
-        result = linearize(self.model, state, joint_torques, contacts=self._contact_set, dt=self.dt,
-                           discretization=self.discretization)
+        result = linearize_allocating(self.model, state, joint_torques, self._contact_set, None, 0.0,
+                                      check_step(self.model, self.dt, self.discretization), kernel_argument(None))
         for name in ("A", "B", "M_inv", "base_acceleration", "joint_accelerations", "contact_forces",
                      "contact_forces_state_jacobian", "contact_forces_input_jacobian", "A_d", "B_d"):
             if getattr(self, name) is not None:
@@ -240,3 +243,132 @@ class Linearizer:
         return (f"<Linearizer of '{self.model.name}': A {self.A.shape}, B {self.B.shape}, M_inv {self.M_inv.shape}, "
                 f"{contacts}{step}; {filled}>")
 
+
+
+def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *,
+              contacts: Contacts | ContactArrays = None, dt: float | None = None, discretization: str | None = None,
+              previous_contacts: Contacts | ContactArrays = None, restitution: float = 0.0,
+              kernel: str | None = None) -> Linearization:
+    """Left-trivialised linearization of the forward dynamics at (state, τ).
+
+    joint_torques τ (n,), default zeros.  A is (3.42) with the dynamics rows
+    −M⁻¹[D₁ID̄, D₂ID̄, D₃ID̄, D₄ID̄] (Proposition 3.3) evaluated at the ABAmb
+    accelerations; B = [0; M⁻¹S] (3.29); M⁻¹ by the IMMAmb (Table 4.7).
+    Fixed base: A = [[0, I], [∂ṙ/∂s, ∂ṙ/∂r]], B = [0; M⁻¹].
+
+    contacts: frames rigidly held (:class:`~robot_linearization.Contact` or link
+    names, a name being a world-aligned point contact); A, B are then those of
+    the constrained dynamics and the contact forces are filled in
+    (contact_linearization.py, docs/contacts.md).  ContactError for a redundant
+    or degenerate set.
+
+    dt: also fill A_d, B_d, the discrete-time linearization of one step of dt
+    seconds by ``discretization`` ("euler", the default: of
+    :func:`~robot_linearization.step`; "zoh": the zero-order hold of A, B).
+
+    previous_contacts: the set held over the step before (with dt).  If ``contacts``
+    closes one it did not hold (a touchdown), the step starts with the rigid impact on
+    ``contacts`` (restitution e ∈ [0, 1]), as :func:`~robot_linearization.step` with the
+    same arguments does: A_d = A_d(at the post-impact state)·A_impact (docs/impacts.md;
+    the Linearization's ``impact`` field).
+
+    contacts also take the text of the node and the CLI ("left_sole_link:6d, right_sole_link:6d"); each
+    set is read once, here (constrained_dynamics.contact_set, which takes its own result as is).
+
+    kernel: "auto", "generic", "generated" or None (default: "auto", or $ROBOT_LINEARIZATION_KERNEL),
+    as :class:`~robot_linearization.Linearizer`'s
+    (robot_linearization.kernel_choice): the same values bit for bit; with "auto" the kernel generated
+    for the model and contact set takes over once it is built in the background, kept per model and
+    contact set for the process.
+    Every argument is checked first: ValueError names the one that is wrong.
+
+    The result's arrays are its own: no later call writes to them while the result, one of its
+    arrays or a view of one is alive anywhere.  On a Model, without ``previous_contacts`` and with
+    no step or the Euler step, they are lent by one of two :class:`Linearizer` kept per thread, model,
+    contact set, step and kernel, when nothing else holds that one's arrays: a loop that keeps the
+    last result costs a Linearizer's call and the result's fields, no allocation.
+    """
+    step = check_step(model, dt, discretization)
+    kernel = kernel_argument(kernel)
+    e = restitution_coefficient(restitution)
+    held = constrained_dynamics.contact_set(model, contacts) if contacts or previous_contacts is not None else None
+    if previous_contacts is not None:
+        return linearize_allocating(model, state, joint_torques, held,
+                                    constrained_dynamics.contact_set(model, previous_contacts), e, step, kernel)
+    free = _lent(model, held, step, kernel)
+    if free is None:
+        return linearize_allocating(model, state, joint_torques, held, None, e, step, kernel)
+    linearizer, result = free
+    linearizer.linearize(state, joint_torques)
+    values = result.__dict__
+    values["state"], values["joint_torques"] = state, linearizer.joint_torques
+    return result
+
+
+class _Lender:
+    """Two Linearizers of one model, contact set, step and kernel, on one thread, and a Linearization
+    of each one's arrays, which rl.linearize returns in turn.  One is lent only while nothing else
+    holds it, its arrays or views of them: while the reference count of each is what it was when it
+    was made.  A result kept anywhere (the Linearization, one of its arrays, a view of one) counts,
+    so its Linearizer is passed over until it is gone."""
+
+    def __init__(self, model: Model, held, step: dict, kernel: str) -> None:
+        dt = step["dt"]
+        self._linearizers = [Linearizer(model, contacts=held, dt=dt, discretization=step["discretization"] if dt
+                                        else None, kernel=kernel) for _ in range(2)]
+        self._results = [self._result_of(linearizer, step) for linearizer in self._linearizers]
+        # (what a caller can hold: the result, the views it has of ν̇, and every array the Linearizer fills
+        # but the shared empty A_d, B_d of no step)
+        self._lent = [tuple(a for a in linearizer._out if a is not NO_STEP[0] and a is not NO_STEP[1])
+                      + (result, result.joint_accelerations)
+                      + ((result.base_acceleration,) if model.floating_base else ())
+                      for linearizer, result in zip(self._linearizers, self._results)]
+        self._pairs = list(zip(self._linearizers, self._results))
+        self._last = 0
+        # (last: each count can only be at least what it is now, so their sum says whether all are)
+        self._counts = [sum(map(getrefcount, lent)) for lent in self._lent]
+
+    @staticmethod
+    def _result_of(linearizer: Linearizer, step: dict) -> Linearization:
+        """The Linearization of ``linearizer``'s arrays (its state and torques set at each call)."""
+        out = linearizer._out
+        fields = {"contact_forces": out[4], "contact_forces_state_jacobian": out[5],
+                  "contact_forces_input_jacobian": out[6], "contact_labels": linearizer.contact_labels,
+                  "contacts": linearizer.contacts} if linearizer.contacts else None
+        return linearization_of(linearizer.model, out[0], out[1], out[2], out[3], None, None, step,
+                                out[-2:] if step["dt"] is not None else None, fields)
+
+    def free(self) -> tuple[Linearizer, Linearization] | None:
+        """A Linearizer and its result that nothing else holds, or None: the pair lent last if it is back (its
+        arrays still in the cache), else the other."""
+        k = self._last
+        if sum(map(getrefcount, self._lent[k])) != self._counts[k]:
+            k = 1 - k
+            if sum(map(getrefcount, self._lent[k])) != self._counts[k]:
+                return None
+        self._last = k
+        return self._pairs[k]
+
+
+_LENDERS_PER_MODEL = 8
+"""Lenders kept per model and thread (contact sets, steps and kernels); the oldest goes first."""
+
+
+def _lent(model: AnyModel, held, step: dict, kernel: str) -> tuple[Linearizer, Linearization] | None:
+    """A Linearizer and its result from this thread's :class:`_Lender` of ``model``, the contact set
+    ``held`` (None: none), ``step`` and ``kernel``, or None: both lent, or a case a Linearizer does not
+    cover (a CoupledModel, the zero-order hold)."""
+    if type(model) is not Model or step["discretization"] != "euler":
+        return None
+    key = (held, step["dt"], kernel)  # (a contact set is read once per model: constrained_dynamics.contact_set)
+    local = model.thread_local
+    try:
+        lender = local.lenders[key]
+    except (AttributeError, KeyError):  # (this thread's first call, or its first with this key)
+        table = getattr(local, "lenders", None)
+        if table is None:
+            table = local.lenders = {}
+        if len(table) == _LENDERS_PER_MODEL:
+            del table[next(iter(table))]
+        lender = table[key] = _Lender(model, held, step, kernel)
+    return lender.free()

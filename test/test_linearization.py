@@ -215,7 +215,7 @@ def test_validate_uses_the_state_and_torques_the_linearization_remembers(rng):
 
 
 def test_every_result_is_a_whole_linearization(rng):
-    """The results are built by dict assignments (linearization._result), not by the dataclass's
+    """The results are built by dict assignments (linearization.linearization_of), not by the dataclass's
     __init__: each kind (floating and fixed base, with a step, with contacts, a horizon) has every
     field, dataclasses.replace (which calls __init__ with all of them) rebuilds an equal one, and
     the fields a case does not have are their defaults."""

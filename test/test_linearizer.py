@@ -196,3 +196,120 @@ def test_linearize_arrays_refuses_bad_arrays_in_one_line(rng):
         rl.Linearizer(fixed).linearize_arrays(np.zeros(fixed.n_joints), np.zeros(fixed.n_joints), base_pose=H,
                                               base_twist=v)
     assert linearizer.linearize_arrays(s, r, base_pose=H, base_twist=v).state is not None  # and it goes on
+
+
+# rl.linearize's results take the arrays of two Linearizers kept per thread, model, contact set, step and
+# kernel (linearizer._Lender) while nothing else holds them.  What must hold: its fields are those of the
+# path that allocates every array (linearization.linearize_allocating) bit for bit, and no later call ever
+# writes to an array any result, array or view of one, still alive, holds.
+
+def _allocated(model, state, torques, contacts=None, dt=None, discretization=None):
+    """The result of the path that allocates every array, the reference of the lent ones."""
+    from robot_linearization.algorithms.constrained_dynamics import contact_set
+    from robot_linearization.linearization import check_step, linearize_allocating
+    held = contact_set(model, contacts) if contacts else None
+    return linearize_allocating(model, state, torques, held, None, 0.0, check_step(model, dt, discretization), "auto")
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("case", CASES)
+def test_linearize_equals_the_allocating_path_and_lends_where_a_linearizer_covers(case, step, rng):
+    """Every field bit for bit, in a loop that keeps the last result; a Model with no step or the Euler
+    step takes lent arrays (alive after the result is dropped), a CoupledModel or the zero-order hold
+    arrays of its own (gone with it)."""
+    import weakref
+    load, contacts = CASES[case]
+    model = load()
+    options = dict(contacts=contacts, **STEPS[step])
+    lends = isinstance(model, rl.Model) and step != "zoh"
+    lin = None
+    for _ in range(4):
+        state, torques = random_state(model, rng), rng.normal(size=model.n_joints)
+        lin = rl.linearize(model, state, torques, **options)
+        reference = _allocated(model, state, torques, **options)
+        for name in FIELDS:
+            assert _equal(getattr(lin, name), getattr(reference, name)), f"{case}, {step}: {name}"
+        assert lin.state is state and np.array_equal(lin.joint_torques, torques)
+        assert (lin.state_labels, lin.contact_labels, lin.contacts, lin.dt, lin.discretization) == (
+            reference.state_labels, reference.contact_labels, reference.contacts, reference.dt,
+            reference.discretization)
+    A = weakref.ref(lin.A)
+    del lin
+    assert (A() is not None) == lends
+
+
+SOLO_CONTACTS = [rl.Contact(f) for f in SOLO_FEET]
+KEPT = {  # what a caller keeps of a result -> (options, the arrays it can reach from it)
+    "the result": ({}, lambda lin: {"A": lin.A, "B": lin.B, "M_inv": lin.M_inv, "ν̇": lin.base_acceleration.base}),
+    "A alone": ({}, lambda lin: {"A": lin.A}),
+    "M_inv alone": ({}, lambda lin: {"M_inv": lin.M_inv}),
+    "the joint accelerations": ({}, lambda lin: {"ṙ": lin.joint_accelerations}),
+    "the base acceleration": ({}, lambda lin: {"v̇": lin.base_acceleration}),
+    "ν̇ behind the base acceleration": ({}, lambda lin: {"ν̇": lin.base_acceleration.base}),
+    "a view of B": ({}, lambda lin: {"B[3:]": lin.B[3:]}),
+    "A_d of a step": ({"dt": 1e-3}, lambda lin: {"A_d": lin.A_d}),
+    "the contact forces": ({"contacts": SOLO_CONTACTS}, lambda lin: {"λ": lin.contact_forces}),
+    "∂λ/∂z": ({"contacts": SOLO_CONTACTS, "dt": 1e-3}, lambda lin: {"∂λ/∂z": lin.contact_forces_state_jacobian}),
+}
+
+
+@pytest.mark.parametrize("kept", KEPT)
+def test_what_a_caller_keeps_of_a_result_is_never_overwritten(kept, rng):
+    """A result, one of its arrays or a view of one, kept while rl.linearize goes on at other states
+    (their results dropped, or the last one kept): its values stay those of its own state."""
+    options, reach = KEPT[kept]
+    model = load_example("solo12")
+    first = rl.linearize(model, random_state(model, rng), rng.normal(size=12), **options)
+    held = reach(first)
+    copies = {name: value.copy() for name, value in held.items()}
+    del first
+    last = None
+    for k in range(5):
+        other = rl.linearize(model, random_state(model, rng), rng.normal(size=12), **options)
+        if k % 2:
+            last = other  # (a loop that keeps its last result)
+        del other
+    del last
+    for name, value in held.items():
+        assert np.array_equal(value, copies[name]), f"{kept}: {name} was overwritten"
+
+
+def test_results_kept_past_the_two_lent_take_arrays_of_their_own(rng):
+    """A caller that keeps every result: each its own arrays, each equal to the allocating path's."""
+    model = load_example("solo12")
+    states = [random_state(model, rng) for _ in range(5)]
+    results = [rl.linearize(model, state, contacts=SOLO_CONTACTS) for state in states]
+    assert len({id(lin.A) for lin in results}) == len(results)
+    for lin, state in zip(results, states):
+        reference = _allocated(model, state, None, contacts=SOLO_CONTACTS)
+        for name in FIELDS:
+            assert _equal(getattr(lin, name), getattr(reference, name)), name
+
+
+def test_a_loop_that_keeps_its_last_result_takes_the_two_lent_in_turn(rng):
+    """``lin = rl.linearize(...)`` in a loop: two sets of arrays, no allocation per call; a result dropped
+    at once: one."""
+    model = load_example("solo12")
+    lin, seen = None, set()
+    for _ in range(6):
+        lin = rl.linearize(model, random_state(model, rng))
+        seen.add(id(lin.A))
+    assert len(seen) == 2
+    del lin
+    assert len({id(rl.linearize(model, random_state(model, rng)).A) for _ in range(4)}) == 1
+
+
+def test_each_thread_lends_its_own_arrays(rng):
+    """Threads linearizing the same model at once: every result that of its own state."""
+    from concurrent.futures import ThreadPoolExecutor
+    model = load_example("solo12")
+    states = [[random_state(model, rng) for _ in range(30)] for _ in range(3)]
+
+    def run(sequence):
+        return [(state, rl.linearize(model, state, contacts=SOLO_CONTACTS, dt=1e-3)) for state in sequence]
+
+    with ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(run, states))
+    for results in runs:
+        for state, lin in results[-3:] + results[:2]:
+            assert np.array_equal(lin.A_d, _allocated(model, state, None, contacts=SOLO_CONTACTS, dt=1e-3).A_d)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..linearization import Linearization, linearize
+from ..linearization import Linearization
+from ..linearizer import linearize
 from ..arguments import Settings, did_you_mean
 from ..contact_margins import ContactMargins, contact_margins
 from ..contacts import ContactError, as_contacts, format_contacts, resolve
