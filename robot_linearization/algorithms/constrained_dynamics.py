@@ -139,6 +139,15 @@ def contact_set(model: AnyModel, contacts: Contacts | ContactArrays) -> ContactA
     takes its result without reading the set again."""
     if isinstance(contacts, ContactArrays):
         return contacts if contacts.model is model else contact_arrays(model, contacts.contacts)
+    try:  # (a list as its tuple: one lookup of what the API was given, every cycle)
+        return _contact_set_seen(model, tuple(contacts) if isinstance(contacts, list) else contacts)
+    except TypeError:  # unhashable (an entry that is a list, an array): read it, to name what is wrong
+        return contact_arrays(model, as_contacts(contacts))
+
+
+@functools.lru_cache(maxsize=256)
+def _contact_set_seen(model: AnyModel, contacts) -> ContactArrays:
+    """contact_set of a hashable ``contacts`` (not a ContactArrays), read once."""
     return contact_arrays(model, as_contacts(contacts))
 
 
