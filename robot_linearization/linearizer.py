@@ -1,5 +1,6 @@
 """A linearization whose arrays are allocated once and filled at every call: what a control
-loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are."""
+loop or an MPC holds, as Pinocchio's Data and Crocoddyl's ActionData are; and rl.linearize, whose
+results take the arrays of such linearizers while nothing else holds them."""
 
 from __future__ import annotations
 
@@ -242,7 +243,6 @@ class Linearizer:
         filled = "not filled" if self._state is None and self._arrays is None else "filled"
         return (f"<Linearizer of '{self.model.name}': A {self.A.shape}, B {self.B.shape}, M_inv {self.M_inv.shape}, "
                 f"{contacts}{step}; {filled}>")
-
 
 
 def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = None, *,
