@@ -204,11 +204,14 @@ def test_linearize_arrays_refuses_bad_arrays_in_one_line(rng):
 # writes to an array any result, array or view of one, still alive, holds.
 
 def _allocated(model, state, torques, contacts=None, dt=None, discretization=None):
-    """The result of the path that allocates every array, the reference of the lent ones."""
+    """The result of the path that allocates every array, the reference of the lent ones, with the kernel
+    rl.linearize runs here (the tests' default, generic: no kernel is built in the background)."""
     from robot_linearization.algorithms.constrained_dynamics import contact_set
+    from robot_linearization.kernel_choice import kernel_argument
     from robot_linearization.linearization import check_step, linearize_allocating
     held = contact_set(model, contacts) if contacts else None
-    return linearize_allocating(model, state, torques, held, None, 0.0, check_step(model, dt, discretization), "auto")
+    return linearize_allocating(model, state, torques, held, None, 0.0, check_step(model, dt, discretization),
+                                kernel_argument(None))
 
 
 @pytest.mark.parametrize("step", STEPS)
