@@ -390,13 +390,17 @@ def _linearize_with_contacts(model: AnyModel, state: State, joint_torques, array
         model, arrays.contacts, "constrained", kernel)
     out = linearize_with_contacts(model, state, torques, arrays, workspace(tree_of(model)),
                                   step["dt"] if fused else 0.0, generated)  # (fused: with A_d, B_d)
-    A, B, M_inv, nu_dot, forces, d_forces, d_forces_dtau = out[:7]
     jacobians = out[7:] if fused else None
-    if not arrays.contacts:  # a CoupledModel without contacts: no contact fields
-        return linearization_of(model, A, B, M_inv, nu_dot, state, torques, step, jacobians)
-    return linearization_of(model, A, B, M_inv, nu_dot, state, torques, step, jacobians, fields={
-        "contact_forces": forces, "contact_forces_state_jacobian": d_forces,
-        "contact_forces_input_jacobian": d_forces_dtau, "contact_labels": arrays.labels, "contacts": arrays.contacts})
+    # (a CoupledModel without contacts: no contact fields)
+    return linearization_of(model, out[0], out[1], out[2], out[3], state, torques, step, jacobians,
+                            contact_fields(out, arrays.labels, arrays.contacts) if arrays.contacts else None)
+
+
+def contact_fields(out: tuple, labels: tuple, contacts: tuple) -> dict:
+    """The contact fields of a Linearization (λ, ∂λ/∂z, ∂λ/∂τ, their labels and the Contacts) from a
+    constrained linearization's outputs ``out`` = (A, B, M_inv, ν̇, λ, ∂λ/∂z, ∂λ/∂τ, …)."""
+    return {"contact_forces": out[4], "contact_forces_state_jacobian": out[5], "contact_forces_input_jacobian": out[6],
+            "contact_labels": labels, "contacts": contacts}
 
 
 def _linearize_held(model: AnyModel, state: State, joint_torques, held: ContactArrays, previous: ContactArrays | None,

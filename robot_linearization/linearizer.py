@@ -19,8 +19,8 @@ from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
 from .free_linearization import coupled_linearize_into, linearize_into
 from .impacts import restitution_coefficient
-from .linearization import (Linearization, check_status, check_step, linearization_of, linearize_allocating,
-                            run_coupled_linearize_into, run_linearize_into)
+from .linearization import (Linearization, check_status, check_step, contact_fields, linearization_of,
+                            linearize_allocating, run_coupled_linearize_into, run_linearize_into)
 from .model import Model, State, given_arrays, state_arrays
 from .kernel_choice import generated_now, kernel_argument, takeover
 from .workspace import Workspace
@@ -332,9 +332,7 @@ class _Lender:
     def _result_of(linearizer: Linearizer, step: dict) -> Linearization:
         """The Linearization of ``linearizer``'s arrays (its state and torques set at each call)."""
         out = linearizer._out
-        fields = {"contact_forces": out[4], "contact_forces_state_jacobian": out[5],
-                  "contact_forces_input_jacobian": out[6], "contact_labels": linearizer.contact_labels,
-                  "contacts": linearizer.contacts} if linearizer.contacts else None
+        fields = contact_fields(out, linearizer.contact_labels, linearizer.contacts) if linearizer.contacts else None
         return linearization_of(linearizer.model, out[0], out[1], out[2], out[3], None, None, step,
                                 out[-2:] if step["dt"] is not None else None, fields)
 
