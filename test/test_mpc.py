@@ -230,6 +230,38 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     assert np.array_equal(H, H.T)  # (ProxSuite reads a symmetric H)
 
 
+@pytest.mark.parametrize("hold", [1, 2, 3])
+def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_states(hold):
+    """C y − lower of _constraints' rows equals F δz_k[:r] + T δτ_k − b evaluated on the states rolled out from
+    δz_0 = 0 step by step (δz_{k+1} = A_k δz_k + B_k δτ_k + c_k, δτ_k = y_m over the knots of group m), for random
+    held torques y: rows at knot 0 (no state dependence), at the last knot, on the configuration (r = N) and on
+    the whole state, with and without torque Jacobians, two blocks at one knot and the knots out of order (the
+    ground's rows come after the margins')."""
+    rng = np.random.default_rng(33)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(torque_hold=hold))
+    two_N, n, K = mpc.sizes
+    N = two_N // 2
+    A = rng.normal(size=(K, two_N, two_N)) / 6
+    B, c = rng.normal(size=(K, two_N, n)), rng.normal(size=(K, two_N))
+    blocks = [(k, rng.normal(size=(rows, width)), rng.normal(size=(rows, n)) if torque else None, rng.normal(size=rows))
+              for k, rows, width, torque in ((0, 5, two_N, True), (4, 5, two_N, True), (4, 2, two_N, False),
+                                             (K - 1, 3, two_N, True), (3, 1, N, False), (K, 2, N, False),
+                                             (1, 4, N, False))]
+    Gamma, d = mpc._condense(A, B, c)
+    C, lower = mpc._constraints(Gamma, d, blocks)
+    assert C.shape == (sum(len(b) for *_, b in blocks), -(-K // hold) * n)
+    for _ in range(3):
+        y = rng.normal(size=C.shape[1])
+        z, states = np.zeros(two_N), [np.zeros(two_N)]
+        for k in range(K):
+            z = A[k] @ z + B[k] @ y[(k // hold) * n:(k // hold + 1) * n] + c[k]
+            states.append(z)
+        expected = np.concatenate([F @ states[k][:F.shape[1]] - b + (
+            0.0 if T is None else T @ y[(k // hold) * n:(k // hold + 1) * n]) for k, F, T, b in blocks])
+        np.testing.assert_allclose(C @ y - lower, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+
+
 def test_the_feet_positions_and_jacobians_are_the_kinematics():
     """The MPC's foot positions are frame_poses', their Jacobian (3f, N) the geometric finite
     differences of those positions along z_q = [z_H; z_s] (validation.perturb), at three tilted

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 import scipy.sparse as sp
-from scipy.linalg.blas import dsyrk as _syrk  # C ← αAAᵀ + βC, the upper triangle
 
 from ..algorithms.constrained_dynamics import contact_frame_kinematics_many
 from ..arguments import Settings, positive_number, real_array
@@ -57,7 +56,7 @@ from ..linearizer import Linearizer
 from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
 from . import pendulum
-from .condensing import condense_into
+from .condensing import condense_into, condensed_cost_into, constraint_rows_into
 from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
@@ -240,6 +239,19 @@ def _perturbed(a: tuple, z: np.ndarray) -> tuple:
     return H @ se3_exp_many(z[:, :6]), s + z[:, 6:6 + n], v + z[:, 6 + n:12 + n], r + z[:, 12 + n:]
 
 
+def _stacked_rows(blocks, width: int) -> tuple:
+    """Row blocks [(k, F (r, ≤ width), f (r,))] on the perturbation δz_k of knot k, stacked: (the knot of each row
+    (R,), F (R, width), each block's zero-padded on the right, f (R,))."""
+    count = sum(len(f) for _, _, f in blocks)
+    knots, rows, values = np.empty(count, dtype=np.int64), np.zeros((count, width)), np.empty(count)
+    row = 0
+    for k, F, f in blocks:
+        end = row + len(f)
+        knots[row:end], rows[row:end, :F.shape[1]], values[row:end] = k, F, f
+        row = end
+    return knots, rows, values
+
+
 def _state_residuals(ref: References, x: tuple) -> np.ndarray:
     """(K, 2N): of the states 1 … K of the K+1 states' :func:`_stacked` arrays ``x``,
     [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
@@ -361,14 +373,10 @@ class WholeBodyMPC:
         # the QP's unknowns: y_m (n), the torque perturbation held over knots starts[m] … starts[m+1]−1
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
+        self._reach = np.array([self._reached(k) for k in range(K + 1)])
         # what each contact set the MPC holds needs (mpc_contact_sets), made and run once now (at the standing
         # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
-        self._reach = np.array([self._reached(k) for k in range(K + 1)])
-        # the knots 1 … K whose δz_k reach the same columns of y: (columns, first, last + 1), counted from knot 1
-        later = self._reach[1:]  # (nondecreasing)
-        self._reach_blocks = [(int(end), int(np.searchsorted(later, end)),
-                               int(np.searchsorted(later, end, side="right"))) for end in np.unique(later)]
         x = tuple(a[0] for a in _stacked([stand]))
         for feet in mpc_contact_sets(gait, self.feet):
             self._linearize(x, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)))
@@ -648,24 +656,13 @@ class WholeBodyMPC:
         ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
         residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (rows, r), f (rows,)):
         f + F δz_k[:r], r = N (the swing feet, on the configuration) or 2N (the feet's sliding velocities).
-        (Symmetric products RᵀR instead of a backward recursion of the cost-to-go through the A_k: about
-        half the arithmetic; one per torque group, over the columns its knots' Γ_k reach, the rest being
-        zero: a third of it again.)"""
+        One compiled call (:func:`condensed_cost_into`: products over the columns each Γ_k reaches, the rest
+        being zero)."""
         size = Gamma.shape[2]
-        root = np.sqrt(weights)
-        rho = root * (residuals + d[1:])
-        H, g = np.zeros((size, size), order="F"), np.zeros(size)  # (H: its upper triangle, then mirrored)
-        for end, first, last in self._reach_blocks:
-            R = (Gamma[first + 1:last + 1, :, :end] * root[first:last, :, None]).reshape(-1, end)
-            H[:end, :end] = _syrk(1.0, R.T, 1.0, H[:end, :end], overwrite_c=True)
-            g[:end] += R.T @ rho[first:last].ravel()
-        if foot_rows:
-            R = np.concatenate([F @ Gamma[k, :F.shape[1]] for k, F, _ in foot_rows])
-            H = _syrk(1.0, R.T, 1.0, H, overwrite_c=True)
-            g += R.T @ np.concatenate([f + F @ d[k, :F.shape[1]] for k, F, f in foot_rows])
-        full = H + H.T  # (the strict lower triangle is still zero: no product wrote it)
-        full[np.diag_indices(size)] = H.diagonal()
-        return full, g
+        H, g = np.empty((size, size)), np.empty(size)
+        condensed_cost_into(Gamma.transpose(0, 2, 1), d, self._reach, weights, residuals,
+                            *_stacked_rows(foot_rows, Gamma.shape[1]), H, g)
+        return H, g
 
     def references(self, time: float, state: State, contacts_now=None) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References), the feet
@@ -813,8 +810,7 @@ class WholeBodyMPC:
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
         settings = self.settings
-        two_N, n, K = self.sizes
-        N = two_N // 2
+        _, n, K = self.sizes
         scales = ref.scales
         # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
         diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
@@ -848,13 +844,12 @@ class WholeBodyMPC:
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         # the rows, per knot k: (k, their Jacobian in δz_k[:r] (rows, r), in τ_k (rows, n) or None, their lower
-        # bound at δz_k = d_k)
+        # bound less their value at δz_k = 0)
         blocks, labels = [], []
         for k, (knot_margins, floor) in enumerate(margins):
             if knot_margins is None:
                 continue
-            Mz = knot_margins.state_jacobian
-            blocks.append((k, Mz, knot_margins.input_jacobian, floor - knot_margins.margins - Mz @ d[k]))
+            blocks.append((k, knot_margins.state_jacobian, knot_margins.input_jacobian, floor - knot_margins.margins))
             labels += self._labels(k, knot_margins.labels)
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         for k in range(1, K + 1):
@@ -866,19 +861,26 @@ class WholeBodyMPC:
             if not above:
                 continue
             positions, J = feet[0][k], feet[1][k]
-            Jz = J[[3 * i + 2 for i in above]]
-            blocks.append((k, Jz, None, settings.ground - positions[above, 2] - Jz @ d[k, :N]))
+            blocks.append((k, J[[3 * i + 2 for i in above]], None, settings.ground - positions[above, 2]))
             labels += [("above the ground", k, self.feet[i]) for i in above]
-        C = np.zeros((len(labels), len(g)))
-        row = 0
-        for k, J, J_torque, _ in blocks:
-            end, reached = row + len(J), self._reach[k]
-            C[row:end, :reached] = J @ Gamma[k, :J.shape[1], :reached]
-            if J_torque is not None:
-                m = self._groups[k]
-                C[row:end, m * n:(m + 1) * n] += J_torque
-            row = end
-        return H, g, C, np.concatenate([block[3] for block in blocks]) if blocks else np.zeros(0), labels
+        return (H, g) + self._constraints(Gamma, d, blocks) + (labels,)
+
+    def _constraints(self, Gamma, d, blocks) -> tuple:
+        """The rows F δz_k[:r] + T δτ_k ≥ b of ``blocks`` [(k, F (rows, r), T (rows, n) or None, b (rows,))]
+        as C y ≥ lower in the held torques y (δz_k = Γ_k y + d_k, δτ_k = y_m of knot k's group; Γ (K+1, 2N,
+        M·n) and d (K+1, 2N) as :meth:`_condense` gives them): (C (rows, M·n), lower (rows,)), in one compiled
+        call (:func:`constraint_rows_into`)."""
+        two_N, n, _ = self.sizes
+        knots, rows, bounds = _stacked_rows([(k, F, b) for k, F, _, b in blocks], two_N)
+        torque_rows, row = np.zeros((len(bounds), n)), 0
+        for _, F, T, _ in blocks:
+            if T is not None:
+                torque_rows[row:row + len(F)] = T
+            row += len(F)
+        C, lower = np.empty((len(bounds), Gamma.shape[2])), np.empty(len(bounds))
+        constraint_rows_into(Gamma.transpose(0, 2, 1), d, self._reach, self._groups, knots, rows, torque_rows, bounds,
+                             C, lower)
+        return C, lower
 
     def _labels(self, k: int, margin_labels: tuple) -> list:
         """The QP's labels ("margin", k, label) of knot k's margins (labelled ``margin_labels``), made once."""
