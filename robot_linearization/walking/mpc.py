@@ -384,6 +384,10 @@ class WholeBodyMPC:
             if impacts is not None:
                 impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
         self._feet(_stacked([stand]))
+        # the assembly's compiled calls loaded now too (tens of ms each in a new process), on zero rows
+        Gamma, d = self._condense(np.zeros((K, 2 * N, 2 * N)), np.zeros((K, 2 * N, n)), np.zeros((K, 2 * N)))
+        self._condensed_cost(Gamma, d, np.zeros((K, 2 * N)), np.zeros((K, 2 * N)), [(1, np.zeros((1, N)), np.zeros(1))])
+        self._constraints(Gamma, d, [(0, np.zeros((1, 2 * N)), np.zeros((1, n)), np.zeros(1))])
 
     def _check_settings(self) -> None:
         """ValueError in one line, naming it, for a setting that cannot work; the solver imported."""
