@@ -240,8 +240,8 @@ def _perturbed(a: tuple, z: np.ndarray) -> tuple:
 
 
 def _stacked_rows(blocks, width: int) -> tuple:
-    """Row blocks [(k, F (r, ≤ width), f (r,))] on the perturbation δz_k of knot k, stacked: (the knot of each row
-    (R,), F (R, width), each block's zero-padded on the right, f (R,))."""
+    """Row blocks [(k, F (r, ≤ width), f (r,))] on the perturbation δz_k of knot k (k: one knot, or each row's
+    (r,)), stacked: (the knot of each row (R,), F (R, width), each block's zero-padded on the right, f (R,))."""
     count = sum(len(f) for _, _, f in blocks)
     knots, rows, values = np.empty(count, dtype=np.int64), np.zeros((count, width)), np.empty(count)
     row = 0
@@ -819,26 +819,29 @@ class WholeBodyMPC:
         # the residuals on each coordinate of z: the base's pose and twist, the posture, the joint velocities
         diagonal = np.concatenate([ref.pose_weights, np.full(n, ref.posture_weight), ref.twist_weights,
                                    np.full(n, ref.joint_velocity_weight)])
-        foot_rows = []
+        # the swing feet's ½‖p + J δz_k − target‖²_w of every knot, rows 3i + axis of p (f, 3) and J (3f, N) at knot k
+        knots, rows, targets, weights = [], [], [], []
         for k in range(1, K + 1):
-            for weight, velocities, F in self._sliding_rows(ref, x, feet, k):  # landing, lifting: ½‖v + F δz_k‖²_w
-                root = math.sqrt(weight * scales[k])
-                foot_rows.append((k, root * F, root * velocities))
-            if not ref.feet[k]:
-                continue
-            # the swing feet's ½‖p + J δz_k − target‖²_w, rows 3i + axis of p (f, 3) and J (3f, N)
-            rows, targets, weights = [], [], []
             for i, height, landing in ref.feet[k]:
+                knots.append(k)
                 rows.append(3 * i + 2)
                 targets.append(height)
                 weights.append(ref.foot_height_weight)
                 if landing is not None:
+                    knots += [k, k]
                     rows += [3 * i, 3 * i + 1]
                     targets += [landing[0], landing[1]]
                     weights += [ref.foot_xy_weight] * 2
-            positions, J = feet[0][k], feet[1][k]
-            root = np.sqrt(np.array(weights) * scales[k])
-            foot_rows.append((k, root[:, None] * J[rows], root * (positions.ravel()[rows] - np.array(targets))))
+        foot_rows = []
+        if knots:
+            knots_of_rows = np.array(knots)
+            root = np.sqrt(np.array(weights) * scales[knots_of_rows])
+            foot_rows.append((knots_of_rows, root[:, None] * feet[1][knots_of_rows, rows],
+                              root * (feet[0].reshape(K + 1, -1)[knots_of_rows, rows] - np.array(targets))))
+        for k in range(1, K + 1):
+            for weight, velocities, F in self._sliding_rows(ref, x, feet, k):  # landing, lifting: ½‖v + F δz_k‖²_w
+                root = math.sqrt(weight * scales[k])
+                foot_rows.append((k, root * F, root * velocities))
             sole_rows = self._sole_rows(ref, soles, k)
             if sole_rows is not None:
                 root = math.sqrt(ref.sole_weight * scales[k])
