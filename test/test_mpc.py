@@ -200,8 +200,11 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     residuals = rng.normal(size=(K, two_N))
     foot_rows = [(k, rng.normal(size=(rows, width)), rng.normal(size=rows))
                  for k, rows, width in ((1, 3, N), (7, 1, N), (7, 2, two_N), (K, 3, N), (K, 4, two_N))]
+    foot_rows.append((np.array([3, 3, 9, K]), rng.normal(size=(4, N)), rng.normal(size=4)))  # (a knot per row)
     Gamma, d = mpc._condense(np.array([A for A, *_ in steps]), np.array([B for _, B, *_ in steps]), np.array(defects))
     H, g = mpc._condensed_cost(Gamma, d, weights, residuals, foot_rows)
+    knots, F_rows, values = foot_rows.pop()
+    foot_rows += [(k, F[None], f[None]) for k, F, f in zip(knots, F_rows, values)]
     # the reference: each column of Γ is the rollout of one unit held-torque perturbation
     reference_Gamma = np.zeros((K + 1, two_N, groups * n))
     reference_d = np.zeros((K + 1, two_N))
@@ -235,8 +238,8 @@ def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_
     """C y − lower of _constraints' rows equals F δz_k[:r] + T δτ_k − b evaluated on the states rolled out from
     δz_0 = 0 step by step (δz_{k+1} = A_k δz_k + B_k δτ_k + c_k, δτ_k = y_m over the knots of group m), for random
     held torques y: rows at knot 0 (no state dependence), at the last knot, on the configuration (r = N) and on
-    the whole state, with and without torque Jacobians, two blocks at one knot and the knots out of order (the
-    ground's rows come after the margins')."""
+    the whole state, with and without torque Jacobians, two blocks at one knot, the knots out of order (the
+    ground's rows come after the margins') and a block with a knot per row (the ground's rows of all knots)."""
     rng = np.random.default_rng(33)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
@@ -248,8 +251,11 @@ def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_
               for k, rows, width, torque in ((0, 5, two_N, True), (4, 5, two_N, True), (4, 2, two_N, False),
                                              (K - 1, 3, two_N, True), (3, 1, N, False), (K, 2, N, False),
                                              (1, 4, N, False))]
+    blocks.append((np.array([2, 2, 6, K]), rng.normal(size=(4, N)), None, rng.normal(size=4)))  # (a knot per row)
     Gamma, d = mpc._condense(A, B, c)
     C, lower = mpc._constraints(Gamma, d, blocks)
+    knots, F_rows, _, bounds = blocks.pop()
+    blocks += [(k, F[None], None, b[None]) for k, F, b in zip(knots, F_rows, bounds)]
     assert C.shape == (sum(len(b) for *_, b in blocks), -(-K // hold) * n)
     for _ in range(3):
         y = rng.normal(size=C.shape[1])

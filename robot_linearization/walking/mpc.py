@@ -859,24 +859,23 @@ class WholeBodyMPC:
             blocks.append((k, knot_margins.state_jacobian, knot_margins.input_jacobian, floor - knot_margins.margins))
             labels += self._labels(k, knot_margins.labels)
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
-        for k in range(1, K + 1):
-            # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have
-            # swung two knots: the step a foot leaves the ground on starts it from rest, on the ground (a foot
-            # still held now, late to lift, is held over the first step too)
-            above = [i for i, swing in enumerate(ref.swings[k]) if swing is not None and 0.1 <= swing[0] <= 0.9
-                     and swing[0] * swing[1] / (1.0 - swing[0]) >= lifted and (k >= 3 or self.feet[i] not in ref.held)]
-            if not above:
-                continue
-            positions, J = feet[0][k], feet[1][k]
-            blocks.append((k, J[[3 * i + 2 for i in above]], None, settings.ground - positions[above, 2]))
-            labels += [("above the ground", k, self.feet[i]) for i in above]
+        # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have swung
+        # two knots: the step a foot leaves the ground on starts it from rest, on the ground (a foot still held now,
+        # late to lift, is held over the first step too); all knots' rows in one indexing
+        above = [(k, i) for k in range(1, K + 1) for i, swing in enumerate(ref.swings[k])
+                 if swing is not None and 0.1 <= swing[0] <= 0.9 and swing[0] * swing[1] / (1.0 - swing[0]) >= lifted
+                 and (k >= 3 or self.feet[i] not in ref.held)]
+        if above:
+            knots, indices = np.array(above).T
+            blocks.append((knots, feet[1][knots, 3 * indices + 2], None, settings.ground - feet[0][knots, indices, 2]))
+            labels += [("above the ground", k, self.feet[i]) for k, i in above]
         return (H, g) + self._constraints(Gamma, d, blocks) + (labels,)
 
     def _constraints(self, Gamma, d, blocks) -> tuple:
-        """The rows F δz_k[:r] + T δτ_k ≥ b of ``blocks`` [(k, F (rows, r), T (rows, n) or None, b (rows,))]
-        as C y ≥ lower in the held torques y (δz_k = Γ_k y + d_k, δτ_k = y_m of knot k's group; Γ (K+1, 2N,
-        M·n) and d (K+1, 2N) as :meth:`_condense` gives them): (C (rows, M·n), lower (rows,)), in one compiled
-        call (:func:`constraint_rows_into`)."""
+        """The rows F δz_k[:r] + T δτ_k ≥ b of ``blocks`` [(k, F (rows, r), T (rows, n) or None, b (rows,))] (k:
+        their knot, or each row's (rows,)) as C y ≥ lower in the held torques y (δz_k = Γ_k y + d_k, δτ_k = y_m of
+        knot k's group; Γ (K+1, 2N, M·n) and d (K+1, 2N) as :meth:`_condense` gives them): (C (rows, M·n), lower
+        (rows,)), in one compiled call (:func:`constraint_rows_into`)."""
         two_N, n, _ = self.sizes
         knots, rows, bounds = _stacked_rows([(k, F, b) for k, F, _, b in blocks], two_N)
         torque_rows, row = np.zeros((len(bounds), n)), 0
