@@ -187,7 +187,8 @@ def test_the_condensed_cost_is_the_sum_over_the_knots_of_the_state_costs(hold):
     each knot's quadratic cost ½ δzᵀ Q_k δz + q_kᵀ δz (Q_k = diag(w_k) + FᵀF on the configuration, or on
     the whole state for a sliding foot's rows, q_k = w_k r_k + Fᵀf), with Γ_k, d_k from rolling
     δz_{k+1} = A_k δz_k + B_k δτ_k + c_k forward column by column, each column a unit perturbation of one
-    held torque y_m over all the knots of its group (hold 3: 20 knots end with a group of two)."""
+    held torque y_m over all the knots of its group (hold 3: 20 knots end with a group of two); a block given
+    with a knot per row (the swing feet's rows of all knots) counts each row at its knot."""
     rng = np.random.default_rng(32)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
