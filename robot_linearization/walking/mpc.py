@@ -832,7 +832,7 @@ class WholeBodyMPC:
                     rows += [3 * i, 3 * i + 1]
                     targets += [landing[0], landing[1]]
                     weights += [ref.foot_xy_weight] * 2
-        foot_rows = []
+        foot_rows: list[tuple] = []  # (k or each row's knots, F, f)
         if knots:
             knots_of_rows = np.array(knots)
             root = np.sqrt(np.array(weights) * scales[knots_of_rows])
