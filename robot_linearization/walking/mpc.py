@@ -878,11 +878,7 @@ class WholeBodyMPC:
         (rows,)), in one compiled call (:func:`constraint_rows_into`)."""
         two_N, n, _ = self.sizes
         knots, rows, bounds = _stacked_rows([(k, F, b) for k, F, _, b in blocks], two_N)
-        torque_rows, row = np.zeros((len(bounds), n)), 0
-        for _, F, T, _ in blocks:
-            if T is not None:
-                torque_rows[row:row + len(F)] = T
-            row += len(F)
+        torque_rows = _stacked_rows([(k, np.empty((len(b), 0)) if T is None else T, b) for k, _, T, b in blocks], n)[1]
         C, lower = np.empty((len(bounds), Gamma.shape[2])), np.empty(len(bounds))
         constraint_rows_into(Gamma.transpose(0, 2, 1), d, self._reach, self._groups, knots, rows, torque_rows, bounds,
                              C, lower)
