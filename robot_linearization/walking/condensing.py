@@ -48,6 +48,14 @@ def rows_through_horizon_into(Gamma_T, d, reach, knots, rows, out, offsets):
         first = last
 
 
+@kernel(inline=True)
+def _add_upper_triangle(H, product):
+    """H[:m, :m] += the upper triangle (diagonal included) of ``product`` (m, m)."""
+    for i in range(product.shape[0]):
+        for j in range(i, product.shape[0]):
+            H[i, j] += product[i, j]
+
+
 @kernel
 def condensed_cost_into(Gamma_T, d, reach, weights, residuals, knots, rows, values, H, g):
     """The cost Σ_k ½‖√w_k ∘ (r_k + δz_k)‖² + Σ_i ½ (f_i + F_i δz_{k_i})² of knots 1 … K, with δz_k = Γ_k y + d_k
@@ -76,19 +84,13 @@ def condensed_cost_into(Gamma_T, d, reach, weights, residuals, knots, rows, valu
                     for c in range(two_N):
                         S[i, column + c] = Gamma_T[k, i, c] * root[c]
                 g[:end] += np.dot(Gamma_T[k, :end], weights[k - 1] * (residuals[k - 1] + d[k]))
-            product = np.dot(S, S.T)
-            for i in range(end):
-                for j in range(i, end):
-                    H[i, j] += product[i, j]
+            _add_upper_triangle(H, np.dot(S, S.T))
         first = last
     if rows.shape[0] > 0:
         R = np.zeros((rows.shape[0], H.shape[0]))
         offsets = np.empty(rows.shape[0])
         rows_through_horizon_into(Gamma_T, d, reach, knots, rows, R, offsets)
-        product = np.dot(R.T, R)
-        for i in range(H.shape[0]):
-            for j in range(i, H.shape[0]):
-                H[i, j] += product[i, j]
+        _add_upper_triangle(H, np.dot(R.T, R))
         g += np.dot(R.T, values + offsets)
     for i in range(H.shape[0]):  # (the upper triangle mirrored: ProxSuite reads a symmetric H)
         for j in range(i + 1, H.shape[0]):
