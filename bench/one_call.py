@@ -7,7 +7,9 @@ bench/benchmark.py's contact rows, with the kernels the default ("auto") runs on
 have taken over: rl.linearize with its result dropped at once; in a loop that keeps its last result
 (``lin = rl.linearize(...)``); the path that allocates every array (linearization.linearize_allocating,
 what rl.linearize does when the arrays it lends are all held); and an rl.Linearizer given the same
-State.  Every column is timed in the same interleaved rounds on one core
+State: the one whose arrays rl.linearize lends, called directly, so that the difference is the one-line
+call's own (two Linearizers of the same model differ by up to 1.5 µs on talos with where their arrays
+lie in memory).  Every column is timed in the same interleaved rounds on one core
 (pinocchio_pipelines.interleaved_times); prints each column's median µs over the states, and each one
 over the Linearizer's.  Each path's A is checked equal to the Linearizer's, bit for bit.
 """
@@ -29,6 +31,7 @@ from pinocchio_pipelines import interleaved_times  # noqa: E402
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.algorithms.constrained_dynamics import contact_set  # noqa: E402
 from robot_linearization.linearization import check_step, linearize_allocating  # noqa: E402
+from robot_linearization.linearizer import _lender  # noqa: E402
 
 COLUMNS = ("Linearizer", "linearize", "loop", "allocating")
 
@@ -37,7 +40,7 @@ def row(model, contacts, states, torques, repeat: int) -> tuple[dict, str]:
     """({column: median seconds per call over ``states``}, the kernel the Linearizer ran) of one robot and
     contact set (None: free)."""
     held = contact_set(model, contacts) if contacts else None
-    linearizer = rl.Linearizer(model, contacts=contacts)
+    linearizer = _lender(model, contacts, None, None, None, 0.0)._linearizers[0]  # (the one rl.linearize lends first)
     times: dict = {column: [] for column in COLUMNS}
     for state, tau in zip(states, torques):
         last = []

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from .algorithms import constrained_dynamics
 from .algorithms.constrained_dynamics import ContactArrays
 from .contact_linearization import constrained_linearize_into, run_constrained_linearize_into
-from .contacts import Contacts
+from .contacts import Contact, Contacts
 from .coupling import AnyModel, CoupledModel, tree_of
 from .discretization import NO_STEP, euler_step_into
 from .compiled import TypedCall
@@ -280,7 +280,8 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     (robot_linearization.kernel_choice): the same values bit for bit; with "auto" the kernel generated
     for the model and contact set takes over once it is built in the background, kept per model and
     contact set for the process.
-    Every argument is checked first: ValueError names the one that is wrong.
+    Every argument is checked first: ValueError names the one that is wrong (a call that repeats the
+    thread's last call's arguments, as a control loop does, finds them checked).
 
     The result's arrays are its own: no later call writes to them while the result, one of its
     arrays or a view of one is alive anywhere.  On a Model, without ``previous_contacts`` and with
@@ -288,21 +289,24 @@ def linearize(model: AnyModel, state: State, joint_torques: ArrayLike | None = N
     contact set, step and kernel, when nothing else holds that one's arrays: a loop that keeps the
     last result costs a Linearizer's call and the result's fields, no allocation.
     """
+    if previous_contacts is None and type(model) is Model:
+        lender = _lender(model, contacts, dt, discretization, kernel, restitution)
+        if lender is not None:
+            free = lender.free()
+            if free is None:  # (both lent: arrays of the result's own)
+                return linearize_allocating(model, state, joint_torques, lender.held, None, 0.0, lender.step,
+                                            lender.kernel)
+            linearizer, result = free
+            linearizer.linearize(state, joint_torques)
+            values = result.__dict__
+            values["state"], values["joint_torques"] = state, linearizer.joint_torques
+            return result
     step = check_step(model, dt, discretization)
     kernel = kernel_argument(kernel)
     e = restitution_coefficient(restitution)
     held = constrained_dynamics.contact_set(model, contacts) if contacts or previous_contacts is not None else None
-    if previous_contacts is not None:
-        return linearize_allocating(model, state, joint_torques, held,
-                                    constrained_dynamics.contact_set(model, previous_contacts), e, step, kernel)
-    free = _lent(model, held, step, kernel)
-    if free is None:
-        return linearize_allocating(model, state, joint_torques, held, None, e, step, kernel)
-    linearizer, result = free
-    linearizer.linearize(state, joint_torques)
-    values = result.__dict__
-    values["state"], values["joint_torques"] = state, linearizer.joint_torques
-    return result
+    previous = constrained_dynamics.contact_set(model, previous_contacts) if previous_contacts is not None else None
+    return linearize_allocating(model, state, joint_torques, held, previous, e, step, kernel)
 
 
 class _Lender:
@@ -313,6 +317,7 @@ class _Lender:
     so its Linearizer is passed over until it is gone."""
 
     def __init__(self, model: Model, held, step: dict, kernel: str) -> None:
+        self.held, self.step, self.kernel = held, step, kernel  # (for the path that allocates, when both are lent)
         dt = step["dt"]
         self._linearizers = [Linearizer(model, contacts=held, dt=dt, discretization=step["discretization"] if dt
                                         else None, kernel=kernel) for _ in range(2)]
@@ -352,21 +357,36 @@ _LENDERS_PER_MODEL = 8
 """Lenders kept per model and thread (contact sets, steps and kernels); the oldest goes first."""
 
 
-def _lent(model: AnyModel, held, step: dict, kernel: str) -> tuple[Linearizer, Linearization] | None:
-    """A Linearizer and its result from this thread's :class:`_Lender` of ``model``, the contact set
-    ``held`` (None: none), ``step`` and ``kernel``, or None: both lent, or a case a Linearizer does not
-    cover (a CoupledModel, the zero-order hold)."""
-    if type(model) is not Model or step["discretization"] != "euler":
-        return None
-    key = (held, step["dt"], kernel)  # (a contact set is read once per model: constrained_dynamics.contact_set)
+def _lender(model: Model, contacts, dt, discretization, kernel, restitution) -> _Lender | None:
+    """This thread's :class:`_Lender` of ``model`` for rl.linearize's arguments (checked, ValueError naming
+    the one that is wrong), or None where a Linearizer does not cover them (the zero-order hold).  The
+    arguments of the thread's last call are kept beside its lender: a control loop, which repeats them,
+    finds it by one comparison, neither checking nor reading the contact set again."""
+    arguments = (tuple(contacts) if type(contacts) is list else contacts, dt, type(dt), discretization, kernel,
+                 restitution, type(restitution))
     local = model.thread_local
     try:
-        lender = local.lenders[key]
-    except (AttributeError, KeyError):  # (this thread's first call, or its first with this key)
-        table = getattr(local, "lenders", None)
-        if table is None:
-            table = local.lenders = {}
+        if arguments == local.last_call[0]:
+            return local.last_call[1]
+    except (AttributeError, ValueError, TypeError):  # (the thread's first call; a comparison that has no answer)
+        pass
+    step = check_step(model, dt, discretization)
+    kernel = kernel_argument(kernel)
+    restitution_coefficient(restitution)
+    if step["discretization"] != "euler":
+        return None
+    held = constrained_dynamics.contact_set(model, contacts) if contacts else None
+    key = (held, step["dt"], kernel)  # (a contact set is read once per model: constrained_dynamics.contact_set)
+    table = getattr(local, "lenders", None)
+    if table is None:
+        table = local.lenders = {}
+    lender = table.get(key)
+    if lender is None:
         if len(table) == _LENDERS_PER_MODEL:
             del table[next(iter(table))]
         lender = table[key] = _Lender(model, held, step, kernel)
-    return lender.free()
+    # (kept only for arguments that cannot change behind it: no list or other mutable inside the contacts)
+    if contacts is None or type(contacts) is str or isinstance(contacts, ContactArrays) or all(
+            type(contact) is str or type(contact) is Contact for contact in arguments[0]):
+        local.last_call = (arguments, lender)
+    return lender

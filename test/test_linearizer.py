@@ -316,3 +316,27 @@ def test_each_thread_lends_its_own_arrays(rng):
     for results in runs:
         for state, lin in results[-3:] + results[:2]:
             assert np.array_equal(lin.A_d, _allocated(model, state, None, contacts=SOLO_CONTACTS, dt=1e-3).A_d)
+
+
+def test_a_call_that_repeats_its_arguments_still_reads_them_anew_when_they_change(rng):
+    """rl.linearize keeps a thread's last arguments beside the arrays it lends for them: a list of contacts
+    changed in place, another step, and each argument a call must refuse, given right after the same call
+    with a good value of it, are read as new."""
+    model = load_example("solo12")
+    state = random_state(model, rng)
+    contacts = list(SOLO_FEET[:2])
+    rl.linearize(model, state, contacts=contacts, dt=1e-3)
+    contacts.append(SOLO_FEET[2])
+    for dt in (1e-3, 2e-3):
+        lin = rl.linearize(model, state, contacts=contacts, dt=dt)
+        reference = _allocated(model, state, None, contacts=SOLO_FEET[:3], dt=dt)
+        assert lin.contact_labels == reference.contact_labels and len(lin.contact_forces) == 9
+        for name in FIELDS:
+            assert _equal(getattr(lin, name), getattr(reference, name)), f"dt {dt}: {name}"
+    refused = {"dt": (1.0, True), "discretization": ("euler", "rk4"), "kernel": ("generic", "fastest"),
+               "restitution": (1.0, True), "contacts": (["FL_FOOT"], ["FL_FOOT", "nose"])}
+    for name, (good, bad) in refused.items():
+        options = {"dt": 1.0, name: good}
+        rl.linearize(model, state, **options)
+        with pytest.raises(ValueError, match=f"^{name}: " if name != "contacts" else "'nose'"):
+            rl.linearize(model, state, **{**options, name: bad})
