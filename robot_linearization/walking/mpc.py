@@ -377,12 +377,12 @@ class WholeBodyMPC:
         # what each contact set the MPC holds needs (mpc_contact_sets), made and run once now (at the standing
         # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
-        x = tuple(a[0] for a in _stacked([stand]))
+        x = _stacked([stand])
         for feet in mpc_contact_sets(gait, self.feet):
-            self._linearize(x, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)))
+            self._linearize(x, 0, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty(N))
             impacts = self._held(feet).impacts
             if impacts is not None:
-                impacts.impact_arrays(x[1], x[3], base_pose=x[0], base_twist=x[2])
+                impacts.impact_arrays(x[1][0], x[3][0], base_pose=x[0][0], base_twist=x[2][0])
         self._feet(_stacked([stand]))
         # the assembly's compiled calls loaded now too (tens of ms each in a new process), on zero rows
         Gamma, d = self._condense(np.zeros((K, 2 * N, 2 * N)), np.zeros((K, 2 * N, n)), np.zeros((K, 2 * N)))
@@ -478,21 +478,20 @@ class WholeBodyMPC:
         (ContactMargins, or None without contacts), their lower bounds); and the next states' stacked
         arrays."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
-        A_d, B_d = np.empty((K, two_N, two_N)), np.empty((K, two_N, n))
-        linearized = [self._linearize(tuple(a[k] for a in x), torques[k], contacts, previous, A_d[k], B_d[k])
-                      for k, (contacts, previous) in enumerate(knots)]
+        A_d, B_d, nu_dot = np.empty((K, two_N, two_N)), np.empty((K, two_N, n)), np.empty((K, two_N // 2))
+        start = (x[0], x[1], x[2].copy(), x[3].copy())  # (the velocities a touchdown's impact changes: copies)
+        margins = [self._linearize(start, k, torques[k], contacts, previous, A_d[k], B_d[k], nu_dot[k])
+                   for k, (contacts, previous) in enumerate(knots)]
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
-        start = tuple(np.array(column) for column in zip(*(step[2] for step in linearized)))
-        nu_dot = np.array([step[3] for step in linearized])
         v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
         following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
-        return A_d, B_d, [step[:2] for step in linearized], following
+        return A_d, B_d, margins, following
 
-    def _linearize(self, x: tuple, torques, contacts, previous, A_d, B_d):
-        """(the margins (ContactMargins, or None without contacts), their lower bounds, the state the step
-        starts from (after a touchdown's impact) as arrays (H, s, v, r), ν̇ (N,)) of one knot at the state of
-        the arrays x = (H, s, v, r); its step's A_d (2N, 2N) and B_d (2N, n) into those given."""
-        H, s, v, r = x
+    def _linearize(self, x: tuple, k: int, torques, contacts, previous, A_d, B_d, nu_dot):
+        """(the margins (ContactMargins, or None without contacts), their lower bounds) of knot k at the state
+        k of the :func:`_stacked` arrays x = (H, s, v, r); its step's A_d (2N, 2N), B_d (2N, n) and ν̇ (N,) into
+        those given, and at a touchdown the post-impact velocities, which the step starts from, into v[k], r[k]."""
+        H, s, v, r = x[0][k], x[1][k], x[2][k], x[3][k]
         held = self._held(contacts)
         landing = self._touchdowns.get((previous, contacts))
         if landing is None:
@@ -502,7 +501,7 @@ class WholeBodyMPC:
             # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
             # with previous_contacts, docs/impacts.md)
             jump = held.impacts.impact_arrays(s, r, base_pose=H, base_twist=v)
-            v, r = np.array(jump.base_twist, dtype=float), jump.joint_velocities.copy()  # (copies: ν⁺)
+            v[:], r[:] = jump.base_twist, jump.joint_velocities
         lin = held.linearizer.linearize_arrays(s, r, torques, base_pose=H, base_twist=v)
         assert lin.A_d is not None and lin.B_d is not None  # (the knots' Linearizer has their step)
         if jump is not None:
@@ -510,8 +509,8 @@ class WholeBodyMPC:
         else:
             A_d[...] = lin.A_d
         B_d[...] = lin.B_d
-        margins = held.margins(lin) if held.margins is not None else None
-        return margins, held.floor, (H, s, v, r), np.concatenate([lin.base_acceleration, lin.joint_accelerations])
+        nu_dot[:6], nu_dot[6:] = lin.base_acceleration, lin.joint_accelerations
+        return (held.margins(lin) if held.margins is not None else None), held.floor
 
     def _held(self, feet) -> _Held:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
