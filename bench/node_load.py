@@ -12,7 +12,9 @@ rate (sensor-data QoS, as a robot driver does; an arm on a fixed base, ur5: join
 only, the node with floating_base:=false), and records when each cycle's
 ~/linearization arrives (taken serialized: its header's stamp is the input's).
 Prints the share of joint states linearized, the latency from the input stamp to the
-arrival of the output (p50, p99), the node process's CPU time per cycle (and each of its threads'), and the
+arrival of the output (p50, p99; its histogram, and how the outputs over 1 ms bunch: in runs of
+consecutive inputs, a stall of a process or of the machine, or one by one, a cost of some
+cycles), the node process's CPU time per cycle (and each of its threads'), and the
 seconds from starting the node's process to its first output (the first start); then,
 by the node's own counters in /diagnostics (read while no input flows, before and after
 the window), how many outputs it made and inputs it rejected, so that a cycle lost in the
@@ -523,7 +525,24 @@ def measure(name: str, path: str, rate: float, seconds: float, extra: list[str],
             "rqt_cpu_share": rqt_cpu / seconds, "answered": sum(ok for ok, _ in answers),
             "round_trips": [t for _, t in answers], "node_outputs": node_outputs, "node_rejected": node_rejected,
             "compiled_outputs": compiled, "compiled_declined": declined,
-            "phases": phases, "threads": threads_per_cycle(node.pid, threads_before, threads_after, cycles)}
+            "phases": phases, "threads": threads_per_cycle(node.pid, threads_before, threads_after, cycles),
+            "histogram": np.histogram(latencies, LATENCY_BINS)[0].tolist(), "slow": slow_bursts(latencies)}
+
+
+LATENCY_BINS = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 5.0, np.inf]
+"""The latency histogram's bin edges [ms] (print_run)."""
+
+
+def slow_bursts(latencies: np.ndarray, over: float = 1.0) -> tuple[int, int, int]:
+    """(outputs later than ``over`` [ms] (``latencies`` in ms), the runs of consecutive inputs they form, the longest run) of the
+    latencies in the order the inputs were sent: a stall of the node's process or of the machine delays
+    several inputs in a row, a cost of some cycles (a timer, a collection) delays one here and there."""
+    slow = np.flatnonzero(latencies > over)
+    if not len(slow):
+        return 0, 0, 0
+    starts = np.flatnonzero(np.diff(slow) > 1) + 1
+    lengths = np.diff(np.concatenate([[0], starts, [len(slow)]]))
+    return len(slow), len(lengths), int(lengths.max())
 
 
 def main() -> None:
@@ -619,6 +638,11 @@ def print_run(label: str, width: int, r: dict, floor: str, requests: int, with_r
               f"({r['node_outputs'] / r['sent'] * 100:.1f}% of the joint states sent; "
               f"{r['compiled_outputs']} by its compiled cycle), rejected: {rejected}; "
               f"{r['node_outputs'] - r['linearized']} of its outputs did not reach this client")
+    edges = [f"{a:g}" for a in LATENCY_BINS[1:-1]]
+    names = [f"<{edges[0]}"] + [f"{a}–{b}" for a, b in zip(edges, edges[1:])] + [f">{edges[-1]}"]
+    count, bursts, longest = r["slow"]
+    print(f"{'':<{width}}latency histogram (ms): " + ", ".join(f"{name} {n}" for name, n in zip(names, r["histogram"]))
+          + f"; over 1 ms: {count} outputs in {bursts} runs of consecutive inputs (the longest {longest})")
     print(f"{'':<{width}}its threads' CPU per cycle (µs): "
           + ", ".join(f"{thread} {value:.0f}" for thread, value in r["threads"]))
     if r["compiled_declined"]:
