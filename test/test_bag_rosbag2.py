@@ -9,17 +9,22 @@ import subprocess
 import numpy as np
 import pytest
 
-rosbag2_py = pytest.importorskip("rosbag2_py", reason="rosbag2_py is not installed: needs ROS 2 with rosbag2")
+import robot_linearization as rl
+from robot_linearization.robots import bundled_urdf_path
+from robot_linearization.ros.bag import replay, write_simulation_bag
+from robot_linearization.ros.messages import matrix_from_message, odometry_base_state
+from robot_linearization.ros.pipeline import PipelineConfig
+from robot_linearization.ros.simulation import Simulation
 
-from rclpy.serialization import deserialize_message  # noqa: E402
-from rosidl_runtime_py.utilities import get_message  # noqa: E402
-
-import robot_linearization as rl  # noqa: E402
-from robot_linearization.robots import bundled_urdf_path  # noqa: E402
-from robot_linearization.ros.bag import replay, write_simulation_bag  # noqa: E402
-from robot_linearization.ros.messages import matrix_from_message, odometry_base_state  # noqa: E402
-from robot_linearization.ros.pipeline import PipelineConfig  # noqa: E402
-from robot_linearization.ros.simulation import Simulation  # noqa: E402
+# (each test skipped, not the module: under ROS 2, launch_testing's collection hook turns a module-level
+# skip into no test collected at all, in every file of the run)
+try:
+    import rosbag2_py
+    from rclpy.serialization import deserialize_message
+    from rosidl_runtime_py.utilities import get_message
+except ImportError:
+    rosbag2_py = None
+pytestmark = pytest.mark.skipif(rosbag2_py is None, reason="rosbag2_py is not installed: needs ROS 2 with rosbag2")
 
 
 def replay_with_matrix_topics(*arguments, **options):
