@@ -534,9 +534,9 @@ LATENCY_BINS = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 5.0, np.inf]
 
 
 def slow_bursts(latencies: np.ndarray, over: float = 1.0) -> tuple[int, int, int]:
-    """(outputs later than ``over`` [ms] (``latencies`` in ms), the runs of consecutive inputs they form, the longest run) of the
-    latencies in the order the inputs were sent: a stall of the node's process or of the machine delays
-    several inputs in a row, a cost of some cycles (a timer, a collection) delays one here and there."""
+    """(the outputs later than ``over``, the runs of consecutive inputs they form, the longest run) of
+    ``latencies`` [ms] in the order the inputs were sent: a stall of the node's process or of the machine
+    delays several inputs in a row, a cost of some cycles (a timer, a collection) one here and there."""
     slow = np.flatnonzero(latencies > over)
     if not len(slow):
         return 0, 0, 0
