@@ -494,6 +494,32 @@ def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
         assert active == (C @ x - lower < 1e-5 * np.abs(lower).max()).sum()
 
 
+def test_a_qp_with_large_terms_is_solved_where_its_rounding_floor_lies_above_the_absolute_tolerance():
+    """After a hard landing (the bundled quadruped on MuJoCo, planning every 5 ms) the cost's gradient
+    reaches 10⁷: the dual residual's rounding floor, ≈ 10⁻⁸, lies above the absolute tolerance of 10⁻⁹, and
+    ProxSuite, stopping on that alone, never stopped (the previous plan took over, cycle after cycle, and
+    the robot fell).  The QPs of 0.3 s of the trot, their cost multiplied by 10⁴ (the same minimizer):
+    each is solved, to its unscaled plan within 10⁻⁶ of its size (with the relative tolerance at 0, every
+    one fails)."""
+    qps = []
+
+    class Recorded(WholeBodyMPC):
+        def _run_solver(self, *arguments, **options):
+            found = super()._run_solver(*arguments, **options)
+            qps.append((arguments, found))
+            return found
+
+    log = walk(MODEL, BUNDLED_FEET, TROT, effort_limits(bundled_urdf_path(), MODEL.joint_names), 0.3,
+               (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorded)
+    assert log.error is None and len(qps) == 31
+    mpc, _ = _planner()
+    for (H, g, C, lower, box_lower, box_upper), (y, solved, _) in qps:
+        assert solved
+        x, found, _ = mpc._proxsuite(1e4 * H, 1e4 * g, C, lower, box_lower, box_upper)
+        assert found
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-6 * np.abs(y).max())
+
+
 @pytest.mark.parametrize("settings, name, nearest", [
     ("MPCSettings", "swing_height", "swing_lift"), ("MPCSettings", "horizon_knots", "knots"),
     ("PipelineConfig", "max_age", "max_input_age"), ("PipelineConfig", "use_efforts", "use_effort")])

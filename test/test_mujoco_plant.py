@@ -179,6 +179,20 @@ def test_a_quadruped_trots_on_mujoco_as_the_mpc_commands(name):
         (np.median(slips), log.penetration)
 
 
+def test_the_bundled_quadruped_plans_every_cycle_on_mujoco_every_5_ms():
+    """Planning every 5 ms on MuJoCo (its steps of 1 ms), 1 s of the trot forward: every cycle has its plan.
+    (The QPs after the first touchdowns, whose cost's gradient reached 10⁷, were not solved to an absolute
+    tolerance below their rounding floor: from 0.36 s the previous plan took over and the robot fell at
+    0.66 s; test_mpc has the QPs' own test.)"""
+    from robot_linearization.walking.scenario import Segment, walk
+
+    found = walker("bundled")
+    log = walk(found.model, found.feet, found.gait, found.effort_limits, 1.0, (Segment(0.0, (0.3, 0.0, 0.0)),), (),
+               settings=found.settings, plant="mujoco", control_period=0.005, dt=0.001)
+    assert log.error is None and not log.fallbacks and max(log.slack) == 0.0, (log.error, log.fallbacks[:1])
+    assert len(log.time) == 200
+
+
 def test_the_friction_asked_for_is_the_contacts(robot):
     """MuJoCo takes the larger of two geoms' frictions: the feet must carry the floor's, or μ = 0.3 asked
     for would be MuJoCo's default 1 at every contact."""

@@ -80,6 +80,9 @@ active set).  A solvable plan takes at most 17 outer and 61 in all (the four wal
 turning); a QP without a solution is said after about 1000 (ProxSuite counts one more per outer
 iteration), not after ProxSuite's own limits of 10 000 × 1 500."""
 
+RELATIVE_TOLERANCE = 1e-13
+"""ProxSuite's eps_rel on a plan's QP (:meth:`WholeBodyMPC._proxsuite`)."""
+
 SOLVERS = ("proxsuite", "daqp", "osqp")
 """The values of MPCSettings.solver."""
 
@@ -988,7 +991,10 @@ class WholeBodyMPC:
         # automatic choice (the primal one) took ≈ 3× longer on the trot's QPs, in 4× the iterations
         dense = proxqp.dense
         qp = dense.QP(size, 0, rows, True, dense.HessianType.Dense, dense.DenseBackend.PrimalDualLDLT)
-        qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, 0.0
+        # stop at a residual of 1e-9 plus 10⁻¹³ of the QP's largest term (ProxSuite's relative criterion): after a
+        # hard landing ‖g‖ reaches 10⁷, where the dual residual's rounding floor (≈ 10⁻⁸) lies above 10⁻⁹ and an
+        # absolute criterion alone never stops, though the solution is found; 10⁻¹³ is 10³ units of roundoff
+        qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, RELATIVE_TOLERANCE
         # a QP without a solution must not take seconds to say so (PLAN_ITERATIONS)
         qp.settings.max_iter, qp.settings.max_iter_in = iterations
         qp.settings.initial_guess = proxqp.InitialGuess.WARM_START
