@@ -140,17 +140,26 @@ class MarginEvaluator:
         self.layout = _layout(self.contacts, mu, tuple(n.tolist()), k, self.inner, tuple(self.sole_sizes.items()))
         self._turning = bool(self.layout.turning.any())
 
-    def __call__(self, linearization: Linearization | Linearizer) -> ContactMargins:
-        """The ContactMargins of ``linearization`` (one state's, of this model and contact set)."""
+    def __call__(self, linearization: Linearization | Linearizer, frames: tuple | None = None) -> ContactMargins:
+        """The ContactMargins of ``linearization`` (one state's, of this model and contact set).
+
+        ``frames``: where the caller has them already (a horizon's kinematics in one call), (A_R_c (k, 3, 3),
+        J_ω (k, 3, N)) of the k contacts' frames at the linearization's configuration: their rotations in the
+        world and the angular rows of their body Jacobians in their own axes, columns z_q = [z_H; z_s]; read
+        only where a contact's cone turns with its frame (a sole).  None: computed here."""
         lin, model, layout = linearization, self.model, self.layout
         if lin.contacts != self.contacts and as_contacts(lin.contacts) != self.contacts:
             raise ValueError(f"linearization: its contacts [{format_contacts(lin.contacts)}] are not the "
                              f"evaluator's [{format_contacts(self.contacts)}]")
         N = model.n_velocities
-        if self._turning:
+        if not self._turning:
+            rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
+        elif frames is None:
             rotations, rotation_jacobians = _frame_rotations(model, lin.state, self.contacts)
         else:
-            rotations, rotation_jacobians = _NO_ROTATIONS[0], _NO_ROTATIONS[1][:, :, :0]
+            k = len(self.contacts)
+            rotations = real_array(frames[0], "frames", (k, 3, 3), what="the contacts' rotations A_R_c")
+            rotation_jacobians = real_array(frames[1], "frames", (k, 3, N), what="the contacts' J_ω in their axes")
         p = len(layout.labels)
         margins, state_jacobian, input_jacobian = np.empty(p), np.empty((p, 2 * N)), np.empty((p, model.n_joints))
         announce_compilation(margins_into)

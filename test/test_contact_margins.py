@@ -401,6 +401,37 @@ def test_an_evaluator_gives_contact_margins_and_refuses_another_contact_set(rng)
         MarginEvaluator(model, contacts, friction=-1.0)
 
 
+def test_an_evaluator_given_the_soles_frames_gives_the_margins_it_computes_and_reads_them(rng):
+    """The soles' rotations and the angular rows of their body Jacobians in their own axes, handed over
+    (as a horizon's kinematics in one call gives them: walking/mpc.py), here from Pinocchio: the margins
+    and Jacobians the evaluator computes itself, to 1e-12 of their size; J_ω in the world instead changes
+    the state Jacobian (the frames are read); a wrong shape is one line naming it."""
+    import pinocchio as pin
+
+    model = load_example("talos")
+    state = random_state(model, rng)
+    contacts = [rl.Contact(f, "6d") for f in TALOS_SOLES]
+    evaluator = MarginEvaluator(model, contacts, friction=0.7, facets=4, sole_size=SOLE)
+    lin = rl.linearize(model, state, contacts=contacts)
+    oracle = PinocchioOracle(example_robot_path("talos"), model)
+    data = oracle.pmodel.createData()
+    q = oracle.configuration(state)
+    pin.computeJointJacobians(oracle.pmodel, data, q)
+    pin.updateFramePlacements(oracle.pmodel, data)
+    frames = [oracle.pmodel.getFrameId(f) for f in TALOS_SOLES]
+    rotations = np.array([data.oMf[f].rotation for f in frames])
+    local, world = (np.array([pin.getFrameJacobian(oracle.pmodel, data, f, axes)[3:, oracle.perm] for f in frames])
+                    for axes in (pin.LOCAL, pin.LOCAL_WORLD_ALIGNED))
+    expected, got = evaluator(lin), evaluator(lin, (rotations, local))
+    for name in ("margins", "state_jacobian", "input_jacobian"):
+        value = getattr(expected, name)
+        np.testing.assert_allclose(getattr(got, name), value, rtol=0, atol=1e-12 * np.abs(value).max(), err_msg=name)
+    wrong = evaluator(lin, (rotations, world)).state_jacobian
+    assert np.abs(wrong - expected.state_jacobian).max() > 1e-3 * np.abs(expected.state_jacobian).max()
+    with pytest.raises(ValueError, match=r"^frames: expected .*\(2, 3, 3\).*, got shape \(1, 3, 3\)$"):
+        evaluator(lin, (rotations[:1], local))
+
+
 def test_the_exact_cone_at_zero_tangential_force_has_the_minimal_norm_subgradient():
     """A box resting on one point contact at its centre of mass: λ is exactly vertical (f_t = 0),
     where ‖f_t‖ has no derivative; the margin is μ f_n and its Jacobians are μ ∂f_n — the

@@ -303,6 +303,30 @@ def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
         np.testing.assert_allclose(J[:, column], derivative, atol=1e-7)
 
 
+def test_the_knots_sole_margins_read_the_horizons_kinematics_as_their_own():
+    """The margins of each knot's soles, their frames taken from the horizon's kinematics in one call (the
+    cycle's), equal those the evaluator computes at that knot's state, knot by knot (each knot at a state
+    of its own, while the left sole swings and after it lands), to 1e-12 of their size."""
+    robot = walker("talos")
+    mpc = WholeBodyMPC(robot.model, robot.gait, robot.feet, robot.effort_limits, robot.settings)
+    standing, _ = standing_state(robot.model, robot.gait, robot.feet)
+    N, n, K = robot.model.n_velocities, robot.model.n_joints, mpc.settings.knots
+    rng = np.random.default_rng(5)
+    x = _stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
+                  for _ in range(K + 1)])
+    time = robot.gait.phases[0].duration - 0.1  # (knots on both sides of a change of stance)
+    knots = mpc._knot_contacts(time, robot.feet, robot.feet)[:K]
+    assert len({contacts for contacts, _ in knots}) > 1
+    torques = 10.0 * rng.normal(size=(K, n))
+    given = mpc._steps(tuple(a[:K] for a in x), torques, knots, mpc._soles(x))[2]
+    computed = mpc._steps(tuple(a[:K] for a in x), torques, knots)[2]
+    for k, ((got, _), (expected, _)) in enumerate(zip(given, computed)):
+        for name in ("margins", "state_jacobian", "input_jacobian"):
+            value = getattr(expected, name)
+            np.testing.assert_allclose(getattr(got, name), value, rtol=0, atol=1e-12 * np.abs(value).max(),
+                                       err_msg=f"{name} at knot {k}")
+
+
 TALOS_WALK = (Segment(0.0, (0.0, 0.0, 0.0)), Segment(0.8, (0.1, 0.0, 0.0), 0.8),
               Segment(2.4, (0.1, 0.0, 0.25), 0.4))
 """Talos: a step in place, then forward at 0.1 m/s (ramped from 0.8 s to 1.6 s), turning at 0.25 rad/s as

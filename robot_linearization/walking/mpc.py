@@ -281,13 +281,15 @@ def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
 class _Held:
     """Per contact set: its Contacts, its Linearizer (with the knots' step), its ImpactMap (a
     touchdown onto it; None without contacts), the evaluator of its planned forces' margins and
-    their lower bounds (min_normal_force on the unilateral rows, else 0)."""
+    their lower bounds (min_normal_force on the unilateral rows, else 0), and the indices of its feet
+    in the MPC's."""
 
     contacts: tuple
     linearizer: Linearizer
     impacts: ImpactMap | None
     margins: MarginEvaluator | None
     floor: np.ndarray | None
+    indices: list
 
 
 def mpc_contact_sets(gait: Gait, feet) -> tuple:
@@ -475,25 +477,30 @@ class WholeBodyMPC:
         return (tuple(np.concatenate([a, b]) for a, b in zip(measured, shifted)),
                 torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)])
 
-    def _steps(self, x: tuple, torques, knots) -> tuple:
+    def _steps(self, x: tuple, torques, knots, soles=None) -> tuple:
         """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
         ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), per knot (the margins
         (ContactMargins, or None without contacts), their lower bounds); and the next states' stacked
-        arrays."""
+        arrays.  ``soles``: :meth:`_soles`' at these states (their margins' frames), or None."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
         A_d, B_d, nu_dot = np.empty((K, two_N, two_N)), np.empty((K, two_N, n)), np.empty((K, two_N // 2))
         start = (x[0], x[1], x[2].copy(), x[3].copy())  # (the velocities a touchdown's impact changes: copies)
-        margins = [self._linearize(start, k, torques[k], contacts, previous, A_d[k], B_d[k], nu_dot[k])
+        frames = None
+        if soles is not None:  # (the soles' rotations, and their J_ω in their own axes: R_cᵀ J_ω)
+            rotations, J_w = soles[0][:K], soles[1][:K]
+            frames = (rotations, np.einsum("kfji,kfjn->kfin", rotations, J_w.reshape(K, len(self.feet), 3, -1)))
+        margins = [self._linearize(start, k, torques[k], contacts, previous, A_d[k], B_d[k], nu_dot[k], frames)
                    for k, (contacts, previous) in enumerate(knots)]
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
         v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
         following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
         return A_d, B_d, margins, following
 
-    def _linearize(self, x: tuple, k: int, torques, contacts, previous, A_d, B_d, nu_dot):
+    def _linearize(self, x: tuple, k: int, torques, contacts, previous, A_d, B_d, nu_dot, frames=None):
         """(the margins (ContactMargins, or None without contacts), their lower bounds) of knot k at the state
         k of the :func:`_stacked` arrays x = (H, s, v, r); its step's A_d (2N, 2N), B_d (2N, n) and ν̇ (N,) into
-        those given, and at a touchdown the post-impact velocities, which the step starts from, into v[k], r[k]."""
+        those given, and at a touchdown the post-impact velocities, which the step starts from, into v[k], r[k].
+        ``frames``: every foot's rotation (K, f, 3, 3) and J_ω in its own axes (K, f, 3, N) (soles), or None."""
         H, s, v, r = x[0][k], x[1][k], x[2][k], x[3][k]
         held = self._held(contacts)
         landing = self._touchdowns.get((previous, contacts))
@@ -513,7 +520,11 @@ class WholeBodyMPC:
             A_d[...] = lin.A_d
         B_d[...] = lin.B_d
         nu_dot[:6], nu_dot[6:] = lin.base_acceleration, lin.joint_accelerations
-        return (held.margins(lin) if held.margins is not None else None), held.floor
+        if held.margins is None:
+            return None, held.floor
+        if frames is None:
+            return held.margins(lin), held.floor
+        return held.margins(lin, (frames[0][k, held.indices], frames[1][k, held.indices])), held.floor
 
     def _held(self, feet) -> _Held:
         """What the MPC keeps for the contact set ``feet`` (a tuple of foot names), made once."""
@@ -527,7 +538,8 @@ class WholeBodyMPC:
                  for label in margins.layout.labels])
             held = self._contact_sets[feet] = _Held(
                 contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
-                ImpactMap(self.model, contacts) if contacts else None, margins, floor)
+                ImpactMap(self.model, contacts) if contacts else None, margins, floor,
+                [self.feet.index(f) for f in feet])
         return held
 
     def _feet(self, x: tuple):
@@ -603,10 +615,10 @@ class WholeBodyMPC:
         clock = _time.perf_counter()
         x, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
-        A_d, B_d, margins, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K])
+        feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows; the soles' margins)
+        A_d, B_d, margins, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K], soles)
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state, contacts_now)
-        feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(A_d, B_d, defects)
         H, g, C, lower, labels = self._qp(ref, x, torques, margins, feet, Gamma, d, soles)
@@ -754,8 +766,9 @@ class WholeBodyMPC:
 
         def between(stance: tuple, t: float) -> float:
             """The middle of the soles ``stance`` (names) at ``t``, sideways [m]."""
-            return float(np.mean([measured[i] if t < lifts.get(i, -math.inf) else middle + offsets[i]
-                                  for i, foot in enumerate(self.feet) if foot in stance]))
+            sides = [float(measured[i]) if t < lifts.get(i, -math.inf) else middle + float(offsets[i])
+                     for i, foot in enumerate(self.feet) if foot in stance]
+            return sum(sides) / len(sides)  # (np.mean's result for a few feet, in a tenth of its time)
 
         def pressure(t: float) -> float:
             phase, fraction = gait.phase_at(t + 1e-9)
