@@ -118,7 +118,7 @@ class MPCSettings(Settings):
     set (arguments.Settings).
 
     ``solver``: the QP solver: "proxsuite" (the default: ProxSuite's dense solver), "daqp" (DAQP's dense dual
-    active-set solver: ≈ 2.7× faster on the bundled quadruped's QPs, as fast on solo12's, slower on Talos's;
+    active-set solver: faster on every walker's QPs, 3.8× on the bundled quadruped's and 4–5× on Talos's;
     docs/mpc.md) or "osqp"."""
 
     knot_dt: float = 0.015
