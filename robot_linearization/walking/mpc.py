@@ -77,9 +77,9 @@ SLACK_ROOM = (0.01, 0.05)
 """The relative room over the least violation the plan's QP is given, tried in turn."""
 PLAN_ITERATIONS = (50, 20)
 """ProxSuite's most outer and inner iterations on a plan's QP (DAQP's: 10 × the first, changes of its
-active set).  A solvable plan takes at most 17 outer and 61 in all (the four walkers, pushed and
-turning); a QP without a solution is said after about 1000 (ProxSuite counts one more per outer
-iteration), not after ProxSuite's own limits of 10 000 × 1 500."""
+active set).  A solvable plan takes at most 17 outer and 72 in all (the four walkers, pushed and
+turning, on both plants); a QP without a solution is said after about 1000 (ProxSuite counts one more
+per outer iteration), not after ProxSuite's own limits of 10 000 × 1 500."""
 
 RELATIVE_TOLERANCE = 1e-13
 """ProxSuite's eps_rel on a plan's QP (:meth:`WholeBodyMPC._proxsuite`)."""
