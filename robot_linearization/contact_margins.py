@@ -169,7 +169,7 @@ class MarginEvaluator:
                               self.facets, self.inner, self.sole_sizes)
 
 
-_NO_ROTATIONS = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
+_NO_ROTATIONS: tuple[NDArray[np.float64], NDArray[np.float64]] = (np.zeros((0, 3, 3)), np.zeros((0, 3, 0)))
 
 
 @kernel
