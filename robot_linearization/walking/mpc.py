@@ -769,7 +769,7 @@ class WholeBodyMPC:
             """The middle of the soles ``stance`` (names) at ``t``, sideways [m]."""
             sides = [float(measured[i]) if t < lifts.get(i, -math.inf) else middle + float(offsets[i])
                      for i, foot in enumerate(self.feet) if foot in stance]
-            return sum(sides) / len(sides)  # (np.mean's result for a few feet, in a tenth of its time)
+            return sum(sides) / len(sides)  # (np.mean's bits for fewer than eight feet, in a tenth of its time)
 
         def pressure(t: float) -> float:
             phase, fraction = gait.phase_at(t + 1e-9)
