@@ -990,9 +990,9 @@ class WholeBodyMPC:
     def _run_solver(self, H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
         """(x, solved, iterations) of min ½ xᵀHx + gᵀx s.t. C x ≥ lower, box_lower ≤ x ≤ box_upper, by
         settings.solver (ProxSuite: at most ``iterations``, outer and inner).  Where ProxSuite or OSQP does
-        not converge, DAQP's active set takes the same QP: Talos's QPs as a sole lands in a turn (a Hessian
-        of condition 10¹⁰) kept ProxSuite's primal residual at 10⁻⁵ after 1 400 iterations, where DAQP
-        solved them in 141 changes of its active set (docs/mpc.md)."""
+        not converge, DAQP's active set takes the same QP: a QP of Talos's in a turn, a sole caught on the floor
+        1 ms after it lifted (a Hessian of condition 10¹⁰), kept ProxSuite's primal residual at 10⁻⁵ after
+        1 400 iterations, where DAQP solved it in 141 changes of its active set (docs/mpc.md)."""
         if self.settings.solver == "daqp":
             return self._daqp(H, g, C, lower, box_lower, box_upper, iterations=iterations)
         if self.settings.solver == "osqp":
