@@ -469,11 +469,9 @@ def test_every_solver_plans_the_same_torques():
         np.testing.assert_allclose(torques[solver], torques["proxsuite"], atol=1e-4 * scale, err_msg=solver)
 
 
-def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
-    """Each QP of 1 s of the trot (forward at 0.3 m/s, ProxSuite's plans), solved again by DAQP: the same
-    held torques y to 1e-6 of their size (both solve to 1e-9; the QPs are strictly convex), as many
-    constraints active (to 1e-5 of the bounds' size: at the first plan, from rest, ProxSuite leaves rows
-    DAQP holds exactly active 2e-6 to 3e-5 inside), and no failure."""
+def _trot_qps(seconds: float) -> tuple:
+    """(the Log, [(the solver's arguments (H, g, C, lower, box_lower, box_upper), its (y, solved, iterations))] of
+    each QP) of ``seconds`` of the bundled robot's trot forward at 0.3 m/s, the first plan's QP first."""
     qps = []
 
     class Recorded(WholeBodyMPC):
@@ -482,8 +480,17 @@ def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
             qps.append((arguments, found))
             return found
 
-    log = walk(MODEL, BUNDLED_FEET, TROT, effort_limits(bundled_urdf_path(), MODEL.joint_names), 1.0,
+    log = walk(MODEL, BUNDLED_FEET, TROT, effort_limits(bundled_urdf_path(), MODEL.joint_names), seconds,
                (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorded)
+    return log, qps
+
+
+def test_daqp_solves_every_qp_of_a_trot_as_proxsuite_does():
+    """Each QP of 1 s of the trot (forward at 0.3 m/s, ProxSuite's plans), solved again by DAQP: the same
+    held torques y to 1e-6 of their size (both solve to 1e-9; the QPs are strictly convex), as many
+    constraints active (to 1e-5 of the bounds' size: at the first plan, from rest, ProxSuite leaves rows
+    DAQP holds exactly active 2e-6 to 3e-5 inside), and no failure."""
+    log, qps = _trot_qps(1.0)
     assert log.error is None and len(qps) == len(log.time) + 1  # (one QP a cycle, and the first plan's)
     for (H, g, C, lower, box_lower, box_upper), (y, solved, _) in qps:
         assert solved
@@ -501,16 +508,7 @@ def test_a_qp_with_large_terms_is_solved_where_its_rounding_floor_lies_above_the
     the robot fell).  The QPs of 0.3 s of the trot, their cost multiplied by 10⁴ (the same minimizer):
     each is solved, to its unscaled plan within 10⁻⁶ of its size (with the relative tolerance at 0, every
     one fails)."""
-    qps = []
-
-    class Recorded(WholeBodyMPC):
-        def _run_solver(self, *arguments, **options):
-            found = super()._run_solver(*arguments, **options)
-            qps.append((arguments, found))
-            return found
-
-    log = walk(MODEL, BUNDLED_FEET, TROT, effort_limits(bundled_urdf_path(), MODEL.joint_names), 0.3,
-               (Segment(0.0, (0.3, 0.0, 0.0)),), (), mpc_class=Recorded)
+    log, qps = _trot_qps(0.3)
     assert log.error is None and len(qps) == 31
     mpc, _ = _planner()
     for (H, g, C, lower, box_lower, box_upper), (y, solved, _) in qps:
