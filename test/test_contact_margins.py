@@ -430,6 +430,16 @@ def test_an_evaluator_given_the_soles_frames_gives_the_margins_it_computes_and_r
     assert np.abs(wrong - expected.state_jacobian).max() > 1e-3 * np.abs(expected.state_jacobian).max()
     with pytest.raises(ValueError, match=r"^frames: expected .*\(2, 3, 3\).*, got shape \(1, 3, 3\)$"):
         evaluator(lin, (rotations[:1], local))
+    # the layouts a caller may hand over (Fortran order, a strided view, big-endian), converted; NaN refused
+    swapped = local.astype(local.dtype.newbyteorder(">"))
+    for frames in ((np.asfortranarray(rotations), local), (rotations, swapped),
+                   (np.repeat(rotations, 2, axis=0)[::2], local)):
+        np.testing.assert_array_equal(evaluator(lin, frames).state_jacobian, got.state_jacobian)
+    broken = local.copy()
+    broken[1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"^frames: .*(finite|NaN)") as raised:
+        evaluator(lin, (rotations, broken))
+    assert "\n" not in str(raised.value)
 
 
 def test_the_exact_cone_at_zero_tangential_force_has_the_minimal_norm_subgradient():
