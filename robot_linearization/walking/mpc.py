@@ -75,11 +75,16 @@ SLACK_REGULARIZATION = 1e-6
 """δ of the least-violation QP's ½δ‖(y, σ)‖² (it is otherwise linear)."""
 SLACK_ROOM = (0.01, 0.05)
 """The relative room over the least violation the plan's QP is given, tried in turn."""
-PLAN_ITERATIONS = (50, 20)
-"""ProxSuite's most outer and inner iterations on a plan's QP (DAQP's: 10 × the first, changes of its
-active set).  A solvable plan takes at most 17 outer and 72 in all (the four walkers, pushed and
-turning, on both plants); a QP without a solution is said after about 1000 (ProxSuite counts one more
-per outer iteration), not after ProxSuite's own limits of 10 000 × 1 500."""
+PLAN_ITERATIONS = (20, 20)
+"""ProxSuite's most outer and inner iterations on a plan's QP.  A solvable plan takes at most 17 outer
+and 72 in all (the four walkers, pushed and turning, on both plants); a QP without a solution is said
+after at most 420 (ProxSuite counts one more per outer iteration), not after ProxSuite's own limits of
+10 000 × 1 500 (a cycle of Talos's without a plan: 0.2 s, 0.3 s with 50 outer; docs/mpc.md)."""
+PLAN_CHANGES = 500
+"""DAQP's most changes of its active set on a plan's QP (a solvable one takes a few dozen from a cold
+start, Talos's ill-conditioned QP in a turn 141)."""
+LEAST_VIOLATION_CHANGES = 1000
+"""DAQP's most changes of its active set on the least-violation QP (:meth:`WholeBodyMPC._solve_qp`)."""
 
 RELATIVE_TOLERANCE = 1e-13
 """ProxSuite's eps_rel on a plan's QP (:meth:`WholeBodyMPC._proxsuite`)."""
@@ -941,7 +946,7 @@ class WholeBodyMPC:
         # an active set settles it in ≤ 1000 changes (≤ 30 ms), either way
         x, solved, more = self._daqp(SLACK_REGULARIZATION * np.eye(size + count), np.r_[np.zeros(size), np.ones(count)],
                                      np.hstack([C, S]), lower, np.r_[box_lower, np.zeros(count)],
-                                     np.r_[box_upper, np.full(count, np.inf)], iterations=(100, 0))
+                                     np.r_[box_upper, np.full(count, np.inf)], changes=LEAST_VIOLATION_CHANGES)
         iterations += more
         if not solved or not np.isfinite(x).all():
             raise _Unsolved(self._unsolved(hard, iterations, f"; also with the first {SOFT_KNOTS} knots' constraints "
@@ -987,25 +992,25 @@ class WholeBodyMPC:
             return f": torque limit of {self.model.joint_names[worst % n]} at knot {worst // n}"
         return ""
 
-    def _run_solver(self, H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
+    def _run_solver(self, H, g, C, lower, box_lower, box_upper):
         """(x, solved, iterations) of min ½ xᵀHx + gᵀx s.t. C x ≥ lower, box_lower ≤ x ≤ box_upper, by
-        settings.solver (ProxSuite: at most ``iterations``, outer and inner).  Where ProxSuite or OSQP does
+        settings.solver (ProxSuite: within PLAN_ITERATIONS, DAQP: PLAN_CHANGES).  Where ProxSuite or OSQP does
         not converge, DAQP's active set takes the same QP: a QP of Talos's in a turn, a sole caught on the floor
         1 ms after it lifted (a Hessian of condition 10¹⁰), kept ProxSuite's primal residual at 10⁻⁵ after
         1 400 iterations, where DAQP solved it in 141 changes of its active set (docs/mpc.md)."""
         if self.settings.solver == "daqp":
-            return self._daqp(H, g, C, lower, box_lower, box_upper, iterations=iterations)
+            return self._daqp(H, g, C, lower, box_lower, box_upper)
         if self.settings.solver == "osqp":
             x, solved, count = self._osqp(H, g, C, lower, box_lower, box_upper)
         else:
-            x, solved, count = self._proxsuite(H, g, C, lower, box_lower, box_upper, iterations=iterations)
+            x, solved, count = self._proxsuite(H, g, C, lower, box_lower, box_upper)
         if solved and np.isfinite(x).all():
             return x, True, count
-        y, found, more = self._daqp(H, g, C, lower, box_lower, box_upper, iterations=iterations)
+        y, found, more = self._daqp(H, g, C, lower, box_lower, box_upper)
         return (y, True, count + more) if found and np.isfinite(y).all() else (x, False, count + more)
 
-    def _proxsuite(self, H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
-        """ProxSuite's dense solver, in at most ``iterations`` (outer, inner)."""
+    def _proxsuite(self, H, g, C, lower, box_lower, box_upper):
+        """ProxSuite's dense solver, in at most PLAN_ITERATIONS (outer, inner)."""
         proxqp = _solver_module("proxsuite").proxqp
 
         size, rows = len(g), len(lower)
@@ -1018,7 +1023,7 @@ class WholeBodyMPC:
         # absolute criterion alone never stops, though the solution is found; 10⁻¹³ is 10³ units of roundoff
         qp.settings.eps_abs, qp.settings.eps_rel = 1e-9, RELATIVE_TOLERANCE
         # a QP without a solution must not take seconds to say so (PLAN_ITERATIONS)
-        qp.settings.max_iter, qp.settings.max_iter_in = iterations
+        qp.settings.max_iter, qp.settings.max_iter_in = PLAN_ITERATIONS
         qp.settings.initial_guess = proxqp.InitialGuess.WARM_START
         qp.init(H, g, None, None, C, lower, np.full(rows, 1e20), box_lower, box_upper, compute_preconditioner=False)
         qp.solve(np.zeros(size), None, None)  # warm: δτ = 0 is the previous plan, shifted (the linearization point)
@@ -1026,15 +1031,14 @@ class WholeBodyMPC:
         return qp.results.x, status == proxqp.QPSolverOutput.PROXQP_SOLVED, qp.results.info.iter
 
     @staticmethod
-    def _daqp(H, g, C, lower, box_lower, box_upper, iterations=PLAN_ITERATIONS):
-        """DAQP's dense dual active-set solver, in at most 10 × ``iterations``[0] changes of its active set
-        (a solvable plan takes a few dozen from a cold start; an infeasible one is said in as many); the
-        limits as its simple bounds, the rows of C below."""
+    def _daqp(H, g, C, lower, box_lower, box_upper, changes=PLAN_CHANGES):
+        """DAQP's dense dual active-set solver, in at most ``changes`` of its active set; the limits as its
+        simple bounds, the rows of C below."""
         daqp = _solver_module("daqp")
 
         x, _, flag, info = daqp.solve(H, g, C, np.concatenate([box_upper, np.full(len(lower), np.inf)]),
                                       np.concatenate([box_lower, lower]), primal_tol=1e-9,
-                                      iter_limit=10 * iterations[0])
+                                      iter_limit=changes)
         return x, flag == 1, info["iterations"]
 
     def _osqp(self, H, g, C, lower, box_lower, box_upper):
