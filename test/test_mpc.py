@@ -617,3 +617,16 @@ def test_the_trot_plans_every_cycle_at_a_control_period_shorter_than_a_knot(peri
     log = trot(1.2, (Segment(0.0, (0.3, 0.0, 0.0)),), (), control_period=period, dt=dt)
     assert log.error is None and not log.fallbacks and max(log.slack) == 0.0, (log.error, log.fallbacks[:1])
     assert len(log.time) == round(1.2 / period)
+
+
+def test_a_walk_planned_by_daqp_repeats_bit_for_bit():
+    """The same 1.5 s of the bundled robot's trot, twice in one process (its arrays elsewhere in memory): with DAQP
+    every torque is the same to the last bit — the knots' kernels, the condensing and the references repeat
+    exactly.  ProxSuite's solutions vary in their last bits from solve to solve of the same QP (docs/mpc.md,
+    "Solver"); with it the same two walks part."""
+    limits = effort_limits(bundled_urdf_path(), MODEL.joint_names)
+    settings = MPCSettings(base_height=standing_state(MODEL, TROT, BUNDLED_FEET)[1], solver="daqp")
+    first, again = (walk(MODEL, BUNDLED_FEET, TROT, limits, 1.5, (Segment(0.0, (0.3, 0.0, 0.2)),), (),
+                         settings=settings) for _ in range(2))
+    assert first.error is None and again.error is None
+    np.testing.assert_array_equal(np.array(first.torques), np.array(again.torques))
