@@ -124,8 +124,9 @@ class MPCSettings(Settings):
     set (arguments.Settings).
 
     ``solver``: the QP solver: "proxsuite" (the default: ProxSuite's dense solver), "daqp" (DAQP's dense dual
-    active-set solver: faster on every walker's QPs, 3.8× on the bundled quadruped's and 4–5× on Talos's;
-    docs/mpc.md) or "osqp"."""
+    active-set solver: faster on every walker's QPs, 3.8× on the bundled quadruped's and 4–5× on Talos's, and
+    a walk with it repeats bit for bit, where ProxSuite's last bits vary from solve to solve; docs/mpc.md) or
+    "osqp"."""
 
     knot_dt: float = 0.015
     knots: int = 20
