@@ -395,13 +395,17 @@ def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_t
     within the plan's iteration limit (mpc.PLAN_ITERATIONS, 20 outer × 20 inner: ProxSuite counts one more
     per outer iteration), DAQP's on the same QP (mpc.PLAN_CHANGES, 500) and the least violation's
     (mpc.LEAST_VIOLATION_CHANGES, 1000): where ProxSuite solved that too, it took 30 000 more, seconds a
-    cycle."""
+    cycle.  A cycle after one without a plan tries the least violation first: it says there is none in that
+    one solve (≤ 1000), where it spent ProxSuite's and DAQP's iterations on the hard QP first."""
     log = trot(1.5, (Segment(0.0, (0.0, 0.0, 0.0)),), (Push(0.5, (0.0, 3.0, 0.0)),))
     assert log.error is not None and "\n" not in log.error
     assert log.error.startswith("t = ") and ("at knot" in log.error or "fell" in log.error), log.error
     assert all(np.isfinite(torques).all() for torques in log.torques)
     spent = [int(re.search(r"\((\d+) iterations; also with", why).group(1)) for _, why in log.fallbacks]
     assert len(spent) >= 5 and max(spent) <= 20 * (20 + 1) + 500 + 1000, log.fallbacks
+    again = [count for count, (_, why) in zip(spent, log.fallbacks)
+             if why.startswith("no plan keeps the constraints, as in the cycle before (")]
+    assert len(again) >= 4 and max(again) <= 1000, log.fallbacks
 
 
 def test_settings_that_cannot_work_are_refused_in_one_line():
@@ -565,6 +569,34 @@ def test_constraints_no_plan_can_keep_at_the_first_knots_are_violated_as_little_
     with pytest.raises(_Unsolved, match=r"^margin a:(unilateral|friction_0) at knot 5 violated by [12] \(\d+ "
                                         r"iterations; none of the first 3 knots' to make soft\)$"):
         mpc._solve_qp(H, g, C[:2], lower[:2], torques, [(kind, 5, what) for kind, _, what in labels[:2]])
+
+
+@pytest.mark.parametrize("solver", ["proxsuite", "daqp"])
+def test_after_a_cycle_whose_qp_had_no_solution_the_least_violation_comes_first(solver):
+    """The cycle after one whose QP had no solution solves the least violation first, so that a run of such
+    cycles does not spend the plan's solver's iterations on QPs without one: the same plan as a planner that
+    tries the hard QP first, in fewer iterations; where the least violation needs no slack, the hard QP's own
+    plan, and the cycle after that tries the hard QP first again."""
+    n = MODEL.n_joints
+    before, _ = _planner(solver)
+    size = len(before._starts) * n
+    H, g = np.eye(size), np.zeros(size)
+    C = np.zeros((2, size))
+    C[0, 0], C[1, 0] = 1.0, -1.0
+    lower = np.array([5.0, -3.0])  # (y₀ ≥ 5 and y₀ ≤ 3: rows of knot 0 that contradict each other)
+    torques = np.zeros((before.sizes[2], n))
+    labels = [("margin", 0, "a:unilateral"), ("margin", 0, "a:friction_0")]
+    y, iterations, slack, softened = before._solve_qp(H, g, C, lower, torques, labels)
+    assert slack > 0.5 and softened is not None
+    again, fewer, same_slack, same_rows = before._solve_qp(H, g, C, lower, torques, labels)
+    np.testing.assert_allclose(again, y, rtol=0, atol=1e-9)
+    assert same_slack == pytest.approx(slack, rel=1e-12) and same_rows == softened and fewer < iterations
+    feasible = (H, g, C[:1], lower[:1], torques, labels[:1])  # (y₀ ≥ 5 alone)
+    expected, hard_iterations, _, _ = _planner(solver)[0]._solve_qp(*feasible)
+    found, _, no_slack, none = before._solve_qp(*feasible)
+    assert no_slack == 0.0 and none is None
+    np.testing.assert_allclose(found, expected, rtol=0, atol=1e-9)
+    assert before._solve_qp(*feasible)[1] == hard_iterations  # (the hard QP first again)
 
 
 def test_the_walks_plans_use_no_slack_and_the_previous_plan_takes_over_where_the_solver_fails(pushed_trot,
