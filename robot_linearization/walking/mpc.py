@@ -81,7 +81,8 @@ PLAN_ITERATIONS = (20, 20)
 """ProxSuite's most outer and inner iterations on a plan's QP.  A solvable plan takes at most 17 outer
 and 72 in all (the four walkers, pushed and turning, on both plants); a QP without a solution is said
 after at most 420 (ProxSuite counts one more per outer iteration), not after ProxSuite's own limits of
-10 000 × 1 500 (a cycle of Talos's without a plan: 0.2 s, 0.3 s with 50 outer; docs/mpc.md)."""
+10 000 × 1 500 (a Talos cycle that tries a QP without a solution: a median 0.2 s, 0.3 s with 50 outer;
+docs/mpc.md)."""
 PLAN_CHANGES = 500
 """DAQP's most changes of its active set on a plan's QP (a solvable one takes a few dozen from a cold
 start, Talos's ill-conditioned QP in a turn 141)."""
