@@ -931,17 +931,23 @@ class WholeBodyMPC:
         violation comes first: in a run of such cycles the hard QP's solver spent most of each failing
         cycle (Talos: 150 of 200 ms) on a QP the least violation shows has no solution in 1–3 ms; where
         the least violation needs no slack, the hard QP is solved as it is, as the cycle would otherwise."""
+        held_before, self._held_before = self._held_before, False  # (False where it raises)
+        y, iterations, slack, softened = self._solved_or_softened(H, g, C, lower, torques, labels, held_before)
+        self._held_before = slack == 0.0
+        return y, iterations, slack, softened
+
+    def _solved_or_softened(self, H, g, C, lower, torques, labels, held_before: bool):
+        """:meth:`_solve_qp`'s work, the hard QP first where the cycle before kept its constraints
+        (``held_before``)."""
         limits = self.effort_limits
         box_lower = np.maximum.reduceat(-limits - torques, self._starts, axis=0).ravel()
         box_upper = np.minimum.reduceat(limits - torques, self._starts, axis=0).ravel()
-        groups: dict = {} if self._held_before else self._soft_groups(labels)
+        groups: dict = {} if held_before else self._soft_groups(labels)
         hard_first = not groups  # (after a cycle that kept its constraints, or with nothing to make soft)
-        self._held_before = False  # (until this cycle's QP is solved as it is)
         iterations, hard = 0, ""
         if hard_first:
             y, solved, iterations = self._run_solver(H, g, C, lower, box_lower, box_upper)
             if solved and np.isfinite(y).all():
-                self._held_before = True
                 return y, iterations, 0.0, None
             hard = self._culprit(y, C, lower, torques, labels)
             groups = self._soft_groups(labels)
@@ -970,7 +976,6 @@ class WholeBodyMPC:
             y, solved, more = self._run_solver(H, g, C, lower, box_lower, box_upper)
             iterations += more
             if solved and np.isfinite(y).all():
-                self._held_before = True
                 return y, iterations, 0.0, None
         # then the plan on the constraints relaxed by that much (and a little room: at the least violation
         # exactly, the feasible set is a point the solver does not converge to)
@@ -984,7 +989,6 @@ class WholeBodyMPC:
             raise _Unsolved(self._unsolved(hard, iterations, f"; also on the least violation of the first {SOFT_KNOTS} "
                                                              "knots' constraints"))
         if sigma[worst] <= 1e-9:  # (the hard QP was feasible after all: its first solve did not converge)
-            self._held_before = True
             return y, iterations, 0.0, None
         kind, knot = list(groups)[worst]
         rows = groups[kind, knot]
