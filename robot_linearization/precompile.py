@@ -58,15 +58,14 @@ def precompile() -> float:
     from robot_linearization.coupling import tree_of
     from robot_linearization.spatial import se3_exp_many, se3_log_many
 
-    from robot_linearization.walking.condensing import condense_into, condensed_cost_into, constraint_rows_into
+    from robot_linearization.walking.condensing import CondensedCost, condense_into, constraint_rows_into
 
     # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
     Gamma_T, d, reach = np.empty((3, 2, 4)), np.empty((3, 4)), np.array([0, 1, 2])
     condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), reach, Gamma_T, d)
     knots, rows = np.array([1, 2]), np.zeros((2, 4))
-    condensed_cost_into(Gamma_T, d, reach, np.ones((2, 4)), np.zeros((2, 4)), knots, rows, np.zeros(2),
-                        np.empty((2, 2)), np.empty(2))
+    CondensedCost(reach, 4)(Gamma_T, d, np.ones((2, 4)), np.zeros((2, 4)), knots, rows, np.zeros(2))
     constraint_rows_into(Gamma_T, d, reach, np.array([0, 0, 1]), knots, rows, np.zeros((2, 1)), np.zeros(2),
                          np.empty((2, 2)), np.empty(2))
     contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),

@@ -59,7 +59,7 @@ from ..linearizer import Linearizer
 from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
 from . import pendulum
-from .condensing import condense_into, condensed_cost_into, constraint_rows_into
+from .condensing import CondensedCost, condense_into, constraint_rows_into
 from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
@@ -389,6 +389,7 @@ class WholeBodyMPC:
         self._starts = np.arange(0, K, self.settings.torque_hold)
         self._groups = np.repeat(np.arange(len(self._starts)), np.diff(np.append(self._starts, K)))  # knot -> m
         self._reach = np.array([self._reached(k) for k in range(K + 1)])
+        self._cost = CondensedCost(self._reach, 2 * N)
         # what each contact set the MPC holds needs (mpc_contact_sets), made and run once now (at the standing
         # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
@@ -685,13 +686,8 @@ class WholeBodyMPC:
         ρ = [e_k + E_k d_k].  Each knot's rows: √w_k (r_k + δz_k) on every coordinate of z (weights,
         residuals: (K, 2N), the weights w_k ≥ 0) and, in foot_rows, (k, F (rows, r), f (rows,)):
         f + F δz_k[:r], r = N (the swing feet, on the configuration) or 2N (the feet's sliding velocities).
-        One compiled call (:func:`condensed_cost_into`: products over the columns each Γ_k reaches, the rest
-        being zero)."""
-        size = Gamma.shape[2]
-        H, g = np.empty((size, size)), np.empty(size)
-        condensed_cost_into(Gamma.transpose(0, 2, 1), d, self._reach, weights, residuals,
-                            *_stacked_rows(foot_rows, Gamma.shape[1]), H, g)
-        return H, g
+        (:class:`condensing.CondensedCost`: products over the columns each Γ_k reaches, the rest being zero.)"""
+        return self._cost(Gamma.transpose(0, 2, 1), d, weights, residuals, *_stacked_rows(foot_rows, Gamma.shape[1]))
 
     def references(self, time: float, state: State, contacts_now=None) -> References:
         """What the cost of the cycle at ``time`` from ``state`` tracks (References), the feet
