@@ -58,6 +58,7 @@ def precompile() -> float:
     from robot_linearization.coupling import tree_of
     from robot_linearization.spatial import se3_exp_many, se3_log_many
 
+    from robot_linearization.walking import pendulum
     from robot_linearization.walking.condensing import CondensedCost, condense_into, constraint_rows_into
 
     # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
@@ -66,6 +67,7 @@ def precompile() -> float:
     condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), reach, Gamma_T, d)
     knots, rows = np.array([1, 2]), np.zeros((2, 4))
     CondensedCost(reach, 4)(Gamma_T, d, np.ones((2, 4)), np.zeros((2, 4)), knots, rows, np.zeros(2))
+    pendulum.sway(0.0, np.zeros(2), np.ones(2), 1.0)  # (a humanoid's sway over its soles)
     constraint_rows_into(Gamma_T, d, reach, np.array([0, 0, 1]), knots, rows, np.zeros((2, 1)), np.zeros(2),
                          np.empty((2, 2)), np.empty(2))
     contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),

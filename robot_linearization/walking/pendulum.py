@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from ..compiled import kernel
+
 
 def frequency(height: float, gravity: float) -> float:
     """ω = √(g / z) [1/s] of a pendulum of ``height`` z [m] under ``gravity`` g [m/s²]."""
@@ -33,16 +35,20 @@ def sway(x0: float, pressure: np.ndarray, steps: np.ndarray, omega: float) -> tu
     e^(ωτ), x_{j+1} − p_j = ½ (ξ_j − p_j) e^(ω Δ_j) + (x_j − p_j − ½ (ξ_j − p_j)) e^(−ω Δ_j); and
     ẋ_j = ω (ξ_j − x_j)."""
     pressure, steps = np.asarray(pressure, dtype=float), np.asarray(steps, dtype=float)
-    decay = np.exp(-omega * steps)
+    x, xi = np.empty(pressure.shape[0]), np.empty(pressure.shape[0])
+    sway_into(x0, pressure, np.exp(-omega * steps), x, xi)
+    return x, omega * (xi - x)
+
+
+@kernel
+def sway_into(x0: float, pressure: np.ndarray, decay: np.ndarray, x: np.ndarray, xi: np.ndarray) -> None:
+    """:func:`sway`'s recurrences: x (J,) and ξ (J,) from x0, p (J,) and decay e^(−ω Δ_j) (J,)."""
     J = pressure.shape[0]
-    xi = np.empty(J)
-    xi[-1] = pressure[-1]
+    xi[J - 1] = pressure[J - 1]
     for j in range(J - 2, -1, -1):
         xi[j] = pressure[j] + (xi[j + 1] - pressure[j]) * decay[j]
-    x = np.empty(J)
     x[0] = x0
     for j in range(J - 1):
         # over step j: ξ − p grows as e^(ωτ), x − p as the sum of a decaying and that growing mode
         growing = 0.5 * (xi[j] - pressure[j])
         x[j + 1] = pressure[j] + growing / decay[j] + (x[j] - pressure[j] - growing) * decay[j]
-    return x, omega * (xi - x)
