@@ -269,25 +269,31 @@ def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_
         np.testing.assert_allclose(C @ y - lower, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
 
 
-def test_the_feet_positions_and_jacobians_are_the_kinematics():
+@pytest.mark.parametrize("contact", ["point", "6d"])
+def test_the_feet_positions_and_jacobians_are_the_kinematics(contact):
     """The MPC's foot positions are frame_poses', their Jacobian (3f, N) the geometric finite
     differences of those positions along z_q = [z_H; z_s] (validation.perturb), at three tilted
-    states taken in one call (each knot its own)."""
+    states taken in one call (each knot its own); on soles ("6d" contacts: the point's rows of a sole's
+    Jacobian) too."""
     rng = np.random.default_rng(7)
-    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    # (a sole: one foot standing, the 6 directions its leg's 3 joints and the base move; more 6d feet are redundant)
+    feet = BUNDLED_FEET if contact == "point" else BUNDLED_FEET[:1]
+    gait = TROT if contact == "point" else Gait.stand(feet, TROT.posture, contact="6d")
+    mpc = WholeBodyMPC(MODEL, gait, feet, effort_limits(bundled_urdf_path(), MODEL.joint_names),
+                       MPCSettings(sole_size=(0.1, 0.06)) if contact == "6d" else None)
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
-    N = MODEL.n_velocities
+    N, f = MODEL.n_velocities, len(feet)
     states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
-    positions, J = mpc._feet(_stacked(states))
-    assert positions.shape == (3, 4, 3) and J.shape == (3, 12, N)
+    (positions, J), soles = mpc._foot_kinematics(_stacked(states))
+    assert positions.shape == (3, f, 3) and J.shape == (3, 3 * f, N) and (soles is None) == (contact == "point")
     epsilon = 1e-6
     for k, state in enumerate(states):
-        np.testing.assert_allclose(positions[k], frame_poses(MODEL, state, list(BUNDLED_FEET))[:, :3, 3], atol=1e-14)
+        np.testing.assert_allclose(positions[k], frame_poses(MODEL, state, list(feet))[:, :3, 3], atol=1e-14)
         for column in range(N):
             z = np.zeros(2 * N)
             z[column] = epsilon
-            ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(BUNDLED_FEET))[:, :3, 3]
-            behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(BUNDLED_FEET))[:, :3, 3]
+            ahead = frame_poses(MODEL, perturb(MODEL, state, z), list(feet))[:, :3, 3]
+            behind = frame_poses(MODEL, perturb(MODEL, state, -z), list(feet))[:, :3, 3]
             np.testing.assert_allclose(J[k, :, column], ((ahead - behind) / (2 * epsilon)).ravel(), atol=1e-8)
 
 
@@ -341,7 +347,7 @@ def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_lan
     states = [perturb(MODEL, standing, np.concatenate([0.2 * rng.normal(size=N), rng.normal(size=N)]))
               for _ in range(K + 1)]
     x = _stacked(states)
-    feet = mpc._feet(x)
+    feet = mpc._foot_kinematics(x)[0]
     epsilon = 1e-6
     for k in range(1, K + 1):
         groups = mpc._sliding_rows(ref, x, feet, k)
@@ -359,7 +365,7 @@ def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_lan
                 dz = np.zeros(2 * N)
                 dz[N + column] = 1e-3
                 moved = _stacked([perturb(MODEL, state, dz)] * (K + 1))
-                after = [v for _, v, _ in mpc._sliding_rows(ref, moved, mpc._feet(moved), k)]
+                after = [v for _, v, _ in mpc._sliding_rows(ref, moved, mpc._foot_kinematics(moved)[0], k)]
                 np.testing.assert_allclose(after[j] - velocities, 1e-3 * F[:, N + column], atol=1e-12)
 
 

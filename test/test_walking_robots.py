@@ -290,7 +290,7 @@ def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
     assert [i for i, _, _ in ref.feet[k]] == [0]
 
     def rows(s):
-        return mpc._sole_rows(ref, mpc._soles(_stacked([s] * (k + 1))), k)
+        return mpc._sole_rows(ref, mpc._foot_kinematics(_stacked([s] * (k + 1)))[1], k)
 
     residuals, J = rows(state)
     assert residuals.shape == (3,) and J.shape == (3, N) and np.abs(residuals).max() > 1e-3
@@ -318,7 +318,7 @@ def test_the_knots_sole_margins_read_the_horizons_kinematics_as_their_own():
     knots = mpc._knot_contacts(time, robot.feet, robot.feet)[:K]
     assert len({contacts for contacts, _ in knots}) > 1
     torques = 10.0 * rng.normal(size=(K, n))
-    given = mpc._steps(tuple(a[:K] for a in x), torques, knots, mpc._soles(x))[2]
+    given = mpc._steps(tuple(a[:K] for a in x), torques, knots, mpc._foot_kinematics(x)[1])[2]
     computed = mpc._steps(tuple(a[:K] for a in x), torques, knots)[2]
     for k, ((got, _), (expected, _)) in enumerate(zip(given, computed)):
         for name in ("margins", "state_jacobian", "input_jacobian"):

@@ -399,7 +399,7 @@ class WholeBodyMPC:
             impacts = self._held(feet).impacts
             if impacts is not None:
                 impacts.impact_arrays(x[1][0], x[3][0], base_pose=x[0][0], base_twist=x[2][0])
-        self._feet(_stacked([stand]))
+        self._foot_kinematics(_stacked([stand]))
         # the assembly's compiled calls loaded now too (tens of ms each in a new process), on zero rows
         Gamma, d = self._condense(np.zeros((K, 2 * N, 2 * N)), np.zeros((K, 2 * N, n)), np.zeros((K, 2 * N)))
         self._condensed_cost(Gamma, d, np.zeros((K, 2 * N)), np.zeros((K, 2 * N)), [(1, np.zeros((1, N)), np.zeros(1))])
@@ -493,7 +493,7 @@ class WholeBodyMPC:
         """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
         ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), per knot (the margins
         (ContactMargins, or None without contacts), their lower bounds); and the next states' stacked
-        arrays.  ``soles``: :meth:`_soles`' at these states (their margins' frames), or None."""
+        arrays.  ``soles``: :meth:`_foot_kinematics`' at these states (their margins' frames), or None."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
         A_d, B_d, nu_dot = np.empty((K, two_N, two_N)), np.empty((K, two_N, n)), np.empty((K, two_N // 2))
         start = (x[0], x[1], x[2].copy(), x[3].copy())  # (the velocities a touchdown's impact changes: copies)
@@ -554,21 +554,20 @@ class WholeBodyMPC:
                 [self.feet.index(f) for f in feet])
         return held
 
-    def _feet(self, x: tuple):
-        """(positions (K, f, 3), J (K, 3f, N)) of the feet in the world at the K states of the
-        :func:`_stacked` arrays x (one compiled call)."""
-        return contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1], self._foot_frames)[:2]
-
-    def _soles(self, x: tuple):
-        """For soles (a gait of "6d" contacts): their rotations (K, f, 3, 3) in the world and the
-        Jacobians J_ω (K, 3f, N) of their angular velocities in the world at the K states of the
-        :func:`_stacked` arrays x; None for point feet."""
+    def _foot_kinematics(self, x: tuple) -> tuple:
+        """At the K states of the :func:`_stacked` arrays x, in one compiled call: the feet's (positions
+        (K, f, 3), J (K, 3f, N)) in the world, and for soles (a gait of "6d" contacts) their (rotations (K, f, 3,
+        3) in the world, J_ω (K, 3f, N) of their angular velocities in the world), None for point feet (a
+        sole's rows are [v; ω]: its point's J and its J_ω both)."""
         if self._sole_contacts is None:
-            return None
-        _, J, rotations = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1], self._foot_frames)
+            positions, J, _ = contact_frame_kinematics_many(self.model, self._foot_contacts, x[0], x[1],
+                                                            self._foot_frames)
+            return (positions, J), None
+        positions, J, rotations = contact_frame_kinematics_many(self.model, self._sole_contacts, x[0], x[1],
+                                                                self._foot_frames)
         K, f = J.shape[0], len(self.feet)
-        # (a sole's rows: [v; ω])
-        return rotations, J.reshape(K, f, 2, 3, -1)[:, :, 1].reshape(K, 3 * f, -1)
+        rows = J.reshape(K, f, 2, 3, -1)
+        return (positions, rows[:, :, 0].reshape(K, 3 * f, -1)), (rotations, rows[:, :, 1].reshape(K, 3 * f, -1))
 
     def _sole_rows(self, ref: References, soles, k: int):
         """The residuals (3s,) of the s soles swinging at knot k (or landing there), and their Jacobian
@@ -596,9 +595,9 @@ class WholeBodyMPC:
         """[(weight, v, F)] of the feet landing at knot k (ref.landings) and of those lifted over the step
         before it (ref.lifts), each group that has one: v (2t,) the velocities along the ground, in the world,
         of its t feet, v = J ν_k, and F (2t, 2N) their Jacobian in δz_k: J on the velocity (the positions' J of
-        :meth:`_feet` is the velocities' in ν, the base twist in the base frame), nothing on the configuration
-        (a Gauss-Newton row: the cost drives v to zero, where what moving the configuration changes of v
-        vanishes with v)."""
+        :meth:`_foot_kinematics` is the velocities' in ν, the base twist in the base frame), nothing on the
+        configuration (a Gauss-Newton row: the cost drives v to zero, where what moving the configuration changes
+        of v vanishes with v)."""
         N = self.sizes[0] // 2
         groups = []
         for weight, indices in ((ref.landing_sliding_weight, ref.landings[k]), (ref.lifting_sliding_weight,
@@ -627,7 +626,7 @@ class WholeBodyMPC:
         clock = _time.perf_counter()
         x, torques = self._shifted_plan(time, state)
         knots = self._knot_contacts(time, contacts_now, held_now)
-        feet, soles = self._feet(x), self._soles(x)  # (the swing feet's cost and the ground's rows; the soles' margins)
+        feet, soles = self._foot_kinematics(x)  # (the swing feet's cost and the ground's rows; the soles' margins)
         A_d, B_d, margins, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K], soles)
         defects = _differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state, contacts_now)
@@ -823,7 +822,7 @@ class WholeBodyMPC:
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
         x = _stacked(states)
-        residuals, (feet, jacobians), soles = _state_residuals(ref, x), self._feet(x), self._soles(x)
+        residuals, ((feet, jacobians), soles) = _state_residuals(ref, x), self._foot_kinematics(x)
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
             for weight, velocities, _ in self._sliding_rows(ref, x, (feet, jacobians), k):
@@ -840,8 +839,8 @@ class WholeBodyMPC:
 
     def _qp(self, ref: References, x: tuple, torques, margins, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' per knot, ``feet``: :meth:`_feet`'s,
-        ``soles``: :meth:`_soles`'s):
+        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' per knot, ``feet``, ``soles``:
+        :meth:`_foot_kinematics`'):
         H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
         solver's box."""
