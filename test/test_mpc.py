@@ -605,6 +605,29 @@ def test_after_a_cycle_whose_qp_had_no_solution_the_least_violation_comes_first(
     assert before._solve_qp(*feasible)[1] == hard_iterations  # (the hard QP first again)
 
 
+@pytest.mark.parametrize("solver", ["proxsuite", "daqp"])
+def test_after_a_cycle_without_a_solution_a_least_violation_within_1e9_is_no_violation(solver):
+    """After a cycle whose QP had no solution, the least violation comes first, and one of at most 10⁻⁹ (the
+    solvers' own tolerance) counts as none: rows y₀ ≥ 3 + a and y₀ ≤ 3 of knot 0, which share a slack σ (a/2
+    at the least violation), give the hard QP's plan (no slack) at σ = 8·10⁻¹⁰, and a soft plan with a
+    slack of σ (to the least violation's regularization), naming the row, at σ = 2·10⁻⁹."""
+    n = MODEL.n_joints
+    mpc, _ = _planner(solver)
+    size = len(mpc._starts) * n
+    H, g, torques = np.eye(size), np.zeros(size), np.zeros((mpc.sizes[2], n))
+    C = np.zeros((2, size))
+    C[0, 0], C[1, 0] = 1.0, -1.0
+    labels = [("margin", 0, "a:unilateral"), ("margin", 0, "a:friction_0")]
+    for a, soft in ((1.6e-9, False), (4e-9, True)):
+        assert mpc._solve_qp(H, g, C, np.array([5.0, -3.0]), torques, labels)[3] is not None  # (no solution)
+        y, _, slack, softened = mpc._solve_qp(H, g, C, np.array([3.0 + a, -3.0]), torques, labels)
+        assert y[0] == pytest.approx(3.0, abs=1e-6)
+        if soft:
+            assert slack == pytest.approx(a / 2, rel=0.1) and softened == "margin a:unilateral at knot 0"
+        else:
+            assert slack == 0.0 and softened is None
+
+
 def test_the_walks_plans_use_no_slack_and_the_previous_plan_takes_over_where_the_solver_fails(pushed_trot,
                                                                                                monkeypatch):
     """Where the hard QP has a solution (every cycle of the pushed trot) it is the plan: no slack. A solver
