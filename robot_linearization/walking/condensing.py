@@ -69,7 +69,7 @@ def weighted_horizon_into(Gamma_T, d, weights, residuals, runs, weighted, g):
     """The state residuals' part of :class:`CondensedCost`: per run (first, last, end, offset) of ``runs``
     (:func:`same_reach_runs`), S = [√w_k ∘ Γ_k]ᵀ of its knots side by side (end, (last − first)·2N) into
     ``weighted`` from ``offset`` (so that Σ_k Γ_kᵀ diag(w_k) Γ_k = Σ_runs S Sᵀ), and g (M·n,) = Σ_k Γ_kᵀ (w_k ∘
-    (r_k + d_k)), from Gamma_T, d and reach as :func:`condense_into` gives them and the weights w and residuals r
+    (r_k + d_k)), from Gamma_T and d as :func:`condense_into` gives them, and the weights w and residuals r
     (K, 2N) (row k − 1 of knot k)."""
     two_N = Gamma_T.shape[2]
     g[:] = 0.0
