@@ -55,3 +55,28 @@ def test_the_sway_stays_bounded_and_settles_over_a_still_pressure():
     x, velocity = pendulum.sway(0.05, np.full(2000, -0.03), np.full(2000, 0.005), OMEGA)
     assert np.abs(x).max() <= 0.05 + 1e-12
     assert x[-1] == pytest.approx(-0.03, abs=1e-9) and velocity[-1] == pytest.approx(0.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("pressure, steps, message", [
+    (np.zeros(3), np.full(2, 0.1), r"^steps: expected shape \(3,\)"),
+    (np.zeros((2, 2)), np.full(4, 0.1), r"^pressure: expected a 1-D array"),
+    (np.zeros(0), np.zeros(0), r"^pressure: expected at least one centre of pressure, got none$"),
+    (["a", "b"], [0.1, 0.1], r"^pressure: expected real numbers")])
+def test_arrays_that_do_not_fit_are_refused_in_one_line(pressure, steps, message):
+    """A centre of pressure and durations of other lengths, none at all, or not numbers: a ValueError naming
+    the argument, before the compiled recurrences read past an array's end."""
+    with pytest.raises(ValueError, match=message):
+        pendulum.sway(0.0, pressure, steps, OMEGA)
+
+
+def test_the_sway_takes_any_layout_of_float_arrays():
+    """float32, Fortran-ordered, strided and read-only arrays give the sway of their float64 copies."""
+    rng = np.random.default_rng(5)
+    pressure, steps = rng.normal(0.0, 0.05, 40), np.full(40, 0.02)
+    expected = pendulum.sway(0.01, pressure, steps, OMEGA)
+    read_only = pressure.copy()
+    read_only.flags.writeable = False
+    for given in (np.repeat(pressure, 2)[::2], read_only, np.asfortranarray(pressure)):
+        np.testing.assert_array_equal(pendulum.sway(0.01, given, steps, OMEGA)[0], expected[0])
+    np.testing.assert_allclose(pendulum.sway(0.01, pressure.astype(np.float32), steps, OMEGA)[0], expected[0],
+                               atol=1e-7)

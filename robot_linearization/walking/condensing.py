@@ -99,17 +99,19 @@ class CondensedCost:
         self.reach = reach
         self.runs, size = same_reach_runs(reach, two_N)
         self._weighted = np.empty(size)
-        self._blocks = [(end, self._weighted[offset:offset + end * (last - first) * two_N].reshape(end, -1),
+        self._blocks = [(self._weighted[offset:offset + end * (last - first) * two_N].reshape(end, -1),
                          np.empty((end, end))) for first, last, end, offset in self.runs]
 
     def __call__(self, Gamma_T, d, weights, residuals, knots, rows, values) -> tuple:
         """(H (M·n, M·n), exactly symmetric (ProxSuite reads the whole H), g (M·n,)) from Gamma_T (K+1, M·n,
         2N), d (K+1, 2N) as :func:`condense_into` gives them, the weights w ≥ 0 and residuals r (K, 2N) (row k − 1
-        of knot k), and the rows F_i of ``rows`` (R, 2N) at knot knots[i] (1 … K), with values f (R,)."""
+        of knot k), and the rows F_i of ``rows`` (R, 2N) at knot knots[i] (1 … K), with values f (R,).  The arrays
+        are taken as they are (float64, C-ordered, these shapes): the MPC's own, made in its cycle."""
         size = Gamma_T.shape[1]
         H, g = np.zeros((size, size)), np.empty(size)
         weighted_horizon_into(Gamma_T, d, weights, residuals, self.runs, self._weighted, g)
-        for end, S, product in self._blocks:
+        for S, product in self._blocks:
+            end = len(S)
             np.matmul(S, S.T, out=product)  # (S Sᵀ of one array: numpy's symmetric rank-k update, exactly symmetric)
             H[:end, :end] += product
         if len(rows):

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..arguments import real_array
 from ..compiled import kernel
 
 
@@ -34,7 +35,10 @@ def sway(x0: float, pressure: np.ndarray, steps: np.ndarray, omega: float) -> tu
     ξ_j = p_j + (ξ_{j+1} − p_j) e^(−ω Δ_j); forwards from x_0 = x0 over each step, where ξ − p_j grows as
     e^(ωτ), x_{j+1} − p_j = ½ (ξ_j − p_j) e^(ω Δ_j) + (x_j − p_j − ½ (ξ_j − p_j)) e^(−ω Δ_j); and
     ẋ_j = ω (ξ_j − x_j)."""
-    pressure, steps = np.asarray(pressure, dtype=float), np.asarray(steps, dtype=float)
+    pressure = real_array(pressure, "pressure", (-1,), what="a centre of pressure per step [m]", finite=False)
+    steps = real_array(steps, "steps", pressure.shape, what="a duration per centre of pressure [s]", finite=False)
+    if not len(pressure):
+        raise ValueError("pressure: expected at least one centre of pressure, got none")
     x, xi = np.empty(pressure.shape[0]), np.empty(pressure.shape[0])
     sway_into(x0, pressure, np.exp(-omega * steps), x, xi)
     return x, omega * (xi - x)
