@@ -58,8 +58,10 @@ def precompile() -> float:
     from robot_linearization.coupling import tree_of
     from robot_linearization.spatial import se3_exp_many, se3_log_many
 
+    from robot_linearization.contact_margins import MarginEvaluator
     from robot_linearization.walking import pendulum
     from robot_linearization.walking.condensing import CondensedCost, condense_into, constraint_rows_into
+    from robot_linearization.walking.knots import KnotKernels
 
     # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
@@ -68,6 +70,11 @@ def precompile() -> float:
     knots, rows = np.array([1, 2]), np.zeros((2, 4))
     CondensedCost(reach, 4)(Gamma_T, d, np.ones((2, 4)), np.zeros((2, 4)), knots, rows, np.zeros(2))
     pendulum.sway(0.0, np.zeros(2), np.ones(2), 1.0)  # (a humanoid's sway over its soles)
+    margins = MarginEvaluator(model, BUNDLED_FEET, friction=0.7, facets=4)  # (the MPC's knots in one call, on none)
+    horizon = KnotKernels(model, 1e-3)
+    horizon.add(rl.Linearizer(model, contacts=BUNDLED_FEET, dt=1e-3), margins, np.zeros(len(margins.layout.labels)),
+                [0, 1, 2, 3])
+    horizon.load()
     constraint_rows_into(Gamma_T, d, reach, np.array([0, 0, 1]), knots, rows, np.zeros((2, 1)), np.zeros(2),
                          np.empty((2, 2)), np.empty(2))
     contact_frame_kinematics_many(tree_of(model), as_contacts(BUNDLED_FEET), np.tile(np.eye(4), (2, 1, 1)),

@@ -395,6 +395,68 @@ def test_each_knots_step_is_rl_step():
         np.testing.assert_allclose(B_d, lin.B_d, rtol=0, atol=1e-13 * np.abs(lin.B_d).max())
 
 
+def _generated_on(mpc, feet, impact: bool):
+    """The MPC's contact set ``feet`` run by its generated kernels (its impact map's too with ``impact``): the
+    tests' default is the generic kernel (conftest.py)."""
+    held = mpc._held(tuple(feet))
+    held.linearizer = rl.Linearizer(mpc.model, contacts=list(held.contacts), dt=mpc.settings.knot_dt,
+                                    kernel="generated")
+    if impact:
+        held.impacts = rl.ImpactMap(mpc.model, list(held.contacts), kernel="generated")
+    assert held.linearizer.kernel == "generated" and (not impact or held.impacts.kernel == "generated")
+
+
+def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_margins(monkeypatch):
+    """Where every knot's kernels are generated, the MPC linearizes its knots in one compiled call
+    (walking/knots.py), never knot by knot: each knot's next state is rl.step's, its A_d, B_d rl.linearize's (a
+    touchdown's through its impact, with previous_contacts) and its margin rows rl.contact_margins' of that
+    linearization, with their lower bounds and labels, row after row; the generic kernels are the reference.
+    A knot whose set still runs the generic kernel makes the whole horizon go knot by knot, to the same
+    values."""
+    rng = np.random.default_rng(11)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    four, pair = tuple(BUNDLED_FEET), BUNDLED_FEET[0::3]
+    _generated_on(mpc, four, impact=True)
+    standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
+    states = [rl.State(base_pose=standing.base_pose, joint_positions=standing.joint_positions
+                       + 0.05 * rng.normal(size=12), base_twist=0.1 * rng.normal(size=6),
+                       joint_velocities=0.3 * rng.normal(size=12)) for _ in range(3)]
+    torques = rng.normal(size=(3, 12))
+    knots = [(four, four), (four, pair), (four, four)]  # (the second: a touchdown)
+    x = _stacked(states)
+
+    def knot_by_knot(*args):
+        raise AssertionError("linearized knot by knot")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(mpc, "_linearize", knot_by_knot)
+        A_d, B_d, (row_knots, F, T, bounds, labels, margins), following = mpc._steps(x, torques, knots)
+    h = mpc.settings.knot_dt
+    floor = mpc._held(four).floor
+    for k, (state, (contacts, previous)) in enumerate(zip(states, knots)):
+        previous = list(previous) if previous != contacts else None
+        reference = rl.step(MODEL, state, torques[k], h, contacts=list(contacts), previous_contacts=previous)
+        got = rl.State(**dict(zip(("base_pose", "joint_positions", "base_twist", "joint_velocities"),
+                                  (a[k] for a in following))))
+        np.testing.assert_allclose(rl.state_difference(MODEL, reference, got), 0.0, atol=1e-12)
+        lin = rl.linearize(MODEL, state, torques[k], contacts=list(contacts), dt=h, previous_contacts=previous,
+                           kernel="generic")
+        np.testing.assert_allclose(A_d[k], lin.A_d, rtol=0, atol=1e-13 * np.abs(lin.A_d).max())
+        np.testing.assert_allclose(B_d[k], lin.B_d, rtol=0, atol=1e-13 * np.abs(lin.B_d).max())
+        expected = rl.contact_margins(MODEL, lin, friction=mpc.settings.friction, facets=4)
+        mine = row_knots == k
+        assert [label for label, row in zip(labels, mine) if row] == [("margin", k, label) for label in expected.labels]
+        for got, value in ((margins[mine], expected.margins), (F[mine], expected.state_jacobian),
+                           (T[mine], expected.input_jacobian), (bounds[mine], floor - expected.margins)):
+            np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max())
+    assert list(row_knots) == sorted(row_knots) and len(row_knots) == 3 * len(expected.labels)
+    # a knot on a set still generic (the pair): every knot by the generic path, the same values
+    knot_by_knot_steps = mpc._steps(x, torques, knots[:2] + [(pair, four)])
+    np.testing.assert_allclose(knot_by_knot_steps[0][:2], A_d[:2], rtol=0, atol=1e-13 * np.abs(A_d).max())
+    np.testing.assert_array_equal(knot_by_knot_steps[2][0][:2 * len(expected.labels)],
+                                  row_knots[:2 * len(expected.labels)])
+
+
 def test_a_push_that_cannot_be_rejected_ends_with_a_one_line_report_and_no_nan_torque():
     """3 m/s sideways, standing: the MPC's QP loses its solution within a few cycles and says which
     constraint at which knot; every torque the robot got was finite.  Each cycle without a plan says so

@@ -320,11 +320,41 @@ def test_the_knots_sole_margins_read_the_horizons_kinematics_as_their_own():
     torques = 10.0 * rng.normal(size=(K, n))
     given = mpc._steps(tuple(a[:K] for a in x), torques, knots, mpc._foot_kinematics(x)[1])[2]
     computed = mpc._steps(tuple(a[:K] for a in x), torques, knots)[2]
-    for k, ((got, _), (expected, _)) in enumerate(zip(given, computed)):
-        for name in ("margins", "state_jacobian", "input_jacobian"):
-            value = getattr(expected, name)
-            np.testing.assert_allclose(getattr(got, name), value, rtol=0, atol=1e-12 * np.abs(value).max(),
-                                       err_msg=f"{name} at knot {k}")
+    _assert_same_margin_rows(given, computed)
+
+
+def _assert_same_margin_rows(given, computed):
+    """Two of WholeBodyMPC._steps' margin rows equal: the same knots and labels, the margins, their Jacobians
+    and lower bounds to 1e-12 of their size."""
+    assert given[4] == computed[4]
+    np.testing.assert_array_equal(given[0], computed[0])
+    for name, got, value in zip(("F", "T", "bounds", "margins"), given[1:4] + given[5:], computed[1:4] + computed[5:]):
+        np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max(), err_msg=name)
+
+
+def test_the_soles_margins_in_the_knots_compiled_call_are_those_of_each_knots_own_kinematics():
+    """On both soles with the generated kernel, the knots' compiled call (walking/knots.py) reads each sole's
+    frame from the horizon's kinematics: its margin rows, and the steps, are those of the generic kernels knot
+    by knot, each knot computing its soles' frames at its own state (random states, both soles held)."""
+    robot = walker("talos")
+    mpc = WholeBodyMPC(robot.model, robot.gait, robot.feet, robot.effort_limits, robot.settings)
+    standing, _ = standing_state(robot.model, robot.gait, robot.feet)
+    N, n, K = robot.model.n_velocities, robot.model.n_joints, 6
+    rng = np.random.default_rng(3)
+    x = _stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
+                  for _ in range(K + 1)])
+    torques, both = 10.0 * rng.normal(size=(K, n)), tuple(robot.feet)
+    knots = [(both, both)] * K
+    computed = mpc._steps(tuple(a[:K] for a in x), torques, knots)
+    held = mpc._held(both)
+    held.linearizer = robot_linearization.Linearizer(robot.model, contacts=list(held.contacts),
+                                                     dt=mpc.settings.knot_dt, kernel="generated")
+    assert held.linearizer.kernel == "generated"
+    mpc._linearize = None  # (never knot by knot)
+    given = mpc._steps(tuple(a[:K] for a in x), torques, knots, mpc._foot_kinematics(x)[1])
+    _assert_same_margin_rows(given[2], computed[2])
+    for got, value in zip(given[:2] + given[3], computed[:2] + computed[3]):
+        np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max())
 
 
 TALOS_WALK = (Segment(0.0, (0.0, 0.0, 0.0)), Segment(0.8, (0.1, 0.0, 0.0), 0.8),

@@ -121,12 +121,12 @@ class GeneratedContactKernel:
     arrays, out, dt)`` (constrained, its Euler step taken as the kernel's): the kernel's call with
     ``scratch`` (``scratch_size``,) float64 in place of the contact set's data (one per thread); the
     kernel's statuses (a nonzero one: run the generic kernel for its message).  ``operations``,
-    ``path`` as :class:`GeneratedKernel`'s."""
+    ``path``, ``address`` as :class:`GeneratedKernel`'s."""
 
     def __init__(self, model: Model, kind: str, library: Library):
         self.path, self.operations, self.scratch_size = library.path, library.operations, library.scratch_size
         self._function = library.function()
-        address = _address(self._function)
+        self.address = address = _address(self._function)
         self.call = (functools.partial(generated_impact_into, address) if kind == "impact"
                      else functools.partial(generated_constrained_linearize_into, address, model.floating_base))
 

@@ -60,10 +60,13 @@ from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
 from . import pendulum
 from .condensing import CondensedCost, condense_into, constraint_rows_into
+from .knots import NO_FRAMES, KnotKernels
 from .scale import RobotScale
 
 FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
+TOUCHDOWN_RESTITUTION = 0.0
+"""e of the touchdowns' impact maps: a foot lands without bouncing."""
 
 
 class _Unsolved(Exception):
@@ -291,8 +294,8 @@ def planar_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
 class _Held:
     """Per contact set: its Contacts, its Linearizer (with the knots' step), its ImpactMap (a
     touchdown onto it; None without contacts), the evaluator of its planned forces' margins and
-    their lower bounds (min_normal_force on the unilateral rows, else 0), and the indices of its feet
-    in the MPC's."""
+    their lower bounds (min_normal_force on the unilateral rows, else 0), the indices of its feet
+    in the MPC's, and its index in the MPC's knots.KnotKernels (None without contacts)."""
 
     contacts: tuple
     linearizer: Linearizer
@@ -300,6 +303,7 @@ class _Held:
     margins: MarginEvaluator | None
     floor: np.ndarray | None
     indices: list
+    index: int | None = None  # (in the MPC's KnotKernels; None without contacts)
 
 
 def mpc_contact_sets(gait: Gait, feet) -> tuple:
@@ -378,6 +382,7 @@ class WholeBodyMPC:
         # the command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self.velocity: NDArray[np.float64] = np.zeros(3)
         self._contact_sets: dict = {}  # feet -> _Held
+        self._knot_kernels = KnotKernels(model, self.settings.knot_dt)  # (the sets with contacts: the knots' call)
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
         self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
@@ -400,6 +405,7 @@ class WholeBodyMPC:
             if impacts is not None:
                 impacts.impact_arrays(x[1][0], x[3][0], base_pose=x[0][0], base_twist=x[2][0])
         self._foot_kinematics(_stacked([stand]))
+        self._knot_kernels.load()
         # the assembly's compiled calls loaded now too (tens of ms each in a new process), on zero rows
         Gamma, d = self._condense(np.zeros((K, 2 * N, 2 * N)), np.zeros((K, 2 * N, n)), np.zeros((K, 2 * N)))
         self._condensed_cost(Gamma, d, np.zeros((K, 2 * N)), np.zeros((K, 2 * N)), [(1, np.zeros((1, N)), np.zeros(1))])
@@ -491,9 +497,10 @@ class WholeBodyMPC:
 
     def _steps(self, x: tuple, torques, knots, soles=None) -> tuple:
         """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
-        ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), per knot (the margins
-        (ContactMargins, or None without contacts), their lower bounds); and the next states' stacked
-        arrays.  ``soles``: :meth:`_foot_kinematics`' at these states (their margins' frames), or None."""
+        ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), the knots' margins as rows
+        (:meth:`_margin_rows`), and the next states' stacked arrays.  ``soles``: :meth:`_foot_kinematics`' at
+        these states (their margins' frames), or None.  In one compiled call where every knot's kernels run
+        generated (:meth:`_compiled_steps`), else knot by knot (:meth:`_linearize`)."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
         A_d, B_d, nu_dot = np.empty((K, two_N, two_N)), np.empty((K, two_N, n)), np.empty((K, two_N // 2))
         start = (x[0], x[1], x[2].copy(), x[3].copy())  # (the velocities a touchdown's impact changes: copies)
@@ -501,12 +508,64 @@ class WholeBodyMPC:
         if soles is not None:  # (the soles' rotations, and their J_ω in their own axes: R_cᵀ J_ω)
             rotations, J_w = soles[0][:K], soles[1][:K]
             frames = (rotations, np.einsum("kfji,kfjn->kfin", rotations, J_w.reshape(K, len(self.feet), 3, -1)))
-        margins = [self._linearize(start, k, torques[k], contacts, previous, A_d[k], B_d[k], nu_dot[k], frames)
-                   for k, (contacts, previous) in enumerate(knots)]
+        rows = self._compiled_steps(start, torques, knots, frames, (A_d, B_d, nu_dot))
+        if rows is None:
+            start = (x[0], x[1], x[2].copy(), x[3].copy())  # (afresh: a compiled call that stopped changed some)
+            rows = self._margin_rows([self._linearize(start, k, torques[k], contacts, previous, A_d[k], B_d[k],
+                                                      nu_dot[k], frames)
+                                      for k, (contacts, previous) in enumerate(knots)])
         # the steps themselves (rl.step's semi-implicit Euler) from the accelerations, all at once
         v, r = start[2] + h * nu_dot[:, :6], start[3] + h * nu_dot[:, 6:]
         following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
-        return A_d, B_d, margins, following
+        return A_d, B_d, rows, following
+
+    def _compiled_steps(self, x: tuple, torques, knots, frames, out: tuple) -> tuple | None:
+        """:meth:`_steps`' linearizations in one compiled call (knots.knot_steps_into) into out = (A_d, B_d, ν̇),
+        and at a touchdown the post-impact velocities into x's; the margin rows (:meth:`_margin_rows`).  None
+        where a knot's kernels do not run generated (yet), it has no contacts, or a generated kernel has no
+        result at its state (then knot by knot: the generic kernel says why)."""
+        K, kernels = len(knots), self._knot_kernels
+        addresses, sets, touchdowns = np.empty((K, 2), dtype=np.int64), np.empty(K, dtype=np.int64), np.empty(K, bool)
+        for k, (contacts, previous) in enumerate(knots):
+            held = self._held(contacts)
+            landing = self._landing(previous, contacts)
+            found = None if held.index is None else kernels.addresses(held.index, held.linearizer,
+                                                                       held.impacts if landing else None)
+            if found is None or (frames is None and kernels.turning[held.index]):  # (a turning cone reads them)
+                return None
+            addresses[k], sets[k], touchdowns[k] = found, held.index, landing
+        rows = kernels.steps_into(addresses, sets, touchdowns, TOUCHDOWN_RESTITUTION, x, torques, frames or NO_FRAMES,
+                                  out)
+        if rows is None:
+            return None
+        labels: list = []
+        for k, (contacts, _) in enumerate(knots):
+            labels += self._labels(k, self._contact_sets[contacts].margins.layout.labels)
+        return rows[:4] + (labels, rows[4])
+
+    def _margin_rows(self, margins: list) -> tuple:
+        """The knots' margins [(ContactMargins or None, their lower bounds) per knot] as rows m + F δz_k + T δτ_k:
+        (each row's knot k (R,), F (R, 2N), T (R, n), its lower bound less m (R,), its QP label, m (R,))."""
+        two_N, n, _ = self.sizes
+        held = [(k, margins_k, floor) for k, (margins_k, floor) in enumerate(margins) if margins_k is not None]
+        if not held:
+            return np.empty(0, dtype=np.int64), np.empty((0, two_N)), np.empty((0, n)), np.empty(0), [], np.empty(0)
+        labels: list = []
+        for k, margins_k, _ in held:
+            labels += self._labels(k, margins_k.labels)
+        return (np.repeat([k for k, _, _ in held], [len(m.labels) for _, m, _ in held]),
+                np.concatenate([m.state_jacobian for _, m, _ in held]),
+                np.concatenate([m.input_jacobian for _, m, _ in held]),
+                np.concatenate([floor - m.margins for _, m, floor in held]), labels,
+                np.concatenate([m.margins for _, m, _ in held]))
+
+    def _landing(self, previous: tuple, contacts: tuple) -> bool:
+        """Whether a knot holding ``contacts`` after ``previous`` starts with a touchdown's impact (a foot
+        lands: rl.impacts.touchdown), made once per pair."""
+        landing = self._touchdowns.get((previous, contacts))
+        if landing is None:
+            landing = self._touchdowns[previous, contacts] = touchdown(previous, contacts)
+        return landing
 
     def _linearize(self, x: tuple, k: int, torques, contacts, previous, A_d, B_d, nu_dot, frames=None):
         """(the margins (ContactMargins, or None without contacts), their lower bounds) of knot k at the state
@@ -515,11 +574,8 @@ class WholeBodyMPC:
         ``frames``: every foot's rotation (K, f, 3, 3) and J_ω in its own axes (K, f, 3, N) (soles), or None."""
         H, s, v, r = x[0][k], x[1][k], x[2][k], x[3][k]
         held = self._held(contacts)
-        landing = self._touchdowns.get((previous, contacts))
-        if landing is None:
-            landing = self._touchdowns[previous, contacts] = touchdown(previous, contacts)
         jump = None
-        if landing and held.impacts is not None:  # (a set a foot lands in holds that foot: it has its map)
+        if self._landing(previous, contacts):  # (a set a foot lands in holds that foot: it has its map)
             # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
             # with previous_contacts, docs/impacts.md)
             jump = held.impacts.impact_arrays(s, r, base_pose=H, base_twist=v)
@@ -550,8 +606,10 @@ class WholeBodyMPC:
                  for label in margins.layout.labels])
             held = self._contact_sets[feet] = _Held(
                 contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
-                ImpactMap(self.model, contacts) if contacts else None, margins, floor,
+                ImpactMap(self.model, contacts, TOUCHDOWN_RESTITUTION) if contacts else None, margins, floor,
                 [self.feet.index(f) for f in feet])
+            if contacts:
+                held.index = self._knot_kernels.add(held.linearizer, margins, floor, held.indices)
         return held
 
     def _foot_kinematics(self, x: tuple) -> tuple:
@@ -643,7 +701,7 @@ class WholeBodyMPC:
         dtau = y.reshape(-1, n)[self._groups]
         residual = float(np.abs(dz[1:] - (A_d @ dz[:-1, :, None])[:, :, 0] - (B_d @ dtau[:, :, None])[:, :, 0]
                                 - defects).max())
-        rows = sum(len(knot_margins.labels) for knot_margins, _ in margins if knot_margins is not None)
+        rows = len(margins[3])
         min_margin = float((C[:rows] @ y - lower[:rows]).min()) if rows else math.inf  # (_qp's rows: margins first)
         plan = _perturbed(x, dz)
         plan_states = _unstacked(*plan)
@@ -839,7 +897,7 @@ class WholeBodyMPC:
 
     def _qp(self, ref: References, x: tuple, torques, margins, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' per knot, ``feet``, ``soles``:
+        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' rows, ``feet``, ``soles``:
         :meth:`_foot_kinematics`'):
         H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
@@ -883,12 +941,9 @@ class WholeBodyMPC:
         g += ref.torque_weight * np.add.reduceat(torques, self._starts, axis=0).ravel()
         # the rows, per knot k: (k, their Jacobian in δz_k[:r] (rows, r), in τ_k (rows, n) or None, their lower
         # bound less their value at δz_k = 0)
-        blocks, labels = [], []
-        for k, (knot_margins, floor) in enumerate(margins):
-            if knot_margins is None:
-                continue
-            blocks.append((k, knot_margins.state_jacobian, knot_margins.input_jacobian, floor - knot_margins.margins))
-            labels += self._labels(k, knot_margins.labels)
+        margin_knots, F, T, bounds, labels, _ = margins
+        blocks = [(margin_knots, F, T, bounds)] if len(bounds) else []
+        labels = list(labels)
         lifted = 2 * settings.knot_dt - 1e-9  # (from rest a foot needs two steps to rise: a velocity, then a height)
         # the swinging feet above the ground (lifting and landing: the height's cost instead), once they have swung
         # two knots: the step a foot leaves the ground on starts it from rest, on the ground (a foot still held now,
