@@ -60,13 +60,15 @@ def precompile() -> float:
 
     from robot_linearization.contact_margins import MarginEvaluator
     from robot_linearization.walking import pendulum
-    from robot_linearization.walking.condensing import CondensedCost, condense_into, constraint_rows_into
+    from robot_linearization.walking.condensing import (CondensedCost, condense_into, constraint_rows_into,
+                                                        perturbations_into)
     from robot_linearization.walking.knots import KnotKernels
 
     # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
     Gamma_T, d, reach = np.empty((3, 2, 4)), np.empty((3, 4)), np.array([0, 1, 2])
     condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), reach, Gamma_T, d)
+    perturbations_into(Gamma_T, d, reach, np.zeros(2), np.empty((3, 4)))
     knots, rows = np.array([1, 2]), np.zeros((2, 4))
     CondensedCost(reach, 4)(Gamma_T, d, np.ones((2, 4)), np.zeros((2, 4)), knots, rows, np.zeros(2))
     pendulum.sway(0.0, np.zeros(2), np.ones(2), 1.0)  # (a humanoid's sway over its soles)

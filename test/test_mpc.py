@@ -13,6 +13,7 @@ from robot_linearization.algorithms.kinematics import frame_poses
 from robot_linearization.gait import TROT, Gait, Phase
 from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
+from robot_linearization.walking.condensing import perturbations_into
 from robot_linearization.walking.ground import GroundSimulation
 from robot_linearization.walking.mpc import (SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved,
                                              mpc_contact_sets, mpc_kernels)
@@ -240,7 +241,9 @@ def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_
     δz_0 = 0 step by step (δz_{k+1} = A_k δz_k + B_k δτ_k + c_k, δτ_k = y_m over the knots of group m), for random
     held torques y: rows at knot 0 (no state dependence), at the last knot, on the configuration (r = N) and on
     the whole state, with and without torque Jacobians, two blocks at one knot, the knots out of order (the
-    ground's rows come after the margins') and a block with a knot per row (the ground's rows of all knots)."""
+    ground's rows come after the margins') and a block with a knot per row (the ground's rows of all knots).
+    The plan's δz_k = Γ_k y + d_k (condensing.perturbations_into, over the columns Γ_k reaches) are those
+    states."""
     rng = np.random.default_rng(33)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names),
                        MPCSettings(torque_hold=hold))
@@ -267,6 +270,9 @@ def test_the_constraint_rows_on_the_held_torques_are_the_rows_on_the_rolled_out_
         expected = np.concatenate([F @ states[k][:F.shape[1]] - b + (
             0.0 if T is None else T @ y[(k // hold) * n:(k // hold + 1) * n]) for k, F, T, b in blocks])
         np.testing.assert_allclose(C @ y - lower, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+        dz = np.empty((K + 1, two_N))
+        perturbations_into(Gamma.transpose(0, 2, 1), d, mpc._reach, y, dz)  # (the plan's δz_k: _cycle's)
+        np.testing.assert_allclose(dz, np.array(states), rtol=0, atol=1e-12 * np.abs(states).max())
 
 
 @pytest.mark.parametrize("contact", ["point", "6d"])

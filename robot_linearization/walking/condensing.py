@@ -31,6 +31,19 @@ def condense_into(A_d, B_d, defects, reached, Gamma_T, d):
 
 
 @kernel
+def perturbations_into(Gamma_T, d, reach, y, dz):
+    """δz_k = Γ_k y + d_k of knots 0 … K from the held torques y (M·n,), Γ_kᵀ in Gamma_T (K+1, M·n, 2N) and
+    d (K+1, 2N) as :func:`condense_into` gives them, into dz (K+1, 2N): over the columns Γ_k reaches only
+    (reach (K+1,); the rest are zero)."""
+    for k in range(Gamma_T.shape[0]):
+        dz[k] = d[k]
+        for i in range(reach[k]):
+            y_i = y[i]
+            for j in range(dz.shape[1]):
+                dz[k, j] += y_i * Gamma_T[k, i, j]
+
+
+@kernel
 def rows_through_horizon_into(Gamma_T, d, reach, knots, rows, out, offsets):
     """Rows on the knots' perturbations, f + F δz_k, as rows on the held torques y (δz_k = Γ_k y + d_k):
     row i, at knot knots[i], (F Γ_k into out[i, :reach[k]] (the columns past it are left as they are) and

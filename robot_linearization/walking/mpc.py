@@ -59,7 +59,7 @@ from ..linearizer import Linearizer
 from ..model import Model, State, floating_base_of
 from ..spatial import se3_exp_many, se3_log_many
 from . import pendulum
-from .condensing import CondensedCost, condense_into, constraint_rows_into
+from .condensing import CondensedCost, condense_into, constraint_rows_into, perturbations_into
 from .knots import NO_FRAMES, KnotKernels
 from .scale import RobotScale
 
@@ -697,7 +697,8 @@ class WholeBodyMPC:
         except _Unsolved as unsolved:
             return self._fallback(time, state, str(unsolved), clock, linearized, assembled)
         solved = _time.perf_counter()
-        dz = Gamma @ y + d
+        dz = np.empty_like(d)
+        perturbations_into(Gamma.transpose(0, 2, 1), d, self._reach, y, dz)
         dtau = y.reshape(-1, n)[self._groups]
         residual = float(np.abs(dz[1:] - (A_d @ dz[:-1, :, None])[:, :, 0] - (B_d @ dtau[:, :, None])[:, :, 0]
                                 - defects).max())
