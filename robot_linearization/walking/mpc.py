@@ -627,27 +627,33 @@ class WholeBodyMPC:
         rows = J.reshape(K, f, 2, 3, -1)
         return (positions, rows[:, :, 0].reshape(K, 3 * f, -1)), (rotations, rows[:, :, 1].reshape(K, 3 * f, -1))
 
-    def _sole_rows(self, ref: References, soles, k: int):
-        """The residuals (3s,) of the s soles swinging at knot k (or landing there), and their Jacobian
-        (3s, N): each sole's tilt, the horizontal components of its z axis a = R e_z (d a = −[a]× J_ω
-        δz), and φ (ψ − ψ*), φ the fraction of its swing done, ψ = atan2(R₁₀, R₀₀) its heading (dψ =
-        ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) / (R₀₀² + R₁₀²), ω = J_ω δz) and ψ* the base reference's heading
-        when it lands (a sole turns over its swing, not as it lifts), [rad]; None for point feet or
-        no sole swinging."""
-        if soles is None or not ref.feet[k]:
+    def _sole_rows(self, ref: References, soles):
+        """The rows of every sole swinging at a knot k = 1 … K (or landing there), all knots at once: each row's
+        knot (3s,), the residuals (3s,) and their Jacobian (3s, N), three rows per sole and knot: its tilt, the
+        horizontal components of its z axis a = R e_z (d a = −[a]× J_ω δz), and φ (ψ − ψ*), φ the fraction
+        of its swing done, ψ = atan2(R₁₀, R₀₀) its heading (dψ = ω_z − R₂₀ (R₀₀ ω_x + R₁₀ ω_y) / (R₀₀² + R₁₀²),
+        ω = J_ω δz) and ψ* the base reference's heading when it lands (a sole turns over its swing, not as it
+        lifts), [rad].  ``soles``: :meth:`_foot_kinematics`' at the K+1 knots.  None for point feet or no sole
+        swinging."""
+        pairs = [] if soles is None else [(k, i) for k in range(1, len(ref.feet)) for i, _, _ in ref.feet[k]]
+        if not pairs:
             return None
-        rotations, J_w = soles[0][k], soles[1][k]
-        residuals, rows = [], []
-        for i, _, _ in ref.feet[k]:
+        knots, indices = np.array(pairs).T
+        R = soles[0][knots, indices]  # (P, 3, 3)
+        J = soles[1].reshape(len(soles[1]), len(self.feet), 3, -1)[knots, indices]  # (P, 3, N)
+        a, yaw, rate, h = R[:, :, 2], yaw_of(ref.base_poses[0]), ref.twists[0, 5], self.settings.knot_dt
+        fractions, turned = [], []
+        for (k, i), cosine, sine in zip(pairs, R[:, 0, 0].tolist(), R[:, 1, 0].tolist()):
             fraction, remaining = ref.swings[k][i] or (1.0, 0.0)  # (landing at knot k)
-            heading = yaw_of(ref.base_poses[0]) + ref.twists[0, 5] * (k * self.settings.knot_dt + remaining)
-            R, J = rotations[i], J_w[3 * i:3 * i + 3]
-            a = R[:, 2]
-            turned = math.atan2(R[1, 0], R[0, 0]) - heading
-            residuals += [a[0], a[1], fraction * math.remainder(turned, 2 * math.pi)]
-            rows += [a[2] * J[1] - a[1] * J[2], a[0] * J[2] - a[2] * J[0],  # −[a]× J, rows x, y
-                     fraction * (J[2] - R[2, 0] * (R[0, 0] * J[0] + R[1, 0] * J[1]) / (R[0, 0] ** 2 + R[1, 0] ** 2))]
-        return np.array(residuals), np.array(rows)
+            fractions.append(fraction)
+            turned.append(fraction * math.remainder(math.atan2(sine, cosine) - (yaw + rate * (k * h + remaining)),
+                                                    2 * math.pi))
+        phi, c, s = np.array(fractions)[:, None], R[:, 0, 0, None], R[:, 1, 0, None]
+        rows = np.stack([a[:, 2, None] * J[:, 1] - a[:, 1, None] * J[:, 2],  # −[a]× J, rows x, y
+                         a[:, 0, None] * J[:, 2] - a[:, 2, None] * J[:, 0],
+                         phi * (J[:, 2] - R[:, 2, 0, None] * (c * J[:, 0] + s * J[:, 1]) / (c ** 2 + s ** 2))], axis=1)
+        return (np.repeat(knots, 3), np.column_stack([a[:, 0], a[:, 1], turned]).ravel(),
+                rows.reshape(3 * len(pairs), -1))
 
     def _sliding_rows(self, ref: References, x: tuple, feet, k: int) -> list:
         """[(weight, v, F)] of the feet landing at knot k (ref.landings) and of those lifted over the step
@@ -891,9 +897,9 @@ class WholeBodyMPC:
                 if landing is not None:
                     total += 0.5 * ref.scales[k] * ref.foot_xy_weight * float(np.sum(np.square(feet[k, i, :2]
                                                                                                 - landing)))
-            rows = self._sole_rows(ref, soles, k)
-            if rows is not None:
-                total += 0.5 * ref.scales[k] * ref.sole_weight * float(np.sum(np.square(rows[0])))
+        sole_rows = self._sole_rows(ref, soles)
+        if sole_rows is not None:
+            total += 0.5 * ref.sole_weight * float(ref.scales[sole_rows[0]] @ np.square(sole_rows[1]))
         return total
 
     def _qp(self, ref: References, x: tuple, torques, margins, feet, Gamma, d, soles=None):
@@ -932,10 +938,11 @@ class WholeBodyMPC:
             for weight, velocities, F in self._sliding_rows(ref, x, feet, k):  # landing, lifting: ½‖v + F δz_k‖²_w
                 root = math.sqrt(weight * scales[k])
                 foot_rows.append((k, root * F, root * velocities))
-            sole_rows = self._sole_rows(ref, soles, k)
-            if sole_rows is not None:
-                root = math.sqrt(ref.sole_weight * scales[k])
-                foot_rows.append((k, root * sole_rows[1], root * sole_rows[0]))
+        sole_rows = self._sole_rows(ref, soles)
+        if sole_rows is not None:
+            knots_of_rows, residuals, rows = sole_rows
+            root = np.sqrt(ref.sole_weight * scales[knots_of_rows])
+            foot_rows.append((knots_of_rows, root[:, None] * rows, root * residuals))
         H, g = self._condensed_cost(Gamma, d, scales[1:, None] * diagonal, _state_residuals(ref, x), foot_rows)
         # ½ w Σ_k ‖τ̄_k + δτ_k‖², δτ_k = y_m over the knots of group m
         H[np.diag_indices(len(g))] += ref.torque_weight * np.repeat(np.bincount(self._groups), n)
