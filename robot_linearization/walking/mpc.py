@@ -528,12 +528,13 @@ class WholeBodyMPC:
         addresses, sets, touchdowns = np.empty((K, 2), dtype=np.int64), np.empty(K, dtype=np.int64), np.empty(K, bool)
         for k, (contacts, previous) in enumerate(knots):
             held = self._held(contacts)
-            landing = self._landing(previous, contacts)
-            found = None if held.index is None else kernels.addresses(held.index, held.linearizer,
-                                                                       held.impacts if landing else None)
-            if found is None or (frames is None and kernels.turning[held.index]):  # (a turning cone reads them)
+            index, landing = held.index, self._landing(previous, contacts)
+            if index is None:  # (no contacts)
                 return None
-            addresses[k], sets[k], touchdowns[k] = found, held.index, landing
+            found = kernels.addresses(index, held.linearizer, held.impacts if landing else None)
+            if found is None or (frames is None and kernels.turning[index]):  # (a turning cone reads the frames)
+                return None
+            addresses[k], sets[k], touchdowns[k] = found, index, landing
         rows = kernels.steps_into(addresses, sets, touchdowns, TOUCHDOWN_RESTITUTION, x, torques, frames or NO_FRAMES,
                                   out)
         if rows is None:
@@ -575,7 +576,7 @@ class WholeBodyMPC:
         H, s, v, r = x[0][k], x[1][k], x[2][k], x[3][k]
         held = self._held(contacts)
         jump = None
-        if self._landing(previous, contacts):  # (a set a foot lands in holds that foot: it has its map)
+        if self._landing(previous, contacts) and held.impacts is not None:  # (a set a foot lands in holds it)
             # a touchdown: the step starts from the post-impact state, A_d = A_d(x⁺)·A_impact (rl.linearize's
             # with previous_contacts, docs/impacts.md)
             jump = held.impacts.impact_arrays(s, r, base_pose=H, base_twist=v)
