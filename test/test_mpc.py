@@ -415,20 +415,22 @@ def _generated_on(mpc, feet, impact: bool):
 def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_margins(monkeypatch):
     """Where every knot's kernels are generated, the MPC linearizes its knots in one compiled call
     (walking/knots.py), never knot by knot: each knot's next state is rl.step's, its A_d, B_d rl.linearize's (a
-    touchdown's through its impact, with previous_contacts) and its margin rows rl.contact_margins' of that
-    linearization, with their lower bounds and labels, row after row; the generic kernels are the reference.
+    touchdown's through its impact, with previous_contacts; a knot in flight, the free one's) and its margin
+    rows rl.contact_margins' of that linearization, with their lower bounds and labels, row after row; the
+    generic kernels are the reference.
     A knot whose set still runs the generic kernel makes the whole horizon go knot by knot, to the same
     values."""
     rng = np.random.default_rng(11)
     mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
     four, pair = tuple(BUNDLED_FEET), BUNDLED_FEET[0::3]
     _generated_on(mpc, four, impact=True)
+    _generated_on(mpc, (), impact=False)
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     states = [rl.State(base_pose=standing.base_pose, joint_positions=standing.joint_positions
                        + 0.05 * rng.normal(size=12), base_twist=0.1 * rng.normal(size=6),
-                       joint_velocities=0.3 * rng.normal(size=12)) for _ in range(3)]
-    torques = rng.normal(size=(3, 12))
-    knots = [(four, four), (four, pair), (four, four)]  # (the second: a touchdown)
+                       joint_velocities=0.3 * rng.normal(size=12)) for _ in range(4)]
+    torques = rng.normal(size=(4, 12))
+    knots = [(four, four), (four, pair), ((), four), (four, four)]  # (a touchdown, then in flight)
     x = _stacked(states)
 
     def knot_by_knot(*args):
@@ -440,15 +442,18 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
     h = mpc.settings.knot_dt
     floor = mpc._held(four).floor
     for k, (state, (contacts, previous)) in enumerate(zip(states, knots)):
-        previous = list(previous) if previous != contacts else None
+        previous = list(previous) if previous != contacts and contacts else None
         reference = rl.step(MODEL, state, torques[k], h, contacts=list(contacts), previous_contacts=previous)
         got = rl.State(**dict(zip(("base_pose", "joint_positions", "base_twist", "joint_velocities"),
                                   (a[k] for a in following))))
         np.testing.assert_allclose(rl.state_difference(MODEL, reference, got), 0.0, atol=1e-12)
-        lin = rl.linearize(MODEL, state, torques[k], contacts=list(contacts), dt=h, previous_contacts=previous,
-                           kernel="generic")
+        lin = rl.linearize(MODEL, state, torques[k], contacts=list(contacts) or None, dt=h,
+                           previous_contacts=previous, kernel="generic")
         np.testing.assert_allclose(A_d[k], lin.A_d, rtol=0, atol=1e-13 * np.abs(lin.A_d).max())
         np.testing.assert_allclose(B_d[k], lin.B_d, rtol=0, atol=1e-13 * np.abs(lin.B_d).max())
+        if not contacts:
+            assert not (row_knots == k).any()
+            continue
         expected = rl.contact_margins(MODEL, lin, friction=mpc.settings.friction, facets=4)
         mine = row_knots == k
         assert [label for label, row in zip(labels, mine) if row] == [("margin", k, label) for label in expected.labels]
@@ -457,7 +462,7 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
             np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max())
     assert list(row_knots) == sorted(row_knots) and len(row_knots) == 3 * len(expected.labels)
     # a knot on a set still generic (the pair): every knot by the generic path, the same values
-    knot_by_knot_steps = mpc._steps(x, torques, knots[:2] + [(pair, four)])
+    knot_by_knot_steps = mpc._steps(tuple(a[:3] for a in x), torques[:3], knots[:2] + [(pair, four)])
     np.testing.assert_allclose(knot_by_knot_steps[0][:2], A_d[:2], rtol=0, atol=1e-13 * np.abs(A_d).max())
     np.testing.assert_array_equal(knot_by_knot_steps[2][0][:2 * len(expected.labels)],
                                   row_knots[:2 * len(expected.labels)])

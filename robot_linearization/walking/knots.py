@@ -1,14 +1,16 @@
 """The MPC's knots linearized in one compiled call (walking/mpc.py, docs/mpc.md): per knot, its contact set's
 generated constrained linearization with the Euler step's Jacobians (a touchdown's after its generated impact
-map, A_d = A_d(x⁺)·A_impact), and the margins of its planned forces (contact_margins.margins_into) stacked
-row after row, with no Python between the knots.  It runs where every knot's kernels are generated;
-the MPC linearizes knot by knot otherwise (a kernel still building, a knot without contacts)."""
+map, A_d = A_d(x⁺)·A_impact; a knot in flight: the generated free linearization), and the margins of its
+planned forces (contact_margins.margins_into) stacked row after row, with no Python between the knots.  It
+runs where every knot's kernels are generated; the MPC linearizes knot by knot otherwise (a kernel still
+building)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.kernels import generated, generated_constrained_linearize_into, generated_impact_into
+from ..codegen.kernels import (generated, generated_constrained_linearize_into, generated_impact_into,
+                               generated_linearize_into)
 from ..compiled import kernel
 from ..contact_margins import margins_into
 
@@ -30,12 +32,13 @@ class KnotKernels:
         self._layouts: tuple = ()
         self._buffers: tuple = (np.empty(1),)
 
-    def add(self, linearizer, margins, floor, indices) -> int:
-        """The index of a new contact set: its Linearizer (with contacts), MarginEvaluator, the lower bounds of
-        its margins (p,) and its feet's indices among the MPC's."""
-        self._sets.append((len(linearizer.contact_labels), margins.layout, floor, indices))
+    def add(self, linearizer, margins=None, floor=None, indices=()) -> int:
+        """The index of a new contact set: its Linearizer, and with contacts its MarginEvaluator, the lower
+        bounds of its margins (p,) and its feet's indices among the MPC's (none: in flight)."""
+        layout = None if margins is None else margins.layout
+        self._sets.append((len(linearizer.contact_labels), layout, floor, indices))
         self._addresses.append([NOT_GENERATED, NOT_GENERATED])
-        self.turning.append(bool(margins.layout.turning.any()))
+        self.turning.append(layout is not None and bool(layout.turning.any()))
         self._stack()
         return len(self._sets) - 1
 
@@ -46,7 +49,8 @@ class KnotKernels:
         if not found[0]:
             if linearizer.kernel != "generated":
                 return None
-            found[0] = self._take(generated(self.model, linearizer.contacts, "constrained"))
+            found[0] = self._take(generated(self.model, linearizer.contacts,
+                                            "constrained" if linearizer.contacts else "linearize"))
         if impacts is not None and not found[1]:
             if impacts.kernel != "generated":
                 return None
@@ -63,14 +67,17 @@ class KnotKernels:
         """The sets' layouts (contact_margins._Layout) padded to the largest and stacked, and the buffers of
         the largest set's kernels."""
         N, n, S = self.model.n_velocities, self.model.n_joints, len(self._sets)
-        c = max(len(layout.starts) for _, layout, _, _ in self._sets)
+        layouts = [layout for _, layout, _, _ in self._sets if layout is not None]
+        c = max((len(layout.starts) for layout in layouts), default=0)
         m = max(rows for rows, _, _, _ in self._sets)
-        p = max(len(layout.labels) for _, layout, _, _ in self._sets)
+        p = max((len(layout.labels) for layout in layouts), default=0)
         counts = np.zeros((S, 3), dtype=np.int64)  # contacts, rows of λ, margins
         feet, starts, dims, row_starts, row_counts = (np.zeros((S, c), dtype=np.int64) for _ in range(5))
         turning, exact = np.zeros((S, c), dtype=np.bool_), np.zeros(S, dtype=np.bool_)
         gradient, cone_axes, floors = np.zeros((S, p, m)), np.zeros((S, 3, 3)), np.zeros((S, p))
         for j, (rows, layout, floor, indices) in enumerate(self._sets):
+            if layout is None:  # (in flight: no contact, no margin)
+                continue
             k, q = len(layout.starts), len(layout.labels)
             counts[j] = k, rows, q
             feet[j, :k], starts[j, :k], dims[j, :k] = indices, layout.starts, layout.dims
@@ -136,6 +143,11 @@ def knot_steps_into(addresses, sets, touchdowns, floating_base, dt, restitution,
     for k in range(sets.shape[0]):
         j = sets[k]
         c, m, p = counts[j, 0], counts[j, 1], counts[j, 2]
+        if c == 0:  # in flight: the free linearization (its status −1 where it has a result)
+            if generated_linearize_into(addresses[k, 0], floating_base, scratch, (H[k], s[k], v[k], r[k], torques[k]),
+                                        (A, B, M_inv, nu_dot[k], A_d[k], B_d[k]), dt) != -1:
+                return k
+            continue
         if touchdowns[k]:
             # (the impact map reads no torque: its state's τ is only checked, as finite)
             status = generated_impact_into(addresses[k, 1], scratch, (H[k], s[k], v[k], r[k], torques[k]),

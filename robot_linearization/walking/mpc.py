@@ -295,7 +295,7 @@ class _Held:
     """Per contact set: its Contacts, its Linearizer (with the knots' step), its ImpactMap (a
     touchdown onto it; None without contacts), the evaluator of its planned forces' margins and
     their lower bounds (min_normal_force on the unilateral rows, else 0), the indices of its feet
-    in the MPC's, and its index in the MPC's knots.KnotKernels (None without contacts)."""
+    in the MPC's, and its index in the MPC's knots.KnotKernels."""
 
     contacts: tuple
     linearizer: Linearizer
@@ -303,7 +303,7 @@ class _Held:
     margins: MarginEvaluator | None
     floor: np.ndarray | None
     indices: list
-    index: int | None = None  # (in the MPC's KnotKernels; None without contacts)
+    index: int = -1  # (in the MPC's KnotKernels)
 
 
 def mpc_contact_sets(gait: Gait, feet) -> tuple:
@@ -522,15 +522,13 @@ class WholeBodyMPC:
     def _compiled_steps(self, x: tuple, torques, knots, frames, out: tuple) -> tuple | None:
         """:meth:`_steps`' linearizations in one compiled call (knots.knot_steps_into) into out = (A_d, B_d, ν̇),
         and at a touchdown the post-impact velocities into x's; the margin rows (:meth:`_margin_rows`).  None
-        where a knot's kernels do not run generated (yet), it has no contacts, or a generated kernel has no
-        result at its state (then knot by knot: the generic kernel says why)."""
+        where a knot's kernels do not run generated (yet) or a generated kernel has no result at its state
+        (then knot by knot: the generic kernel says why)."""
         K, kernels = len(knots), self._knot_kernels
         addresses, sets, touchdowns = np.empty((K, 2), dtype=np.int64), np.empty(K, dtype=np.int64), np.empty(K, bool)
         for k, (contacts, previous) in enumerate(knots):
             held = self._held(contacts)
             index, landing = held.index, self._landing(previous, contacts)
-            if index is None:  # (no contacts)
-                return None
             found = kernels.addresses(index, held.linearizer, held.impacts if landing else None)
             if found is None or (frames is None and kernels.turning[index]):  # (a turning cone reads the frames)
                 return None
@@ -541,7 +539,9 @@ class WholeBodyMPC:
             return None
         labels: list = []
         for k, (contacts, _) in enumerate(knots):
-            labels += self._labels(k, self._contact_sets[contacts].margins.layout.labels)
+            margins = self._contact_sets[contacts].margins
+            if margins is not None:
+                labels += self._labels(k, margins.layout.labels)
         return rows[:4] + (labels, rows[4])
 
     def _margin_rows(self, margins: list) -> tuple:
@@ -609,8 +609,7 @@ class WholeBodyMPC:
                 contacts, Linearizer(self.model, contacts=contacts or None, dt=self.settings.knot_dt),
                 ImpactMap(self.model, contacts, TOUCHDOWN_RESTITUTION) if contacts else None, margins, floor,
                 [self.feet.index(f) for f in feet])
-            if contacts:
-                held.index = self._knot_kernels.add(held.linearizer, margins, floor, held.indices)
+            held.index = self._knot_kernels.add(held.linearizer, margins, floor, held.indices)
         return held
 
     def _foot_kinematics(self, x: tuple) -> tuple:
