@@ -8,6 +8,7 @@ building)."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..codegen.kernels import (generated, generated_constrained_linearize_into, generated_impact_into,
                                generated_linearize_into)
@@ -28,7 +29,7 @@ class KnotKernels:
         self._sets: list = []  # per set: (rows of λ, the margins' layout, their lower bounds, the feet's indices)
         self._addresses: list = []  # per set: [constrained, impact] (NOT_GENERATED until they are)
         self.turning: list = []  # per set: whether a contact's cone turns with its frame (it reads the frames)
-        self.rows = np.zeros(0, dtype=np.int64)  # per set: its margins' rows
+        self.rows: NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # per set: its margins' rows
         self._layouts: tuple = ()
         self._buffers: tuple = (np.empty(1),)
 
