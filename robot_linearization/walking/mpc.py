@@ -382,7 +382,7 @@ class WholeBodyMPC:
         # the command: forward, lateral [m/s], yaw rate [rad/s], in the base's heading
         self.velocity: NDArray[np.float64] = np.zeros(3)
         self._contact_sets: dict = {}  # feet -> _Held
-        self._knot_kernels = KnotKernels(model, self.settings.knot_dt)  # (the sets with contacts: the knots' call)
+        self._knot_kernels = KnotKernels(model, self.settings.knot_dt)  # (every set: the knots' compiled call)
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
         self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
