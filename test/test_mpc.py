@@ -468,9 +468,10 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
                                   row_knots[:2 * len(expected.labels)])
 
 
-def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the_states_given():
-    """A knot the generated kernel refuses (a joint velocity NaN at the last of three knots, after a
-    touchdown whose impact the compiled call already applied): the knots are linearized one by one from the
+@pytest.mark.parametrize("bad", [0, 2])
+def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the_states_given(bad):
+    """A knot the generated kernel refuses (a joint velocity NaN at the first knot, or at the last of three,
+    after a touchdown whose impact the compiled call already applied): the knots are linearized one by one from the
     states as given (the touchdown's velocities not taken twice), and the generic kernel's one-line error names
     the bad value, as knot by knot; the caller's arrays are untouched."""
     rng = np.random.default_rng(12)
@@ -481,7 +482,7 @@ def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the
     x = _stacked([rl.State(base_pose=standing.base_pose, joint_positions=standing.joint_positions,
                            base_twist=0.1 * rng.normal(size=6), joint_velocities=0.3 * rng.normal(size=12))
                   for _ in range(3)])
-    x[3][2, 4] = np.nan
+    x[3][bad, 4] = np.nan
     given = tuple(a.copy() for a in x)
     knots, torques = [(four, four), (four, pair), (four, four)], rng.normal(size=(3, 12))
     linearized = []
@@ -498,8 +499,9 @@ def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the
     with pytest.raises(ValueError, match="joint_velocities contains NaN") as error:
         mpc._steps(x, torques, knots)
     assert "\n" not in str(error.value)
-    assert compiled == [None] and [k for k, *_ in linearized] == [0, 1, 2]
-    np.testing.assert_array_equal(linearized[1][1], given[2][1])  # (the pre-impact twist: the impact taken once)
+    assert compiled == [None] and [k for k, *_ in linearized] == list(range(bad + 1))
+    if bad == 2:
+        np.testing.assert_array_equal(linearized[1][1], given[2][1])  # (the pre-impact twist: the impact taken once)
     for a, b in zip(x, given):
         np.testing.assert_array_equal(a, b)
 
