@@ -388,7 +388,7 @@ def test_each_knots_step_is_rl_step():
     x = tuple(np.array([a]) for a in (state.base_pose, state.joint_positions, state.base_twist,
                                       state.joint_velocities))  # (the knots' stacked arrays: one knot)
     for contacts, previous in ((pair, pair), (four, pair), ((), ())):
-        A_d, B_d, _, following = mpc._steps(x, torques[None], [(contacts, previous)])
+        A_d, B_d, _, following = mpc._steps(x, torques[None], ((contacts, previous),))
         A_d, B_d = A_d[0], B_d[0]
         following = rl.State(**dict(zip(("base_pose", "joint_positions", "base_twist", "joint_velocities"),
                                         (a[0] for a in following))))
@@ -430,7 +430,7 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
                        + 0.05 * rng.normal(size=12), base_twist=0.1 * rng.normal(size=6),
                        joint_velocities=0.3 * rng.normal(size=12)) for _ in range(4)]
     torques = rng.normal(size=(4, 12))
-    knots = [(four, four), (four, pair), ((), four), (four, four)]  # (a touchdown, then in flight)
+    knots = ((four, four), (four, pair), ((), four), (four, four))  # (a touchdown, then in flight)
     x = _stacked(states)
 
     def knot_by_knot(*args):
@@ -461,8 +461,22 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
                            (T[mine], expected.input_jacobian), (bounds[mine], floor - expected.margins)):
             np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max())
     assert list(row_knots) == sorted(row_knots) and len(row_knots) == 3 * len(expected.labels)
+    # the same knots again: the compiled call's inputs as kept (no kernel looked up), the same arrays bit for bit;
+    # other knots of the same number (no touchdown, none in flight) their own
+    with monkeypatch.context() as patch:
+        patch.setattr(mpc, "_linearize", knot_by_knot)
+        patch.setattr(mpc._knot_kernels, "addresses", knot_by_knot)
+        again = mpc._steps(x, torques, knots)
+    for got, first in zip(again[:2] + again[2][:4] + (again[2][5],) + again[3],
+                          (A_d, B_d, row_knots, F, T, bounds, margins) + following):
+        np.testing.assert_array_equal(got, first)
+    assert again[2][4] == labels
+    standing_knots = mpc._steps(x, torques, ((four, four),) * 4)
+    lin = rl.linearize(MODEL, states[1], torques[1], contacts=list(four), dt=h, kernel="generic")
+    np.testing.assert_allclose(standing_knots[0][1], lin.A_d, rtol=0, atol=1e-13 * np.abs(lin.A_d).max())
+    assert len(standing_knots[2][4]) == 4 * len(expected.labels)
     # a knot on a set still generic (the pair): every knot by the generic path, the same values
-    knot_by_knot_steps = mpc._steps(tuple(a[:3] for a in x), torques[:3], knots[:2] + [(pair, four)])
+    knot_by_knot_steps = mpc._steps(tuple(a[:3] for a in x), torques[:3], knots[:2] + ((pair, four),))
     np.testing.assert_allclose(knot_by_knot_steps[0][:2], A_d[:2], rtol=0, atol=1e-13 * np.abs(A_d).max())
     np.testing.assert_array_equal(knot_by_knot_steps[2][0][:2 * len(expected.labels)],
                                   row_knots[:2 * len(expected.labels)])
@@ -484,7 +498,7 @@ def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the
                   for _ in range(3)])
     x[3][bad, 4] = np.nan
     given = tuple(a.copy() for a in x)
-    knots, torques = [(four, four), (four, pair), (four, four)], rng.normal(size=(3, 12))
+    knots, torques = ((four, four), (four, pair), (four, four)), rng.normal(size=(3, 12))
     linearized = []
     one_by_one = mpc._linearize
 

@@ -345,7 +345,7 @@ def test_the_soles_margins_in_the_knots_compiled_call_are_those_of_each_knots_ow
     x = _stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
                   for _ in range(K + 1)])
     torques, both = 10.0 * rng.normal(size=(K, n)), tuple(robot.feet)
-    knots = [(both, both)] * K
+    knots = ((both, both),) * K
     computed = mpc._steps(tuple(a[:K] for a in x), torques, knots)
     held = mpc._held(both)
     held.linearizer = robot_linearization.Linearizer(robot.model, contacts=list(held.contacts),

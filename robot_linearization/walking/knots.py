@@ -28,8 +28,8 @@ class KnotKernels:
         self.model, self.dt = model, dt
         self._sets: list = []  # per set: (rows of λ, the margins' layout, their lower bounds, the feet's indices)
         self._addresses: list = []  # per set: [constrained, impact] (NOT_GENERATED until they are)
-        self.turning: list = []  # per set: whether a contact's cone turns with its frame (it reads the frames)
         self.rows: NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # per set: its margins' rows
+        self.turning: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)  # per set: whether its margins read the frames
         self._layouts: tuple = ()
         self._buffers: tuple = (np.empty(1),)
 
@@ -39,7 +39,6 @@ class KnotKernels:
         layout = None if margins is None else margins.layout
         self._sets.append((len(linearizer.contact_labels), layout, floor, indices))
         self._addresses.append([NOT_GENERATED, NOT_GENERATED])
-        self.turning.append(layout is not None and bool(layout.turning.any()))
         self._stack()
         return len(self._sets) - 1
 
@@ -72,7 +71,7 @@ class KnotKernels:
         c = max((len(layout.starts) for layout in layouts), default=0)
         m = max(rows for rows, _, _, _ in self._sets)
         p = max((len(layout.labels) for layout in layouts), default=0)
-        counts = np.zeros((S, 3), dtype=np.int64)  # contacts, rows of λ, margins
+        counts = np.zeros((S, 4), dtype=np.int64)  # contacts, rows of λ, margins, contacts whose frames are read
         feet, starts, dims, row_starts, row_counts = (np.zeros((S, c), dtype=np.int64) for _ in range(5))
         turning, exact = np.zeros((S, c), dtype=np.bool_), np.zeros(S, dtype=np.bool_)
         gradient, cone_axes, floors = np.zeros((S, p, m)), np.zeros((S, 3, 3)), np.zeros((S, p))
@@ -80,12 +79,12 @@ class KnotKernels:
             if layout is None:  # (in flight: no contact, no margin)
                 continue
             k, q = len(layout.starts), len(layout.labels)
-            counts[j] = k, rows, q
+            counts[j] = k, rows, q, k if layout.turning.any() else 0  # (a turning cone reads every contact's frame)
             feet[j, :k], starts[j, :k], dims[j, :k] = indices, layout.starts, layout.dims
             turning[j, :k], row_starts[j, :k], row_counts[j, :k] = layout.turning, layout.row_starts, layout.row_counts
             gradient[j, :q, :rows], cone_axes[j], exact[j], floors[j, :q] = (layout.gradient, layout.cone_axes,
                                                                              layout.exact, floor)
-        self.rows = counts[:, 2].copy()
+        self.rows, self.turning = counts[:, 2].copy(), counts[:, 3] > 0
         self._layouts = (counts, feet, starts, dims, turning, row_starts, row_counts, gradient, cone_axes, exact,
                          floors)
         self._buffers = (self._buffers[0], np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty((N, N)),
@@ -143,7 +142,7 @@ def knot_steps_into(addresses, sets, touchdowns, floating_base, dt, restitution,
     row = 0
     for k in range(sets.shape[0]):
         j = sets[k]
-        c, m, p = counts[j, 0], counts[j, 1], counts[j, 2]
+        c, m, p, turns = counts[j, 0], counts[j, 1], counts[j, 2], counts[j, 3]
         if c == 0:  # in flight: the free linearization (its status −1 where it has a result)
             if generated_linearize_into(addresses[k, 0], floating_base, scratch, (H[k], s[k], v[k], r[k], torques[k]),
                                         (A, B, M_inv, nu_dot[k], A_d[k], B_d[k]), dt) != -1:
@@ -167,10 +166,6 @@ def knot_steps_into(addresses, sets, touchdowns, floating_base, dt, restitution,
                 (A, B, M_inv, nu_dot[k], forces[:m], d_forces[:m], d_forces_dtau[:m], A_d[k], B_d[k]), dt)
         if status != 0:
             return k
-        turns = 0
-        for i in range(c):
-            if turning[j, i]:
-                turns = c
         for i in range(turns):
             R[i] = rotations[k, feet[j, i]]
             J[i] = local_jacobians[k, feet[j, i]]

@@ -67,6 +67,8 @@ FACETS = 4  # the friction pyramid's facets (and one unilateral row) per foot
 ROWS_PER_FOOT = FACETS + 1
 TOUCHDOWN_RESTITUTION = 0.0
 """e of the touchdowns' impact maps: a foot lands without bouncing."""
+KNOT_SEQUENCES = 1024
+"""The knots' contact sequences whose compiled call's inputs an MPC keeps (a gait meets a few dozen)."""
 
 
 class _Unsolved(Exception):
@@ -385,6 +387,7 @@ class WholeBodyMPC:
         self._knot_kernels = KnotKernels(model, self.settings.knot_dt)  # (every set: the knots' compiled call)
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
+        self._compiled_knots: dict = {}  # the knots' (contacts, previous) -> their compiled call's inputs (generated)
         self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
         self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
         self._held_before = True  # whether the last cycle's QP kept its constraints (:meth:`_solve_qp`)
@@ -459,7 +462,7 @@ class WholeBodyMPC:
         self._held_before = True
 
     # ---- the knots -----------------------------------------------------------------------------
-    def _knot_contacts(self, time: float, contacts_now, held_now) -> list:
+    def _knot_contacts(self, time: float, contacts_now, held_now) -> tuple:
         """The feet held over each knot's step (the first: what the simulation holds now) and the
         set before it."""
         K, schedule = self.settings.knots, self._schedule(time)
@@ -467,7 +470,7 @@ class WholeBodyMPC:
         for k in range(1, K + 1):
             scheduled = schedule[k][0].stance
             sets.append(tuple(f for f in self.feet if f in scheduled))
-        return [(sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1)]
+        return tuple((sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1))
 
     def _schedule(self, time: float) -> list:
         """The gait's (phase, fraction) (gait.Gait.phase_at) at each knot k = 0 … K of the cycle at ``time``,
@@ -495,10 +498,11 @@ class WholeBodyMPC:
         return (tuple(np.concatenate([a, b]) for a, b in zip(measured, shifted)),
                 torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)])
 
-    def _steps(self, x: tuple, torques, knots, soles=None) -> tuple:
+    def _steps(self, x: tuple, torques, knots: tuple, soles=None) -> tuple:
         """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
-        ``knots`` ((contacts, previous) of each): A_d (K, 2N, 2N), B_d (K, 2N, n), the knots' margins as rows
-        (:meth:`_margin_rows`), and the next states' stacked arrays.  ``soles``: :meth:`_foot_kinematics`' at
+        the tuple ``knots`` ((contacts, previous) of each, as :meth:`_knot_contacts` gives them): A_d (K, 2N,
+        2N), B_d (K, 2N, n), the knots' margins as rows (:meth:`_margin_rows`), and the next states' stacked
+        arrays.  ``soles``: :meth:`_foot_kinematics`' at
         these states (their margins' frames), or None.  In one compiled call where every knot's kernels run
         generated (:meth:`_compiled_steps`), else knot by knot (:meth:`_linearize`)."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
@@ -519,30 +523,39 @@ class WholeBodyMPC:
         following = (start[0] @ se3_exp_many(h * v), start[1] + h * r, v, r)
         return A_d, B_d, rows, following
 
-    def _compiled_steps(self, x: tuple, torques, knots, frames, out: tuple) -> tuple | None:
+    def _compiled_steps(self, x: tuple, torques, knots: tuple, frames, out: tuple) -> tuple | None:
         """:meth:`_steps`' linearizations in one compiled call (knots.knot_steps_into) into out = (A_d, B_d, ν̇),
         and at a touchdown the post-impact velocities into x's; the margin rows (:meth:`_margin_rows`).  None
         where a knot's kernels do not run generated (yet) or a generated kernel has no result at its state
         (then knot by knot: the generic kernel says why)."""
+        found = self._compiled_knots.get(knots) or self._knots_compiled(knots)
+        if found is None or (frames is None and found[3]):  # (a turning cone reads the frames)
+            return None
+        addresses, sets, touchdowns, _, labels = found
+        rows = self._knot_kernels.steps_into(addresses, sets, touchdowns, TOUCHDOWN_RESTITUTION, x, torques,
+                                             frames or NO_FRAMES, out)
+        return None if rows is None else rows[:4] + (labels, rows[4])
+
+    def _knots_compiled(self, knots: tuple) -> tuple | None:
+        """What :meth:`_compiled_steps` hands the compiled call for ``knots`` ((contacts, previous) of each):
+        (their kernels' addresses (K, 2), contact sets (K,), touchdowns (K,), whether a set's margins read the
+        frames, the margin rows' labels), kept once every kernel runs generated (KNOT_SEQUENCES of them); None
+        before."""
         K, kernels = len(knots), self._knot_kernels
         addresses, sets, touchdowns = np.empty((K, 2), dtype=np.int64), np.empty(K, dtype=np.int64), np.empty(K, bool)
         for k, (contacts, previous) in enumerate(knots):
             held = self._held(contacts)
-            index, landing = held.index, self._landing(previous, contacts)
-            found = kernels.addresses(index, held.linearizer, held.impacts if landing else None)
-            if found is None or (frames is None and kernels.turning[index]):  # (a turning cone reads the frames)
+            landing = self._landing(previous, contacts)
+            found = kernels.addresses(held.index, held.linearizer, held.impacts if landing else None)
+            if found is None:
                 return None
-            addresses[k], sets[k], touchdowns[k] = found, index, landing
-        rows = kernels.steps_into(addresses, sets, touchdowns, TOUCHDOWN_RESTITUTION, x, torques, frames or NO_FRAMES,
-                                  out)
-        if rows is None:
-            return None
-        labels: list = []
-        for k, (contacts, _) in enumerate(knots):
-            margins = self._contact_sets[contacts].margins
-            if margins is not None:
-                labels += self._labels(k, margins.layout.labels)
-        return rows[:4] + (labels, rows[4])
+            addresses[k], sets[k], touchdowns[k] = found, held.index, landing
+        margins = (self._contact_sets[contacts].margins for contacts, _ in knots)
+        labels = self._labels((k, m.layout.labels) for k, m in enumerate(margins) if m is not None)
+        if len(self._compiled_knots) >= KNOT_SEQUENCES:
+            self._compiled_knots.clear()
+        entry = self._compiled_knots[knots] = (addresses, sets, touchdowns, bool(kernels.turning[sets].any()), labels)
+        return entry
 
     def _margin_rows(self, margins: list) -> tuple:
         """The knots' margins [(ContactMargins or None, their lower bounds) per knot] as rows m + F δz_k + T δτ_k:
@@ -551,9 +564,7 @@ class WholeBodyMPC:
         held = [(k, margins_k, floor) for k, (margins_k, floor) in enumerate(margins) if margins_k is not None]
         if not held:
             return np.empty(0, dtype=np.int64), np.empty((0, two_N)), np.empty((0, n)), np.empty(0), [], np.empty(0)
-        labels: list = []
-        for k, margins_k, _ in held:
-            labels += self._labels(k, margins_k.labels)
+        labels = self._labels((k, margins_k.labels) for k, margins_k, _ in held)
         return (np.repeat([k for k, _, _ in held], [len(m.labels) for _, m, _ in held]),
                 np.concatenate([m.state_jacobian for _, m, _ in held]),
                 np.concatenate([m.input_jacobian for _, m, _ in held]),
@@ -978,12 +989,16 @@ class WholeBodyMPC:
                              C, lower)
         return C, lower
 
-    def _labels(self, k: int, margin_labels: tuple) -> list:
-        """The QP's labels ("margin", k, label) of knot k's margins (labelled ``margin_labels``), made once."""
-        found = self._margin_labels.get((k, margin_labels))
-        if found is None:
-            found = self._margin_labels[k, margin_labels] = [("margin", k, label) for label in margin_labels]
-        return found
+    def _labels(self, knots) -> list:
+        """The QP's labels ("margin", k, label) of the knots' margin rows, ``knots`` [(k, its margins' labels)] in
+        the rows' order (each knot's made once)."""
+        labels: list = []
+        for k, margin_labels in knots:
+            found = self._margin_labels.get((k, margin_labels))
+            if found is None:
+                found = self._margin_labels[k, margin_labels] = [("margin", k, label) for label in margin_labels]
+            labels += found
+        return labels
 
     def _reached(self, k: int) -> int:
         """The columns of y that δz_k depends on: those of the groups of knots 0 … k−1 (Γ_k is zero
