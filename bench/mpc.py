@@ -9,7 +9,9 @@ ANYmal C and Talos).  Runs the robot's gait and settings (walking/robots.py: a q
 forward at 0.3 m/s, Talos's walk on its soles at 0.1 m/s) for --seconds on one core
 (the process is pinned to it) and prints the median time of a cycle split into linearization, QP
 assembly and solve, its 90th and 99th percentiles, its largest, and how many cycles exceed the 10 ms
-of 100 Hz control (and the time of the first plan, made at rest before the start), and the time
+of 100 Hz control (and the time of the first plan, made at rest before the start); then the parts of a cycle
+that run compiled code (the knots' kernels, condensing, the cost, the constraint rows) and the QP solver, each
+timed with the few lines that call it, and the Python between them (the rest of the cycle); and the time
 each QP solver the MPC offers (ProxSuite, DAQP, OSQP) takes on the QPs of every tenth cycle.  Then, at the
 cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
@@ -52,27 +54,69 @@ from robot_linearization.walking.robots import WALKERS, walker  # noqa: E402
 from robot_linearization.walking.scenario import Segment, walk  # noqa: E402
 
 
+_clock = time.perf_counter  # (the MPC's solve names its argument ``time``)
+
+
+def _timed(name: str):
+    """WholeBodyMPC's method ``name``, its time added to the cycle's compiled calls (Recorder.calls)."""
+
+    def method(self, *args):
+        started = time.perf_counter()
+        try:
+            return getattr(mpc_module.WholeBodyMPC, name)(self, *args)
+        finally:
+            Recorder.calls[name] = Recorder.calls.get(name, 0.0) + time.perf_counter() - started
+
+    return method
+
+
+COMPILED = {"_compiled_steps": "the knots' kernels", "_condense": "condensing", "_condensed_cost": "cost",
+            "_constraints": "constraint rows", "_run_solver": "solver"}
+"""The calls of a cycle that run compiled code (or the QP solver), and their names in the printout."""
+
+
 class Recorder(mpc_module.WholeBodyMPC):
-    """The MPC, keeping what it started from and planned at one chosen cycle, and every tenth
-    cycle's QP (its solver's arguments)."""
+    """The MPC, keeping what it started from and planned at one chosen cycle, every tenth
+    cycle's QP (its solver's arguments), and each cycle's time with that of its compiled calls and its solver
+    (COMPILED), the rest being the Python between them."""
 
     at = 1.2
     kept = None
     qps: list = []
     solved = 0
+    calls: dict = {}  # this cycle's: COMPILED's name -> seconds
+    cycles: list = []  # per cycle: (its seconds, COMPILED's seconds)
+
+    _compiled_steps = _timed("_compiled_steps")
+    _condense = _timed("_condense")
+    _condensed_cost = _timed("_condensed_cost")
+    _constraints = _timed("_constraints")
 
     def _run_solver(self, *qp, **options):
         if Recorder.solved % 10 == 0:
             Recorder.qps.append(qp)
         Recorder.solved += 1
-        return super()._run_solver(*qp, **options)
+        started = time.perf_counter()
+        try:
+            return super()._run_solver(*qp, **options)
+        finally:
+            Recorder.calls["_run_solver"] = Recorder.calls.get("_run_solver", 0.0) + time.perf_counter() - started
+
+    def _timed_solve(self, time, state, contacts_now, held_now):
+        """The MPC's cycle, its time and its compiled calls' kept in Recorder.cycles."""
+        Recorder.calls = {}
+        started = _clock()
+        try:
+            return super().solve(time, state, contacts_now, held_now)
+        finally:
+            Recorder.cycles.append((_clock() - started, [Recorder.calls.get(name, 0.0) for name in COMPILED]))
 
     def solve(self, time, state, contacts_now, held_now):
         if self.kept is not None or time < self.at - 1e-9:
-            return super().solve(time, state, contacts_now, held_now)
+            return self._timed_solve(time, state, contacts_now, held_now)
         x, torques = self._shifted_plan(time, state)
         shifted = (mpc_module._unstacked(*x), torques)
-        result = super().solve(time, state, contacts_now, held_now)
+        result = self._timed_solve(time, state, contacts_now, held_now)
         # (the MPC's own cost of both plans now: its command, which the references follow, changes later)
         costs = {name: self.cost(time, state, states, torques, contacts_now)
                  for name, (states, torques) in (("start", shifted), ("plan", (result.states, result.torques_plan)))}
@@ -365,6 +409,13 @@ def main() -> None:
           f"(p90 {np.percentile(total, 90):.2f}, p99 {np.percentile(total, 99):.2f}, largest {total.max():.2f}) = "
           f"{1e3 / np.median(total):.0f} Hz against 100 Hz; {np.count_nonzero(total > 10.0)} of {len(total)} cycles "
           f"over 10 ms (the first plan, made at rest before the start: {sum(log.first_plan.values()) * 1e3:.2f} ms)")
+    cycle = np.array([seconds for seconds, _ in Recorder.cycles]) * 1e3
+    parts = np.array([calls for _, calls in Recorder.cycles]) * 1e3
+    compiled = parts.sum(axis=1)
+    print("of a cycle (median ms): " + ", ".join(f"{name} {np.median(parts[:, j]):.2f}"
+                                                 for j, name in enumerate(COMPILED.values()))
+          + f"; these compiled calls and the solver {np.median(compiled):.2f} of {np.median(cycle):.2f}, the Python "
+          f"between them {np.median(cycle - compiled):.2f}")
     mpc = Recorder.kept["mpc"]
     solvers = {"ProxSuite (dense, primal-dual, warm from the shifted plan)": mpc._proxsuite,
                "DAQP (dense dual active set, cold)": mpc._daqp, "OSQP": mpc._osqp}

@@ -24,6 +24,13 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     assert "QP solver daqp" in out
     for solver in ("ProxSuite", "DAQP", "OSQP"):
         assert re.search(rf"^  {solver} .* +\d+\.\d\d +\d+\.\d\d", out, re.MULTILINE), (solver, out)
+    # the cycle split into its compiled calls with the solver, and the Python between them
+    parts = re.search(r"of a cycle \(median ms\): the knots' kernels ([\d.]+), condensing ([\d.]+), cost ([\d.]+), "
+                      r"constraint rows ([\d.]+), solver ([\d.]+); these compiled calls and the solver ([\d.]+) of "
+                      r"([\d.]+), the Python between them ([\d.]+)", out)
+    assert parts, out
+    _, condensing, cost, _, solver, compiled, cycle, python = map(float, parts.groups())
+    assert min(condensing, cost, solver) > 0.0 and 0.0 < compiled < cycle and 0.0 < python < cycle
     costs = re.search(r"started from ([\d.]+) \(ours\) ([\d.]+) \(Crocoddyl's; its barrier ([\d.e+-]+)\), its new "
                       r"plan ([\d.]+) ([\d.]+) ", out)
     assert costs, out
