@@ -12,7 +12,8 @@ assembly and solve, its 90th and 99th percentiles, its largest, and how many cyc
 of 100 Hz control (and the time of the first plan, made at rest before the start); then the parts of a cycle
 that run compiled code (the knots' kernels, condensing, the cost, the constraint rows) and the QP solver, each
 timed with the few lines that call it, and the Python between them (the rest of the cycle); and the time
-each QP solver the MPC offers (ProxSuite, DAQP, OSQP) takes on the QPs of every tenth cycle.  Then, at the
+each QP solver the MPC offers (ProxSuite, DAQP, OSQP) takes on the QPs of every tenth cycle, given all
+their rows, and the MPC's own solve of them (its solver on the screened rows: WholeBodyMPC._run_solver).  Then, at the
 cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
 posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
@@ -418,7 +419,9 @@ def main() -> None:
           f"between them {np.median(cycle - compiled):.2f}")
     mpc = Recorder.kept["mpc"]
     solvers = {"ProxSuite (dense, primal-dual, warm from the shifted plan)": mpc._proxsuite,
-               "DAQP (dense dual active set, cold)": mpc._daqp, "OSQP": mpc._osqp}
+               "DAQP (dense dual active set, cold)": mpc._daqp, "OSQP": mpc._osqp,
+               f"the MPC's: {settings.solver} on the screened rows":
+                   lambda *qp: mpc_module.WholeBodyMPC._run_solver(mpc, *qp)}
     print(f"\nthe QP of every tenth cycle ({len(Recorder.qps)}, {Recorder.qps[0][2].shape[1]} unknowns, "
           f"≈ {np.median([len(qp[3]) for qp in Recorder.qps]):.0f} inequality rows and the torque limits), "
           "solved to eps 1e-9 by each solver (median ms, 90th percentile):")

@@ -15,8 +15,8 @@ from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.condensing import perturbations_into
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import (SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked, _Unsolved,
-                                             mpc_contact_sets, mpc_kernels)
+from robot_linearization.walking.mpc import (SCREENING_ROUNDS, SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked,
+                                             _Unsolved, mpc_contact_sets, mpc_kernels)
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot, walk
@@ -603,6 +603,67 @@ def test_every_solver_plans_the_same_torques():
     assert scale > 1.0  # the robot's weight is carried
     for solver in SOLVERS[1:]:
         np.testing.assert_allclose(torques[solver], torques["proxsuite"], atol=1e-4 * scale, err_msg=solver)
+
+
+def _screened_calls(mpc) -> list:
+    """The rows of C each QP the MPC's solver is handed has (their lower bounds), recorded as it runs."""
+    calls = []
+    solver_on = mpc._solver_on
+
+    def recorded(H, g, C, lower, box_lower, box_upper):
+        calls.append(lower.copy())
+        return solver_on(H, g, C, lower, box_lower, box_upper)
+
+    mpc._solver_on = recorded
+    return calls
+
+
+@pytest.mark.parametrize("solver", ["proxsuite", "daqp"])
+def test_a_plans_qp_is_solved_on_the_rows_its_point_does_not_keep_then_on_those_its_solution_breaks(solver,
+                                                                                                       monkeypatch):
+    """min ½‖y − c‖² in a wide box with rows C y ≥ b, screened (here whatever their number): the first QP the
+    solver is handed has the rows y = 0 does not keep strictly (b ≥ 0); the rows its solution breaks are added;
+    the result is the whole QP's (worked out by hand, and DAQP on every row).  Rows that keep breaking: after
+    mpc.SCREENING_ROUNDS QPs, the whole QP.  A first QP with no solution is the answer: no QP on every row is
+    tried.  With fewer than mpc.SCREENING_ROWS_PER_UNKNOWN rows per unknown, the whole QP at once."""
+    mpc, _ = _planner(solver)
+    size = len(mpc._starts) * MODEL.n_joints
+    H, box = np.eye(size), (np.full(size, -100.0), np.full(size, 100.0))
+    c = np.zeros(size)
+    c[:3] = 0.0, -2.0, 0.3
+    C = np.zeros((5, size))
+    C[[0, 1, 2, 3], [0, 1, 2, 3]] = 1.0
+    C[4, :3] = 1.0
+    lower = np.array([0.5, -1.0, -1.0, 0.0, -5.0])  # (y₀ ≥ 0.5 broken at 0, y₃ ≥ 0 at its bound, the rest kept)
+    calls = _screened_calls(mpc)
+    y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
+    assert solved and [list(rows) for rows in calls] == [list(lower)]  # (5 rows, 120 unknowns: whole at once)
+    monkeypatch.setattr("robot_linearization.walking.mpc.SCREENING_ROWS_PER_UNKNOWN", 0)
+    calls.clear()
+    y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
+    expected = c.copy()
+    expected[:2] = 0.5, -1.0  # (y₀ onto its bound; y₁ = −2 of the first QP breaks y₁ ≥ −1, added; y₂ free)
+    assert solved
+    np.testing.assert_allclose(y, expected, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(y, WholeBodyMPC._daqp(H, -c, C, lower, *box)[0], rtol=0, atol=1e-7)
+    assert [list(rows) for rows in calls] == [[0.5, 0.0], [0.5, -1.0, 0.0]]
+    # a chain: y₁ ≥ y₀ − 0.2 breaks once y₀ is held, then y₂ ≥ y₁ − 0.1: the whole QP after the rounds
+    c[:3] = 0.0, -2.0, -2.0
+    C = np.zeros((4, size))
+    C[0, 0], C[1, :2], C[2, 1:3], C[3, 5] = 1.0, (-1.0, 1.0), (-1.0, 1.0), 1.0
+    lower = np.array([0.5, -0.2, -0.1, -5.0])
+    calls.clear()
+    y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
+    assert solved and SCREENING_ROUNDS == 2
+    assert [len(rows) for rows in calls] == [1, 2, 4]
+    np.testing.assert_allclose(y, WholeBodyMPC._daqp(H, -c, C, lower, *box)[0], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(y[:3], [0.5, 0.3, 0.2], rtol=0, atol=1e-7)
+    # y₀ ≥ 5 and y₀ ≤ −3, both broken at 0: no solution, said by the first QP
+    C = np.zeros((3, size))
+    C[0, 0], C[1, 0], C[2, 1] = 1.0, -1.0, 1.0
+    calls.clear()
+    y, solved, _ = mpc._run_solver(H, -c, C, np.array([5.0, 3.0, -1.0]), *box)
+    assert not solved and [list(rows) for rows in calls] == [[5.0, 3.0]]
 
 
 def _trot_qps(seconds: float) -> tuple:
