@@ -513,9 +513,9 @@ class WholeBodyMPC:
         """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
         the tuple ``knots`` ((contacts, previous) of each, as :meth:`_knot_contacts` gives them): A_d (K, 2N,
         2N), B_d (K, 2N, n), the knots' margins as rows (:meth:`_margin_rows`), and the next states' stacked
-        arrays.  ``soles``: :meth:`_foot_kinematics`' at
-        these states (their margins' frames), or None.  In one compiled call where every knot's kernels run
-        generated (:meth:`_compiled_steps`), else knot by knot (:meth:`_linearize`)."""
+        arrays.  ``soles``: :meth:`_foot_kinematics`' at these states (their margins' frames), or None.  In one
+        compiled call where every knot's kernels run generated (:meth:`_compiled_steps`), else knot by knot
+        (:meth:`_linearize`)."""
         h, (two_N, n, _), K = self.settings.knot_dt, self.sizes, len(knots)
         A_d, B_d, nu_dot = np.empty((K, two_N, two_N)), np.empty((K, two_N, n)), np.empty((K, two_N // 2))
         start = (x[0], x[1], x[2].copy(), x[3].copy())  # (the velocities a touchdown's impact changes: copies)
