@@ -621,7 +621,7 @@ def _screened_calls(mpc) -> list:
 @pytest.mark.parametrize("solver", ["proxsuite", "daqp"])
 def test_a_plans_qp_is_solved_on_the_rows_its_point_does_not_keep_then_on_those_its_solution_breaks(solver,
                                                                                                        monkeypatch):
-    """min ½‖y − c‖² in a wide box with rows C y ≥ b, screened (here whatever their number): the first QP the
+    """min ½‖y − c‖² in a wide box with rows C y ≥ b, screened (the threshold here at their number): the first QP the
     solver is handed has the rows y = 0 does not keep strictly (b ≥ 0); the rows its solution breaks are added;
     the result is the whole QP's (worked out by hand, and DAQP on every row).  Rows that keep breaking: after
     mpc.SCREENING_ROUNDS QPs, the whole QP.  A first QP with no solution is the answer: no QP on every row is
@@ -638,15 +638,16 @@ def test_a_plans_qp_is_solved_on_the_rows_its_point_does_not_keep_then_on_those_
     calls = _screened_calls(mpc)
     y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
     assert solved and [list(rows) for rows in calls] == [list(lower)]  # (5 rows, 120 unknowns: whole at once)
-    monkeypatch.setattr("robot_linearization.walking.mpc.SCREENING_ROWS_PER_UNKNOWN", 0)
+    monkeypatch.setattr("robot_linearization.walking.mpc.SCREENING_ROWS_PER_UNKNOWN", len(lower) / size)
     calls.clear()
-    y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
+    y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)  # (as many rows per unknown as the threshold: screened)
     expected = c.copy()
     expected[:2] = 0.5, -1.0  # (y₀ onto its bound; y₁ = −2 of the first QP breaks y₁ ≥ −1, added; y₂ free)
     assert solved
     np.testing.assert_allclose(y, expected, rtol=0, atol=1e-7)
     np.testing.assert_allclose(y, WholeBodyMPC._daqp(H, -c, C, lower, *box)[0], rtol=0, atol=1e-7)
     assert [list(rows) for rows in calls] == [[0.5, 0.0], [0.5, -1.0, 0.0]]
+    monkeypatch.setattr("robot_linearization.walking.mpc.SCREENING_ROWS_PER_UNKNOWN", 0)
     # a chain: y₁ ≥ y₀ − 0.2 breaks once y₀ is held, then y₂ ≥ y₁ − 0.1: the whole QP after the rounds
     c[:3] = 0.0, -2.0, -2.0
     C = np.zeros((4, size))
