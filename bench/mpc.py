@@ -13,7 +13,8 @@ of 100 Hz control (and the time of the first plan, made at rest before the start
 that run compiled code (the knots' kernels, condensing, the cost, the constraint rows) and the QP solver, each
 timed with the few lines that call it, and the Python between them (the rest of the cycle); and the time
 each QP solver the MPC offers (ProxSuite, DAQP, OSQP) takes on the QPs of every tenth cycle, given all
-their rows, and the MPC's own solve of them (its solver on the screened rows: WholeBodyMPC._run_solver).  Then, at the
+their rows, and the MPC's own solve of them (its solver, the rows screened where a QP has many per unknown:
+WholeBodyMPC._run_solver).  Then, at the
 cycle at time --at, builds Crocoddyl's problem with the MPC's knots (the feet held at each, a
 touchdown as an impulse node), the same residuals and weights (References: base pose and twist,
 posture, joint velocities, swing feet, torques; Crocoddyl's Euler integration scales its running
@@ -92,16 +93,13 @@ class Recorder(mpc_module.WholeBodyMPC):
     _condense = _timed("_condense")
     _condensed_cost = _timed("_condensed_cost")
     _constraints = _timed("_constraints")
+    _timed_solver = _timed("_run_solver")
 
-    def _run_solver(self, *qp, **options):
+    def _run_solver(self, *qp):
         if Recorder.solved % 10 == 0:
             Recorder.qps.append(qp)
         Recorder.solved += 1
-        started = time.perf_counter()
-        try:
-            return super()._run_solver(*qp, **options)
-        finally:
-            Recorder.calls["_run_solver"] = Recorder.calls.get("_run_solver", 0.0) + time.perf_counter() - started
+        return self._timed_solver(*qp)
 
     def _timed_solve(self, time, state, contacts_now, held_now):
         """The MPC's cycle, its time and its compiled calls' kept in Recorder.cycles."""
@@ -420,7 +418,7 @@ def main() -> None:
     mpc = Recorder.kept["mpc"]
     solvers = {"ProxSuite (dense, primal-dual, warm from the shifted plan)": mpc._proxsuite,
                "DAQP (dense dual active set, cold)": mpc._daqp, "OSQP": mpc._osqp,
-               f"the MPC's: {settings.solver} on the screened rows":
+               f"the MPC's own: {settings.solver}, rows screened where many":
                    lambda *qp: mpc_module.WholeBodyMPC._run_solver(mpc, *qp)}
     print(f"\nthe QP of every tenth cycle ({len(Recorder.qps)}, {Recorder.qps[0][2].shape[1]} unknowns, "
           f"≈ {np.median([len(qp[3]) for qp in Recorder.qps]):.0f} inequality rows and the torque limits), "

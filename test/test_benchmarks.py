@@ -22,7 +22,7 @@ def test_the_mpc_benchmark_runs_and_times_the_same_problem_in_crocoddyl():
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "QP solver daqp" in out
-    for solver in ("ProxSuite", "DAQP", "OSQP", "the MPC's: daqp on the screened rows"):
+    for solver in ("ProxSuite", "DAQP", "OSQP", "the MPC's own: daqp, rows screened where many"):
         assert re.search(rf"^  {solver} .* +\d+\.\d\d +\d+\.\d\d", out, re.MULTILINE), (solver, out)
     # the cycle split into its compiled calls with the solver, and the Python between them
     parts = re.search(r"of a cycle \(median ms\): the knots' kernels ([\d.]+), condensing ([\d.]+), cost ([\d.]+), "
