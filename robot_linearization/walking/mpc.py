@@ -100,8 +100,8 @@ SCREENING_ROUNDS = 2
 """The QPs on some of the rows a plan's QP solves before it takes them all (:meth:`WholeBodyMPC._run_solver`)."""
 SCREENING_ROWS_PER_UNKNOWN = 4
 """A QP with fewer rows per unknown is solved whole at once.  Screened, the quadrupeds' QPs (2.4 rows per
-unknown) took a 0.1–0.3 ms smaller median but twice the 99th percentile (a second and third QP where the first
-breaks rows); Talos's (6–9 rows per unknown) a third of the median (docs/mpc.md)."""
+unknown) took at most 0.1 ms less in the median but about twice the 99th percentile (a second and third QP where
+the first breaks rows); Talos's (6–9 rows per unknown) a third of the median (docs/mpc.md)."""
 SCREENED_VIOLATION = 1e-9
 """How far a row left out of the QP may be broken by its solution (the solvers' own tolerance, eps_abs)."""
 
