@@ -147,6 +147,27 @@ class Gait:
             t -= phase.duration
         return self.phases[0], 0.0
 
+    @cached_property
+    def _phase_bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each phase's start in the cycle [s], its duration [s] and its end less 1 ns [s], each (P,), summed
+        once."""
+        durations = np.array([p.duration for p in self.phases])
+        ends = np.cumsum(durations)
+        return ends - durations, durations, ends - 1e-9
+
+    def phases_at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`phase_at` of each of ``times`` (J,) [s] at once: the index of its phase in ``phases`` (J,),
+        int, and how far into it (J,), 0 to 1, by the same rule (a time less than 1 ns short of a boundary
+        belongs to the phase that starts there)."""
+        starts, durations, ends = self._phase_bounds
+        t = np.asarray(times, dtype=float) % self.period
+        index = np.searchsorted(ends, t, side="right")
+        past = index == len(ends)  # (rounding at the cycle's end: phase_at's first phase, at its start)
+        index[past] = 0
+        fraction = np.maximum(t - starts[index], 0.0) / durations[index]
+        fraction[past] = 0.0
+        return index, fraction
+
     def contacts_at(self, time: float) -> tuple:
         """The Contacts (of the gait's ``contact`` kind) of the feet that may stand at ``time`` [s]."""
         return as_contacts([Contact(foot, self.contact) for foot in self.phase_at(time)[0].stance])

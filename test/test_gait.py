@@ -65,6 +65,23 @@ def test_the_trot_follows_its_schedule(trot):
     assert all(len(t.impact.contacts) == 4 for t in simulation.touchdowns)  # the impact acts on the whole new set
 
 
+@pytest.mark.parametrize("gait", [TROT, Gait.walk(("left", "right"), period=1.6, support=0.3),
+                                  Gait.stand(FEET, period=0.5)], ids=lambda gait: gait.name)
+def test_the_phases_at_many_times_are_those_at_each(gait):
+    """Gait.phases_at(times) gives, at once, Gait.phase_at's phase and fraction at each time: over three
+    periods on either side of zero, on a grid and at random, and 2, 0.5 and 0 ns around each boundary (a time
+    within 1 ns before one belongs to the phase that starts there)."""
+    ends = np.cumsum([p.duration for p in gait.phases])
+    boundaries = np.add.outer(np.arange(-3, 4) * gait.period, np.r_[0.0, ends]).ravel()
+    times = np.concatenate([np.arange(-3.0, 4.0, 0.001), np.random.default_rng(2).uniform(-3.0, 4.0, 2000),
+                            np.add.outer(boundaries, [-2e-9, -5e-10, 0.0, 5e-10, 2e-9]).ravel()])
+    index, fraction = gait.phases_at(times)
+    expected = [gait.phase_at(t) for t in times]
+    assert [gait.phases[i] is phase for i, (phase, _) in zip(index, expected)] == [True] * len(times)
+    np.testing.assert_allclose(fraction, [f for _, f in expected], rtol=0, atol=1e-12)
+    assert len(set(index.tolist())) == len(gait.phases)
+
+
 def test_every_touchdown_stops_the_new_feet_at_once_and_loses_kinetic_energy(quadruped, trot):
     simulation, states = trot
     oracle = PinocchioOracle(rl.robots.bundled_urdf_path(), quadruped)

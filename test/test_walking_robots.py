@@ -19,7 +19,9 @@ import pytest
 
 import robot_linearization
 
+from robot_linearization.algorithms.kinematics import frame_poses
 from robot_linearization.gait import Gait, Phase
+from robot_linearization.walking import pendulum
 from robot_linearization.walking.ground import GroundSimulation, standing_state
 from robot_linearization.validation import perturb
 from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC, _stacked
@@ -356,6 +358,52 @@ def test_the_soles_margins_in_the_knots_compiled_call_are_those_of_each_knots_ow
     _assert_same_margin_rows(given[2], computed[2])
     for got, value in zip(given[:2] + given[3], computed[:2] + computed[3]):
         np.testing.assert_allclose(got, value, rtol=0, atol=1e-12 * np.abs(value).max())
+
+
+@pytest.mark.parametrize("time", [0.1234, 0.4567, 0.9512, 1.2061])
+def test_the_base_sways_over_the_centre_of_pressure_planned_phase_by_phase(time):
+    """On soles the base's reference (MPC.references) is the pendulum's sway over the centre of pressure
+    planned at each time, worked out here time by time from the gait's phases (Gait.phase_at): in the middle of
+    the one sole that stands, moved across a double support from the sole it leaves to the one that stands next;
+    a sole held now where it is measured until it has swung, else at its standing offset beside the others.
+    At times in each phase of Talos's walk, from a state moved sideways off its soles' middle, its legs moved."""
+    robot = walker("talos")
+    mpc = WholeBodyMPC(robot.model, robot.gait, robot.feet, robot.effort_limits, robot.settings)
+    standing, _ = standing_state(robot.model, robot.gait, robot.feet)
+    N, n = robot.model.n_velocities, robot.model.n_joints
+    # (sideways and turned, its legs moved: its soles apart from where they stand)
+    joints = 0.1 * np.random.default_rng(5).normal(size=n)
+    state = perturb(robot.model, standing, np.r_[0.0, 0.03, 0.0, 0.0, 0.0, 0.2, joints, np.zeros(N)])
+    gait, h, K = robot.gait, mpc.settings.knot_dt, mpc.settings.knots
+    held = set(gait.phase_at(time + 1e-9)[0].stance)
+    ref = mpc.references(time, state)
+    side = ref.base_poses[0, :2, 1]
+    measured = {foot: float(p[:2, 3] @ side) for foot, p in
+                zip(robot.feet, frame_poses(robot.model, state, list(robot.feet)))}
+    offset = {foot: float(o[1]) for foot, o in zip(robot.feet, mpc.foot_offsets)}
+    middle = np.mean([measured[f] - offset[f] for f in held])
+    times = time + np.r_[np.arange(K + 1) * h, K * h + 4 * h * np.arange(1, int(gait.period / (4 * h)) + 1)]
+    pressure, standing_still = [], set(held)
+    for t in times:
+        phase, fraction = gait.phase_at(t + 1e-9)
+        standing_still &= set(phase.stance)  # (a sole that has swung since stands beside the others)
+
+        def middle_of(stance, t=t):
+            return np.mean([measured[f] if f in standing_still else middle + offset[f] for f in stance])
+
+        if len(phase.stance) == 1:
+            pressure.append(middle_of(phase.stance))
+        else:
+            start = t + 1e-9 - fraction * phase.duration
+            leaving = middle_of(gait.phase_at(start - 1e-6)[0].stance)
+            coming = middle_of(gait.phase_at(start + phase.duration + 1e-6)[0].stance)
+            pressure.append(leaving + fraction * (coming - leaving))
+    x, velocity = pendulum.sway(float(ref.base_poses[0, :2, 3] @ side), np.array(pressure),
+                                np.diff(times, append=times[-1] + 4 * h),
+                                pendulum.frequency(mpc.base_height, mpc.scale.gravity))
+    np.testing.assert_allclose(ref.base_poses[:, :2, 3] @ side, x[:K + 1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ref.twists[:, 1], velocity[:K + 1], rtol=0, atol=1e-10)
+    assert np.ptp(x[:K + 1]) > 1e-3  # (it sways)
 
 
 TALOS_WALK = (Segment(0.0, (0.0, 0.0, 0.0)), Segment(0.8, (0.1, 0.0, 0.0), 0.8),

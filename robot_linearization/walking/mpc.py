@@ -386,6 +386,16 @@ class WholeBodyMPC:
         self.min_normal_force = settings.min_normal_load * self.scale.weight  # [N]
         self.swing_height = settings.swing_lift * self.scale.leg_length  # [m]
         self.raibert = settings.raibert * self.scale.time  # [s]
+        # each phase's feet standing, each weighing 1/their number (their middle: sides @ weights) (P, f)
+        stances = np.array([[foot in phase.stance for foot in self.feet] for phase in gait.phases], dtype=float)
+        self._stance_weights = stances / np.maximum(stances.sum(axis=1, keepdims=True), 1.0)
+        self._one_sole = stances.sum(axis=1) == 1  # (the phases on one foot) (P,)
+        # the times of the soles' sway after a cycle's [s]: its knots', then every 4 knots over a gait period beyond,
+        # and the steps from each to the next (the last held for ever)
+        h, K = settings.knot_dt, settings.knots
+        ahead = 4 * h * np.arange(1, int(gait.period / (4 * h)) + 1)
+        self._sway_times = np.concatenate([np.arange(K + 1) * h, K * h + ahead])
+        self._sway_steps = np.diff(self._sway_times, append=self._sway_times[-1] + 4 * h)
         # how long each foot stands in a cycle [s]
         self._stance_durations = np.array([gait.period - gait.swing_duration(f) for f in self.feet])
         self._foot_contacts = tuple(Contact(f) for f in self.feet)
@@ -848,45 +858,27 @@ class WholeBodyMPC:
         across each double support from the soles it leaves to those that stand next, over the horizon
         and a gait period beyond.  A sole ``held`` (names) stands where it is measured in ``state`` until
         it lifts; one that lands later, its standing offset from the base beside the soles held."""
-        h, K, gait = self.settings.knot_dt, self.sizes[2], self.gait
+        K, gait = self.sizes[2], self.gait
         side = base_poses[0, :2, 1]  # (the reference is level: its y axis, in the plane)
         measured = frame_poses(self.model, state, list(self.feet))[:, :2, 3] @ side
         offsets = self.foot_offsets[:, 1]
         standing = [i for i, foot in enumerate(self.feet) if foot in held]
         base = float(base_poses[0, :2, 3] @ side)
-        middle = float(np.mean(measured[standing] - offsets[standing])) if standing else base
-        lifts = [(i, self._lift_after(self.feet[i], time)) for i in standing]
-        middles: dict = {}  # (stance, the soles held still standing) -> the middle of the stance
-
-        def between(stance: tuple, t: float) -> float:
-            """The middle of the soles ``stance`` (names) at ``t``, sideways [m]."""
-            still = tuple(i for i, lift in lifts if t < lift)
-            found = middles.get((stance, still))
-            if found is None:
-                sides = [float(measured[i]) if i in still else middle + float(offsets[i])
-                         for i, foot in enumerate(self.feet) if foot in stance]
-                # (np.mean's bits for fewer than eight feet, in a tenth of its time)
-                found = middles[stance, still] = sum(sides) / len(sides)
-            return found
-
-        scheduled = self._schedule(time)  # (the gait's phase at the knots' times: those of the first K+1 below)
-
-        def pressure(j: int, t: float) -> float:
-            phase, fraction = scheduled[j] if j <= K else gait.phase_at(t + 1e-9)
-            if len(phase.stance) == 1:
-                return between(phase.stance, t)
-            start = t - fraction * phase.duration
-            leaving = between(gait.phase_at(start - 1e-9)[0].stance, t)
-            return leaving + fraction * (between(gait.phase_at(start + phase.duration + 1e-9)[0].stance, t) - leaving)
-
-        coarse = 4 * h  # (beyond the horizon)
-        ahead = coarse * np.arange(1, int(gait.period / coarse) + 1)
-        times = time + np.concatenate([np.arange(K + 1) * h, K * h + ahead])
-        steps = np.diff(times, append=times[-1] + coarse)
-        omega = pendulum.frequency(self.base_height, self.scale.gravity)
-        # (over Python floats: the same bits as numpy's scalars, in a third of the time)
-        x, velocity = pendulum.sway(base, np.array([pressure(j, t) for j, t in enumerate(times.tolist())]), steps,
-                                    omega)
+        middle = sum(float(measured[i] - offsets[i]) for i in standing) / len(standing) if standing else base
+        times, steps = time + self._sway_times, self._sway_steps
+        # each sole's sideways place at each time: where it is measured while it stands, beside the others after
+        sides = np.tile(middle + offsets, (len(times), 1))
+        for i in standing:
+            still = times < self._lift_after(self.feet[i], time)
+            sides[still, i] = measured[i]
+        middles = sides @ self._stance_weights.T  # (each phase's soles' middle at each time)
+        phase, fraction = gait.phases_at(times + 1e-9)
+        rows, count = np.arange(len(times)), len(gait.phases)
+        # one sole: its middle; two: from the middle of the soles it leaves to that of those that stand next
+        leaving, coming = middles[rows, (phase - 1) % count], middles[rows, (phase + 1) % count]
+        pressure = np.where(self._one_sole[phase], middles[rows, phase],
+                            leaving + fraction * (coming - leaving))
+        x, velocity = pendulum.sway(base, pressure, steps, pendulum.frequency(self.base_height, self.scale.gravity))
         base_poses[:, :2, 3] += np.outer(x[:K + 1] - base_poses[:, :2, 3] @ side, side)
         twists[:, 1] = velocity[:K + 1]
 
