@@ -52,6 +52,7 @@ import numpy as np  # noqa: E402
 
 import robot_linearization as rl  # noqa: E402
 from robot_linearization.walking import mpc as mpc_module  # noqa: E402
+from robot_linearization.walking.horizon_states import unstacked  # noqa: E402
 from robot_linearization.walking.robots import WALKERS, walker  # noqa: E402
 from robot_linearization.walking.scenario import Segment, walk  # noqa: E402
 
@@ -114,7 +115,7 @@ class Recorder(mpc_module.WholeBodyMPC):
         if self.kept is not None or time < self.at - 1e-9:
             return self._timed_solve(time, state, contacts_now, held_now)
         x, torques = self._shifted_plan(time, state)
-        shifted = (mpc_module._unstacked(*x), torques)
+        shifted = (unstacked(*x), torques)
         result = self._timed_solve(time, state, contacts_now, held_now)
         # (the MPC's own cost of both plans now: its command, which the references follow, changes later)
         costs = {name: self.cost(time, state, states, torques, contacts_now)

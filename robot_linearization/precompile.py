@@ -62,10 +62,15 @@ def precompile() -> float:
     from robot_linearization.walking import pendulum
     from robot_linearization.walking.condensing import (CondensedCost, condense_into, constraint_rows_into,
                                                         perturbations_into)
+    from robot_linearization.walking.horizon_states import differences, perturbed, pose_logs_into
     from robot_linearization.walking.knots import KnotKernels
 
     # a horizon's maps on SE(3), its feet's kinematics and its condensing: the MPC's
     se3_log_many(se3_exp_many(np.zeros((2, 6))))
+    horizon_states = (np.tile(np.eye(4), (2, 1, 1)), np.zeros((2, 12)), np.zeros((2, 6)), np.zeros((2, 12)))
+    z = differences(horizon_states, horizon_states)
+    perturbed(horizon_states, z)
+    pose_logs_into(horizon_states[0], horizon_states[0], z[:, :6])  # (into the state residuals' columns)
     Gamma_T, d, reach = np.empty((3, 2, 4)), np.empty((3, 4)), np.array([0, 1, 2])
     condense_into(np.zeros((2, 4, 4)), np.zeros((2, 4, 1)), np.zeros((2, 4)), reach, Gamma_T, d)
     perturbations_into(Gamma_T, d, reach, np.zeros(2), np.empty((3, 4)))

@@ -15,8 +15,9 @@ from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.condensing import perturbations_into
 from robot_linearization.walking.ground import GroundSimulation
-from robot_linearization.walking.mpc import (SCREENING_ROUNDS, SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _stacked,
-                                             _Unsolved, mpc_contact_sets, mpc_kernels)
+from robot_linearization.walking.horizon_states import stacked
+from robot_linearization.walking.mpc import (SCREENING_ROUNDS, SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _Unsolved,
+                                             mpc_contact_sets, mpc_kernels)
 from robot_linearization.validation import perturb
 from robot_linearization.walking.ground import standing_state
 from robot_linearization.walking.scenario import Push, Segment, command_at, trot, walk
@@ -290,7 +291,7 @@ def test_the_feet_positions_and_jacobians_are_the_kinematics(contact):
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     N, f = MODEL.n_velocities, len(feet)
     states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
-    (positions, J), soles = mpc._foot_kinematics(_stacked(states))
+    (positions, J), soles = mpc._foot_kinematics(stacked(states))
     assert positions.shape == (3, f, 3) and J.shape == (3, 3 * f, N) and (soles is None) == (contact == "point")
     epsilon = 1e-6
     for k, state in enumerate(states):
@@ -315,7 +316,7 @@ def test_the_horizons_frame_kinematics_place_any_frame_of_a_contacts_body():
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
     N = MODEL.n_velocities
     states = [perturb(MODEL, standing, np.concatenate([0.3 * rng.normal(size=N), np.zeros(N)])) for _ in range(3)]
-    x = _stacked(states)
+    x = stacked(states)
     frames = np.array([se3_exp(rng.normal(size=6)) for _ in BUNDLED_FEET])
     positions, J, rotations = contact_frame_kinematics_many(MODEL, as_contacts(BUNDLED_FEET), x[0], x[1], frames)
     assert positions.shape == (3, 4, 3) and rotations.shape == (3, 4, 3, 3) and J.shape == (3, 12, N)
@@ -352,7 +353,7 @@ def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_lan
     assert any(ref.landings) and any(ref.lifts)
     states = [perturb(MODEL, standing, np.concatenate([0.2 * rng.normal(size=N), rng.normal(size=N)]))
               for _ in range(K + 1)]
-    x = _stacked(states)
+    x = stacked(states)
     feet = mpc._foot_kinematics(x)[0]
     epsilon = 1e-6
     for k in range(1, K + 1):
@@ -370,7 +371,7 @@ def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_lan
             for column in range(N):  # a velocity perturbation δν_j changes v by its column
                 dz = np.zeros(2 * N)
                 dz[N + column] = 1e-3
-                moved = _stacked([perturb(MODEL, state, dz)] * (K + 1))
+                moved = stacked([perturb(MODEL, state, dz)] * (K + 1))
                 after = [v for _, v, _ in mpc._sliding_rows(ref, moved, mpc._foot_kinematics(moved)[0], k)]
                 np.testing.assert_allclose(after[j] - velocities, 1e-3 * F[:, N + column], atol=1e-12)
 
@@ -431,7 +432,7 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
                        joint_velocities=0.3 * rng.normal(size=12)) for _ in range(4)]
     torques = rng.normal(size=(4, 12))
     knots = ((four, four), (four, pair), ((), four), (four, four))  # (a touchdown, then in flight)
-    x = _stacked(states)
+    x = stacked(states)
 
     def knot_by_knot(*args):
         raise AssertionError("linearized knot by knot")
@@ -493,7 +494,7 @@ def test_where_a_generated_kernel_has_no_result_the_knots_go_one_by_one_from_the
     four, pair = tuple(BUNDLED_FEET), BUNDLED_FEET[0::3]
     _generated_on(mpc, four, impact=True)
     standing, _ = standing_state(MODEL, TROT, BUNDLED_FEET)
-    x = _stacked([rl.State(base_pose=standing.base_pose, joint_positions=standing.joint_positions,
+    x = stacked([rl.State(base_pose=standing.base_pose, joint_positions=standing.joint_positions,
                            base_twist=0.1 * rng.normal(size=6), joint_velocities=0.3 * rng.normal(size=12))
                   for _ in range(3)])
     x[3][bad, 4] = np.nan

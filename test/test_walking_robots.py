@@ -24,7 +24,8 @@ from robot_linearization.gait import Gait, Phase
 from robot_linearization.walking import pendulum
 from robot_linearization.walking.ground import GroundSimulation, standing_state
 from robot_linearization.validation import perturb
-from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC, _stacked
+from robot_linearization.walking.horizon_states import stacked
+from robot_linearization.walking.mpc import MPCSettings, WholeBodyMPC
 from robot_linearization.walking.robots import walker
 from robot_linearization.walking.scale import RobotScale
 from robot_linearization.walking.scenario import Push, Segment, walk
@@ -292,7 +293,7 @@ def test_a_swinging_soles_tilt_and_heading_rows_are_their_derivatives():
     assert [i for i, _, _ in ref.feet[k]] == [0]
 
     def rows(s):
-        knots, residuals, J = mpc._sole_rows(ref, mpc._foot_kinematics(_stacked([s] * (mpc.settings.knots + 1)))[1])
+        knots, residuals, J = mpc._sole_rows(ref, mpc._foot_kinematics(stacked([s] * (mpc.settings.knots + 1)))[1])
         return residuals[knots == k], J[knots == k]
 
     residuals, J = rows(state)
@@ -315,7 +316,7 @@ def test_the_knots_sole_margins_read_the_horizons_kinematics_as_their_own():
     standing, _ = standing_state(robot.model, robot.gait, robot.feet)
     N, n, K = robot.model.n_velocities, robot.model.n_joints, mpc.settings.knots
     rng = np.random.default_rng(5)
-    x = _stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
+    x = stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
                   for _ in range(K + 1)])
     time = robot.gait.phases[0].duration - 0.1  # (knots on both sides of a change of stance)
     knots = mpc._knot_contacts(time, robot.feet, robot.feet)[:K]
@@ -344,7 +345,7 @@ def test_the_soles_margins_in_the_knots_compiled_call_are_those_of_each_knots_ow
     standing, _ = standing_state(robot.model, robot.gait, robot.feet)
     N, n, K = robot.model.n_velocities, robot.model.n_joints, 6
     rng = np.random.default_rng(3)
-    x = _stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
+    x = stacked([perturb(robot.model, standing, np.r_[0.02 * rng.normal(size=N), 0.1 * rng.normal(size=N)])
                   for _ in range(K + 1)])
     torques, both = 10.0 * rng.normal(size=(K, n)), tuple(robot.feet)
     knots = ((both, both),) * K

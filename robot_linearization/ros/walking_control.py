@@ -12,7 +12,7 @@ import collections
 from dataclasses import dataclass
 
 from ..contacts import format_contacts
-from ..model import State, floating_base_of
+from ..model import State
 from ..walking.controller import Control, ControllerSettings, WalkingController
 from ..walking.robots import Walker
 from .messages import (InputError, MessageFactory, effort_order, header_message, joint_state_arrays,
@@ -110,17 +110,17 @@ class WalkingControl:
             self.published_contacts = text
             out["contacts"] = string_message(factory, text)
         if control.result is not None:
-            out["path"] = self.path_message(factory, stamp, control.result.states)
+            out["path"] = self.path_message(factory, stamp, control.result.stacked_states[0])
         return out
 
-    def path_message(self, factory: MessageFactory, stamp: int, states):
-        """nav_msgs/Path of the base poses of the planned ``states`` (MPCResult.states), the k-th stamped
-        ``stamp`` + k·knot_dt [ns]."""
+    def path_message(self, factory: MessageFactory, stamp: int, base_poses):
+        """nav_msgs/Path of the plan's ``base_poses`` (K+1, 4, 4) in the world (MPCResult.stacked_states[0]), the
+        k-th stamped ``stamp`` + k·knot_dt [ns]."""
         knot = round(self.controller.mpc.settings.knot_dt * 1e9)
         frame = self.inputs.world_frame
         poses = [factory.make("geometry_msgs/msg/PoseStamped", header=header_message(factory, stamp + k * knot, frame),
-                              pose=pose_message(factory, floating_base_of(x)[0]))
-                 for k, x in enumerate(states)]
+                              pose=pose_message(factory, H))
+                 for k, H in enumerate(base_poses)]
         return factory.make("nav_msgs/msg/Path", header=header_message(factory, stamp, frame), poses=poses)
 
     def diagnostics(self, now_ns: int, name: str = "walking_controller") -> list:

@@ -59,9 +59,10 @@ from ..gait import Gait
 from ..impacts import ImpactMap, touchdown
 from ..linearizer import Linearizer
 from ..model import Model, State, floating_base_of
-from ..spatial import se3_exp_many, se3_log_many
+from ..spatial import se3_exp_many
 from . import pendulum
 from .condensing import CondensedCost, condense_into, constraint_rows_into, perturbations_into
+from .horizon_states import differences, perturbed, pose_logs_into, stacked, unstacked
 from .knots import NO_FRAMES, KnotKernels
 from .scale import RobotScale
 
@@ -213,8 +214,9 @@ class References:
 
 @dataclass
 class MPCResult:
-    """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 states, (K, n));
-    timings [s]: linearization, assembly, solve; iterations of the solver; dynamics_residual:
+    """torques (n,): what the robot gets now; states, torques_plan: the plan (K+1 States, made from its
+    stacked arrays ``stacked_states`` (horizon_states) when first read; (K, n)); timings [s]: linearization,
+    assembly, solve; iterations of the solver; dynamics_residual:
     ``max |δz_{k+1} − A δz_k − B δτ_k − c_k|``; min_margin: the smallest planned margin beyond its bound
     (linearized; ≥ 0 up to the solver's tolerance, negative where the constraints were soft);
     slack: the largest slack the soft QP used (0: the constraints held; module docstring) and
@@ -222,7 +224,7 @@ class MPCResult:
     torques come from the previous plan, shifted, instead of a new one (None: a new plan)."""
 
     torques: np.ndarray
-    states: list
+    stacked_states: tuple
     torques_plan: np.ndarray
     timings: dict
     iterations: int
@@ -232,40 +234,10 @@ class MPCResult:
     softened: str | None = None
     fallback: str | None = None
 
-
-def _stacked(states) -> tuple:
-    """(H (K, 4, 4), s (K, n), v (K, 6), r (K, n)) of K floating-base states."""
-    return (np.array([x.base_pose for x in states]), np.array([x.joint_positions for x in states]),
-            np.array([x.base_twist for x in states]), np.array([x.joint_velocities for x in states]))
-
-
-def _unstacked(H, s, v, r) -> list:
-    """The K States of stacked arrays (new arrays, made here: not copied or checked again)."""
-    return [State._given(*x) for x in zip(H, s, v, r)]
-
-
-def _logs_between(H_a: np.ndarray, H_b: np.ndarray) -> np.ndarray:
-    """log(H_a⁻¹ H_b) (K, 6), [v; ω], of K pairs of transforms (K, 4, 4)."""
-    rotations = H_a[:, :3, :3].transpose(0, 2, 1)
-    relative = rotations @ H_b[:, :3]  # the top rows of H_a⁻¹ H_b: [R_aᵀ R_b, R_aᵀ (p_b − p_a)]
-    relative[:, :, 3] -= np.einsum("kij,kj->ki", rotations, H_a[:, :3, 3])
-    return se3_log_many(relative)
-
-
-def _differences(a, b) -> np.ndarray:
-    """z_k (K, 2N) with b_k = a_k·exp(z_k) (validation.state_difference) of two lists of K
-    floating-base states of the plan, or of their :func:`_stacked` arrays (valid by construction:
-    not checked again)."""
-    a, b = (x if isinstance(x, tuple) else _stacked(x) for x in (a, b))
-    return np.concatenate([_logs_between(a[0], b[0]), b[1] - a[1], b[2] - a[2], b[3] - a[3]], axis=1)
-
-
-def _perturbed(a: tuple, z: np.ndarray) -> tuple:
-    """The :func:`_stacked` arrays of the states a_k·exp(z_k) (validation.perturb) of K states' arrays
-    ``a`` and z (K, 2N)."""
-    H, s, v, r = a
-    n = s.shape[1]
-    return H @ se3_exp_many(z[:, :6]), s + z[:, 6:6 + n], v + z[:, 6 + n:12 + n], r + z[:, 12 + n:]
+    @functools.cached_property
+    def states(self) -> list:
+        """The plan's K+1 States."""
+        return unstacked(*self.stacked_states)
 
 
 def _stacked_rows(blocks, width: int) -> tuple:
@@ -282,10 +254,14 @@ def _stacked_rows(blocks, width: int) -> tuple:
 
 
 def _state_residuals(ref: References, x: tuple) -> np.ndarray:
-    """(K, 2N): of the states 1 … K of the K+1 states' :func:`_stacked` arrays ``x``,
+    """(K, 2N): of the states 1 … K of the K+1 states' stacked arrays ``x`` (horizon_states),
     [log(H_ref,k⁻¹ H_k), s − posture, v − twist, r]."""
     H, s, v, r = (a[1:] for a in x)
-    return np.concatenate([_logs_between(ref.base_poses[1:], H), s - ref.posture, v - ref.twists[1:], r], axis=1)
+    n = s.shape[1]
+    residuals = np.empty((len(s), 12 + 2 * n))
+    pose_logs_into(ref.base_poses[1:], H, residuals[:, :6])
+    residuals[:, 6:6 + n], residuals[:, 6 + n:12 + n], residuals[:, 12 + n:] = s - ref.posture, v - ref.twists[1:], r
+    return residuals
 
 
 def yaw_of(H: np.ndarray) -> float:
@@ -410,7 +386,7 @@ class WholeBodyMPC:
         self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
         self._compiled_knots: dict = {}  # the knots' (contacts, previous) -> their compiled call's inputs (generated)
         self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
-        self._plan: tuple | None = None  # (time, the states' _stacked arrays, torques)
+        self._plan: tuple | None = None  # (time, the states' stacked arrays, torques)
         self._held_before = True  # whether the last cycle's QP kept its constraints (:meth:`_solve_qp`)
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
         self.sizes = (2 * N, n, K)
@@ -422,13 +398,13 @@ class WholeBodyMPC:
         # what each contact set the MPC holds needs (mpc_contact_sets), made and run once now (at the standing
         # posture), so that the first control cycle does not pay for making them and loading their kernels; with
         # kernel="auto" their generated kernels (mpc_kernels) are built in the background from here on
-        x = _stacked([stand])
+        x = stacked([stand])
         for feet in mpc_contact_sets(gait, self.feet):
             self._linearize(x, 0, np.zeros(n), feet, feet, np.empty((2 * N, 2 * N)), np.empty((2 * N, n)), np.empty(N))
             impacts = self._held(feet).impacts
             if impacts is not None:
                 impacts.impact_arrays(x[1][0], x[3][0], base_pose=x[0][0], base_twist=x[2][0])
-        self._foot_kinematics(_stacked([stand]))
+        self._foot_kinematics(stacked([stand]))
         self._knot_kernels.load()
         # the assembly's compiled calls loaded now too (tens of ms each in a new process), on zero rows
         Gamma, d = self._condense(np.zeros((K, 2 * N, 2 * N)), np.zeros((K, 2 * N, n)), np.zeros((K, 2 * N)))
@@ -503,24 +479,26 @@ class WholeBodyMPC:
 
     def _shifted_plan(self, time: float, state: State):
         """x̄_k, τ̄_k: the previous plan at this cycle's knot times (on the group, between its
-        knots), the measured state first, as the K+1 states' :func:`_stacked` arrays, and the
+        knots), the measured state first, as the K+1 states' stacked arrays (horizon_states), and the
         torques (K, n); at the start the measured state throughout and zero torques."""
         _, n, K = self.sizes
         h = self.settings.knot_dt
-        measured = _stacked([state])
+        measured = (state.base_pose, state.joint_positions, state.base_twist, state.joint_velocities)
         if self._plan is None:
-            return tuple(np.repeat(a, K + 1, axis=0) for a in measured), np.zeros((K, n))
-        start, states, torques = self._plan  # (states: their _stacked arrays)
+            return tuple(np.repeat(a[None], K + 1, axis=0) for a in measured), np.zeros((K, n))
+        start, states, torques = self._plan  # (states: their stacked arrays)
         position = (time + np.arange(K + 1) * h - start) / h
         i = np.minimum(np.floor(position).astype(int), K - 1)
         fraction = np.clip(position - i, 0.0, 1.0)
         before, after = (tuple(x[i[1:]] for x in states), tuple(x[i[1:] + 1] for x in states))
-        shifted = _perturbed(before, fraction[1:, None] * _differences(before, after))
-        return (tuple(np.concatenate([a, b]) for a, b in zip(measured, shifted)),
-                torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)])
+        x = tuple(np.empty_like(a, shape=(K + 1,) + a.shape[1:]) for a in states)
+        for a, value in zip(x, measured):
+            a[0] = value
+        perturbed(before, fraction[1:, None] * differences(before, after), tuple(a[1:] for a in x))
+        return x, torques[np.minimum(i[:K] + (fraction[:K] > 0.5), K - 1)]
 
     def _steps(self, x: tuple, torques, knots: tuple, soles=None) -> tuple:
-        """The steps from the states k of the :func:`_stacked` arrays ``x`` with torques[k], per knot k of
+        """The steps from the states k of the stacked arrays (horizon_states) ``x`` with torques[k], per knot k of
         the tuple ``knots`` ((contacts, previous) of each, as :meth:`_knot_contacts` gives them): A_d (K, 2N,
         2N), B_d (K, 2N, n), the knots' margins as rows (:meth:`_margin_rows`), and the next states' stacked
         arrays.  ``soles``: :meth:`_foot_kinematics`' at these states (their margins' frames), or None.  In one
@@ -602,7 +580,7 @@ class WholeBodyMPC:
 
     def _linearize(self, x: tuple, k: int, torques, contacts, previous, A_d, B_d, nu_dot, frames=None):
         """(the margins (ContactMargins, or None without contacts), their lower bounds) of knot k at the state
-        k of the :func:`_stacked` arrays x = (H, s, v, r); its step's A_d (2N, 2N), B_d (2N, n) and ν̇ (N,) into
+        k of the stacked arrays (horizon_states) x = (H, s, v, r); its step's A_d (2N, 2N), B_d (2N, n) and ν̇ (N,) into
         those given, and at a touchdown the post-impact velocities, which the step starts from, into v[k], r[k].
         ``frames``: every foot's rotation (K, f, 3, 3) and J_ω in its own axes (K, f, 3, N) (soles), or None."""
         H, s, v, r = x[0][k], x[1][k], x[2][k], x[3][k]
@@ -645,7 +623,7 @@ class WholeBodyMPC:
         return held
 
     def _foot_kinematics(self, x: tuple) -> tuple:
-        """At the K states of the :func:`_stacked` arrays x, in one compiled call: the feet's (positions
+        """At the K states of the stacked arrays (horizon_states) x, in one compiled call: the feet's (positions
         (K, f, 3), J (K, 3f, N)) in the world, and for soles (a gait of "6d" contacts) their (rotations (K, f, 3,
         3) in the world, J_ω (K, 3f, N) of their angular velocities in the world), None for point feet (a
         sole's rows are [v; ω]: its point's J and its J_ω both)."""
@@ -724,7 +702,7 @@ class WholeBodyMPC:
         knots = self._knot_contacts(time, contacts_now, held_now)
         feet, soles = self._foot_kinematics(x)  # (the swing feet's cost and the ground's rows; the soles' margins)
         A_d, B_d, margins, following = self._steps(tuple(a[:K] for a in x), torques, knots[:K], soles)
-        defects = _differences(tuple(a[1:] for a in x), following)
+        defects = differences(tuple(a[1:] for a in x), following)
         ref = self.references(time, state, contacts_now)
         linearized = _time.perf_counter()
         Gamma, d = self._condense(A_d, B_d, defects)
@@ -742,11 +720,10 @@ class WholeBodyMPC:
                                 - defects).max())
         rows = len(margins[3])
         min_margin = float((C[:rows] @ y - lower[:rows]).min()) if rows else math.inf  # (_qp's rows: margins first)
-        plan = _perturbed(x, dz)
-        plan_states = _unstacked(*plan)
+        plan = perturbed(x, dz)
         plan_torques = torques + dtau
         self._plan = (time, plan, plan_torques)
-        return MPCResult(torques=plan_torques[0].copy(), states=plan_states, torques_plan=plan_torques,
+        return MPCResult(torques=plan_torques[0].copy(), stacked_states=plan, torques_plan=plan_torques,
                          timings={"linearization": linearized - clock, "assembly": assembled - linearized,
                                   "solve": solved - assembled},
                          iterations=iterations, dynamics_residual=residual, min_margin=min_margin, slack=slack,
@@ -759,9 +736,8 @@ class WholeBodyMPC:
         if self._plan is None:
             raise MPCError(f"the MPC's QP has no solution: {reason}")
         x, torques = self._shifted_plan(time, state)
-        plan_states = _unstacked(*x)
         solved = _time.perf_counter()
-        return MPCResult(torques=torques[0].copy(), states=plan_states, torques_plan=torques,
+        return MPCResult(torques=torques[0].copy(), stacked_states=x, torques_plan=torques,
                          timings={"linearization": linearized - clock, "assembly": assembled - linearized,
                                   "solve": solved - assembled},
                          iterations=0, dynamics_residual=math.nan, min_margin=math.nan, slack=math.nan,
@@ -900,7 +876,7 @@ class WholeBodyMPC:
         diagonal = np.concatenate([ref.pose_weights, np.full(self.sizes[1], ref.posture_weight), ref.twist_weights,
                                    np.full(self.sizes[1], ref.joint_velocity_weight)])
         total = 0.5 * ref.torque_weight * float(np.sum(np.square(torques)))
-        x = _stacked(states)
+        x = stacked(states)
         residuals, ((feet, jacobians), soles) = _state_residuals(ref, x), self._foot_kinematics(x)
         for k in range(1, K + 1):
             total += 0.5 * ref.scales[k] * float(diagonal @ np.square(residuals[k - 1]))
@@ -918,7 +894,7 @@ class WholeBodyMPC:
 
     def _qp(self, ref: References, x: tuple, torques, margins, feet, Gamma, d, soles=None):
         """The condensed QP of the cycle tracking ``ref`` in the held torques y, at the knots' states
-        (their :func:`_stacked` arrays x; ``margins``: :meth:`_steps`' rows, ``feet``, ``soles``:
+        (their stacked arrays (horizon_states) x; ``margins``: :meth:`_steps`' rows, ``feet``, ``soles``:
         :meth:`_foot_kinematics`'):
         H (M·n, M·n), g, the
         inequality rows C y ≥ lower, and a label (kind, knot, what) per row; the torque limits are the
