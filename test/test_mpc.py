@@ -15,6 +15,7 @@ from robot_linearization.robots import BUNDLED_FEET, bundled_urdf_path
 from robot_linearization.urdf import effort_limits
 from robot_linearization.walking.condensing import perturbations_into
 from robot_linearization.walking.ground import GroundSimulation
+from robot_linearization.walking import mpc as mpc_module
 from robot_linearization.walking.horizon_states import stacked
 from robot_linearization.walking.mpc import (SCREENING_ROUNDS, SOLVERS, MPCError, MPCSettings, WholeBodyMPC, _Unsolved,
                                              mpc_contact_sets, mpc_kernels)
@@ -326,6 +327,26 @@ def test_the_horizons_frame_kinematics_place_any_frame_of_a_contacts_body():
         expected = bodies @ frames
         np.testing.assert_allclose(positions[k], expected[:, :3, 3], rtol=0, atol=1e-14)
         np.testing.assert_allclose(rotations[k], expected[:, :3, :3], rtol=0, atol=1e-14)
+
+
+def test_the_knots_contact_sets_are_the_schedules_at_their_times_kept_per_sequence(monkeypatch):
+    """_knot_contacts: knot 0 holds contacts_now after held_now, knot k ≥ 1 the feet the gait schedules at time + k
+    knot_dt (Gait.phase_at, in the order of the MPC's feet) after knot k − 1's.  The same at times met again,
+    whose sequence is kept, and after the kept sequences were dropped at KNOT_SEQUENCES (here 3)."""
+    monkeypatch.setattr(mpc_module, "KNOT_SEQUENCES", 3)
+    mpc = WholeBodyMPC(MODEL, TROT, BUNDLED_FEET, effort_limits(bundled_urdf_path(), MODEL.joint_names))
+    h, K = mpc.settings.knot_dt, mpc.settings.knots
+    three = BUNDLED_FEET[1:]
+    for time, contacts_now, held_now in [(0.0, BUNDLED_FEET, BUNDLED_FEET), (0.07, three, BUNDLED_FEET),
+                                         (0.07, three, three), (0.07, BUNDLED_FEET, three), (0.33, (), ()),
+                                         (1.234, three, three), (0.07, three, BUNDLED_FEET)] * 2:
+        scheduled = [tuple(f for f in BUNDLED_FEET if f in TROT.phase_at(time + k * h + 1e-9)[0].stance)
+                     for k in range(1, K + 1)]
+        sets = [tuple(contacts_now)] + scheduled
+        expected = tuple((sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1))
+        assert mpc._knot_contacts(time, list(contacts_now), list(held_now)) == expected, time
+        assert len(mpc._knot_sequences) <= 3
+    assert len({contacts for contacts, _ in expected}) == 3  # (the last: three feet, a pair, all four)
 
 
 def test_the_feet_sliding_rows_are_their_velocities_along_the_ground_as_they_land_and_lift():
@@ -660,6 +681,21 @@ def test_a_plans_qp_is_solved_on_the_rows_its_point_does_not_keep_then_on_those_
     assert [len(rows) for rows in calls] == [1, 2, 4]
     np.testing.assert_allclose(y, WholeBodyMPC._daqp(H, -c, C, lower, *box)[0], rtol=0, atol=1e-7)
     np.testing.assert_allclose(y[:3], [0.5, 0.3, 0.2], rtol=0, atol=1e-7)
+    # y₂ ≥ −1 + δ screened out, the first QP's y₂ = −1 breaking it by δ: within SCREENED_VIOLATION it stands, beyond
+    # it the row is added; a bound that is not a number is handed to the solver in the first QP
+    c = np.zeros(size)
+    c[2] = -1.0
+    C = np.zeros((3, size))
+    C[0, 0], C[1, 2], C[2, 3] = 1.0, 1.0, 1.0
+    for violation, handed in ((0.5, [[0.5]]), (2.0, [[0.5], [0.5, -1.0 + 2.0 * mpc_module.SCREENED_VIOLATION]])):
+        calls.clear()
+        lower = np.array([0.5, -1.0 + violation * mpc_module.SCREENED_VIOLATION, -5.0])
+        y, solved, _ = mpc._run_solver(H, -c, C, lower, *box)
+        assert solved and [list(rows) for rows in calls] == handed
+        np.testing.assert_allclose(y[2], max(-1.0, lower[1]) if violation > 1.0 else -1.0, rtol=0, atol=1e-12)
+    calls.clear()
+    mpc._run_solver(H, -c, C, np.array([0.5, np.nan, -5.0]), *box)
+    assert np.isnan(calls[0][1]) and len(calls[0]) == 2
     # y₀ ≥ 5 and y₀ ≤ −3, both broken at 0: no solution, said by the first QP
     C = np.zeros((3, size))
     C[0, 0], C[1, 0], C[2, 1] = 1.0, -1.0, 1.0

@@ -62,34 +62,35 @@ def rows_through_horizon_into(Gamma_T, d, reach, knots, rows, out, offsets):
         first = last
 
 
-def same_reach_runs(reach, two_N: int) -> tuple[np.ndarray, int]:
+def same_reach_runs(reach, two_N: int, capacity: int) -> tuple[np.ndarray, int]:
     """The knots 1 … K in runs of the same reach (a torque group's knots): (first, last, end, offset) per run,
-    knots first … last−1 reaching columns :end, their weighted Γ_kᵀ side by side (end, (last − first)·2N) at
-    ``offset`` of :func:`weighted_horizon_into`'s buffer, as (runs, 4) int64; and that buffer's size."""
+    knots first … last−1 reaching columns :end, their weighted Γ_kᵀ side by side ((last − first)·2N columns) and
+    room for ``capacity`` rows' columns after them, (end, (last − first)·2N + capacity), at ``offset`` of
+    :class:`CondensedCost`'s buffer, as (runs, 4) int64; and that buffer's size."""
     runs, first, offset = [], 1, 0
     while first < len(reach):
         last = first + 1
         while last < len(reach) and reach[last] == reach[first]:
             last += 1
         runs.append((first, last, reach[first], offset))
-        offset += reach[first] * (last - first) * two_N
+        offset += reach[first] * ((last - first) * two_N + capacity)
         first = last
     return np.array(runs, dtype=np.int64).reshape(-1, 4), offset
 
 
 @kernel
-def weighted_horizon_into(Gamma_T, d, weights, residuals, runs, weighted, g):
+def weighted_horizon_into(Gamma_T, d, weights, residuals, runs, capacity, weighted, g):
     """The state residuals' part of :class:`CondensedCost`: per run (first, last, end, offset) of ``runs``
-    (:func:`same_reach_runs`), S = [√w_k ∘ Γ_k]ᵀ of its knots side by side (end, (last − first)·2N) into
-    ``weighted`` from ``offset`` (so that Σ_k Γ_kᵀ diag(w_k) Γ_k = Σ_runs S Sᵀ), and g (M·n,) = Σ_k Γ_kᵀ (w_k ∘
-    (r_k + d_k)), from Gamma_T and d as :func:`condense_into` gives them, and the weights w and residuals r
-    (K, 2N) (row k − 1 of knot k)."""
+    (:func:`same_reach_runs`), S = [√w_k ∘ Γ_k]ᵀ of its knots side by side into the first (last − first)·2N
+    columns of its block (end, (last − first)·2N + capacity) of ``weighted`` (so that Σ_k Γ_kᵀ diag(w_k) Γ_k =
+    Σ_runs S Sᵀ), and g (M·n,) = Σ_k Γ_kᵀ (w_k ∘ (r_k + d_k)), from Gamma_T and d as :func:`condense_into` gives
+    them, and the weights w and residuals r (K, 2N) (row k − 1 of knot k)."""
     two_N = Gamma_T.shape[2]
     g[:] = 0.0
     for run in range(runs.shape[0]):
         first, last, end, offset = runs[run]
         width = (last - first) * two_N
-        S = weighted[offset:offset + end * width].reshape((end, width))
+        S = weighted[offset:offset + end * (width + capacity)].reshape((end, width + capacity))
         for k in range(first, last):
             column = (k - first) * two_N
             root = np.sqrt(weights[k - 1])
@@ -99,21 +100,57 @@ def weighted_horizon_into(Gamma_T, d, weights, residuals, runs, weighted, g):
             g[:end] += np.dot(Gamma_T[k, :end], weights[k - 1] * (residuals[k - 1] + d[k]))
 
 
+@kernel
+def rows_into_runs(Gamma_T, d, runs, run_of_knot, knots, rows, values, capacity, weighted, counts, g):
+    """The rows' part of :class:`CondensedCost`: rows f_i + F_i δz_{k_i} (F ``rows`` (R, 2N), f ``values`` (R,),
+    grouped by knot, ``knots`` (R,) 1 … K) as columns (F_i Γ_k)ᵀ after the weighted Γ_k of their knot's run in
+    ``weighted`` (the blocks of :func:`weighted_horizon_into`), their number per run added to counts (runs,), and
+    g[:end] += (F_i Γ_k)ᵀ (f_i + F_i d_k).  Each run of rows at one knot is one product."""
+    two_N = Gamma_T.shape[2]
+    first = 0
+    while first < rows.shape[0]:
+        k = knots[first]
+        last = first + 1
+        while last < rows.shape[0] and knots[last] == k:
+            last += 1
+        run = run_of_knot[k]
+        _, _, end, offset = runs[run]
+        width = (runs[run, 1] - runs[run, 0]) * two_N
+        S = weighted[offset:offset + end * (width + capacity)].reshape((end, width + capacity))
+        block = np.dot(Gamma_T[k, :end], rows[first:last].T)  # (end, rows)
+        column = width + counts[run]
+        S[:, column:column + last - first] = block
+        g[:end] += np.dot(block, values[first:last] + np.dot(rows[first:last], d[k]))
+        counts[run] += last - first
+        first = last
+
+
 class CondensedCost:
     """The cost Σ_k ½‖√w_k ∘ (r_k + δz_k)‖² + Σ_i ½ (f_i + F_i δz_{k_i})² of knots 1 … K, with δz_k = Γ_k y + d_k,
-    as ½ yᵀHy + gᵀy + const in the held torques y: H = Σ_k Γ_kᵀ diag(w_k) Γ_k + RᵀR and g = Σ_k Γ_kᵀ (w_k ∘ (r_k +
-    d_k)) + Rᵀ(f + F d), R = [F_i Γ_{k_i}] (:func:`rows_through_horizon_into`).  The knots of a torque group reach
-    the same columns of y: their weighted Γ_k side by side (:func:`weighted_horizon_into`) give one product S Sᵀ per
-    group over the columns it reaches, which numpy takes as a symmetric rank-k update (half a general product's
-    work: Talos's 40 knots 1.2 ms where the general products took 1.7).  Made once per horizon (``reach``, 2N: its
-    buffers)."""
+    as ½ yᵀHy + gᵀy + const in the held torques y: H = Σ_k Γ_kᵀ diag(w_k) Γ_k + Σ_i (F_i Γ_{k_i})ᵀ F_i Γ_{k_i} and
+    g = Σ_k Γ_kᵀ (w_k ∘ (r_k + d_k)) + Σ_i (F_i Γ_{k_i})ᵀ (f_i + F_i d_{k_i}).  The knots of a torque group reach the
+    same columns of y: their weighted Γ_k side by side (:func:`weighted_horizon_into`), and the rows at them as
+    further columns (:func:`rows_into_runs`), give one product S Sᵀ per group over the columns it reaches, which
+    numpy takes as a symmetric rank-k update (half a general product's work: Talos's 40 knots 1.2 ms where the
+    general products took 1.7; its ≈ 120 rows of the swinging soles 0.5 ms as a product RᵀR over every column).
+    Made once per horizon (``reach``, 2N: its buffers, which grow with the rows a group is given)."""
 
     def __init__(self, reach: np.ndarray, two_N: int) -> None:
-        self.reach = reach
-        self.runs, size = same_reach_runs(reach, two_N)
+        self.reach, self.two_N = reach, two_N
+        self._run_of_knot = np.zeros(len(reach), dtype=np.int64)  # (knot 0 has no run: it is never given)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._room(0)
+        for run, (first, last, _, _) in enumerate(self.runs):
+            self._run_of_knot[first:last] = run
+
+    def _room(self, capacity: int) -> None:
+        """Buffers with room for ``capacity`` rows' columns per group."""
+        self.capacity = capacity
+        self.runs, size = same_reach_runs(self.reach, self.two_N, capacity)
         self._weighted = np.empty(size)
-        self._blocks = [(self._weighted[offset:offset + end * (last - first) * two_N].reshape(end, -1),
-                         np.empty((end, end))) for first, last, end, offset in self.runs]
+        self._counts = np.zeros(len(self.runs), dtype=np.int64)
+        self._blocks = [(self._weighted[offset:offset + end * ((last - first) * self.two_N + capacity)].reshape(
+            end, -1), (last - first) * self.two_N, np.empty((end, end))) for first, last, end, offset in self.runs]
 
     def __call__(self, Gamma_T, d, weights, residuals, knots, rows, values) -> tuple:
         """(H (M·n, M·n), exactly symmetric (ProxSuite reads the whole H), g (M·n,)) from Gamma_T (K+1, M·n,
@@ -122,16 +159,22 @@ class CondensedCost:
         are taken as they are (float64, C-ordered, these shapes): the MPC's own, made in its cycle."""
         size = Gamma_T.shape[1]
         H, g = np.zeros((size, size)), np.empty(size)
-        weighted_horizon_into(Gamma_T, d, weights, residuals, self.runs, self._weighted, g)
-        for S, product in self._blocks:
-            end = len(S)
-            np.matmul(S, S.T, out=product)  # (S Sᵀ of one array: numpy's symmetric rank-k update, exactly symmetric)
-            H[:end, :end] += product
         if len(rows):
-            R, offsets = np.zeros((len(rows), size)), np.empty(len(rows))
-            rows_through_horizon_into(Gamma_T, d, self.reach, knots, rows, R, offsets)
-            H += R.T @ R
-            g += R.T @ (values + offsets)
+            most = int(np.bincount(self._run_of_knot[knots], minlength=len(self.runs)).max())
+            if most > self.capacity:
+                self._room(max(most, 2 * self.capacity))
+        weighted_horizon_into(Gamma_T, d, weights, residuals, self.runs, self.capacity, self._weighted, g)
+        counts = self._counts
+        counts[:] = 0
+        if len(rows):
+            order = np.argsort(knots, kind="stable")  # (the rows of a knot together)
+            rows_into_runs(Gamma_T, d, self.runs, self._run_of_knot, knots[order], rows[order], values[order],
+                           self.capacity, self._weighted, counts, g)
+        for (S, width, product), count in zip(self._blocks, counts.tolist()):
+            used = S[:, :width + count]
+            end = len(S)
+            np.matmul(used, used.T, out=product)  # (S Sᵀ of one array: numpy's symmetric rank-k update)
+            H[:end, :end] += product
         return H, g
 
 

@@ -385,7 +385,11 @@ class WholeBodyMPC:
         self._touchdowns: dict = {}  # (feet held before, feet held) -> a touchdown?
         self._margin_labels: dict = {}  # (knot, a contact set's margin labels) -> the QP's labels of its rows
         self._compiled_knots: dict = {}  # the knots' (contacts, previous) -> their compiled call's inputs (generated)
-        self._scheduled: tuple = (None, [])  # (the time of a cycle, the gait's phase at each of its knots)
+        self._scheduled: tuple = (None, ())  # (the time of a cycle, _schedule's)
+        self._knot_times = np.arange(settings.knots + 1) * settings.knot_dt  # (after a cycle's time) [s]
+        # each phase's feet held, in the order of ``feet``; the knots' (contacts, previous) per the knots' phases
+        self._stances = [tuple(f for f in self.feet if f in phase.stance) for phase in gait.phases]
+        self._knot_sequences: dict = {}
         self._plan: tuple | None = None  # (time, the states' stacked arrays, torques)
         self._held_before = True  # whether the last cycle's QP kept its constraints (:meth:`_solve_qp`)
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
@@ -461,20 +465,25 @@ class WholeBodyMPC:
     # ---- the knots -----------------------------------------------------------------------------
     def _knot_contacts(self, time: float, contacts_now, held_now) -> tuple:
         """The feet held over each knot's step (the first: what the simulation holds now) and the
-        set before it."""
-        K, schedule = self.settings.knots, self._schedule(time)
-        sets = [tuple(contacts_now)]
-        for k in range(1, K + 1):
-            scheduled = schedule[k][0].stance
-            sets.append(tuple(f for f in self.feet if f in scheduled))
-        return tuple((sets[k], tuple(held_now) if k == 0 else sets[k - 1]) for k in range(K + 1))
+        set before it, made once per (the knots' phases, contacts_now, held_now) (KNOT_SEQUENCES of them)."""
+        key = (self._schedule(time)[1], tuple(contacts_now), tuple(held_now))
+        found = self._knot_sequences.get(key)
+        if found is None:
+            sets = [key[1]] + [self._stances[p] for p in key[0][1:]]
+            found = tuple((sets[k], key[2] if k == 0 else sets[k - 1]) for k in range(len(sets)))
+            if len(self._knot_sequences) >= KNOT_SEQUENCES:
+                self._knot_sequences.clear()
+            self._knot_sequences[key] = found
+        return found
 
-    def _schedule(self, time: float) -> list:
-        """The gait's (phase, fraction) (gait.Gait.phase_at) at each knot k = 0 … K of the cycle at ``time``,
-        kept for the last time asked."""
+    def _schedule(self, time: float) -> tuple:
+        """The gait's (phase, fraction) (gait.Gait.phase_at) at each knot k = 0 … K of the cycle at ``time``, and
+        the phases' indices in the gait (a tuple), kept for the last time asked."""
         if self._scheduled[0] != time:
-            h = self.settings.knot_dt
-            self._scheduled = (time, [self.gait.phase_at(time + k * h + 1e-9) for k in range(self.sizes[2] + 1)])
+            index, fraction = self.gait.phases_at(time + self._knot_times + 1e-9)
+            index = tuple(index.tolist())
+            phases = self.gait.phases
+            self._scheduled = (time, ([(phases[i], f) for i, f in zip(index, fraction.tolist())], index))
         return self._scheduled[1]
 
     def _shifted_plan(self, time: float, state: State):
@@ -784,7 +793,7 @@ class WholeBodyMPC:
         landings_at: list[tuple] = [()]  # (landings: the swing feet's landing points, below)
         lifts: list[tuple] = [()]
         landings: list[tuple] = []  # landings: (k, its entry in feet[k], foot, seconds until it lands)
-        for k, (phase, fraction) in enumerate(self._schedule(time)):
+        for k, (phase, fraction) in enumerate(self._schedule(time)[0]):
             swings.append(tuple(None if foot in phase.stance else (fraction, (1.0 - fraction) * phase.duration)
                                 for foot in self.feet))
             if k > 0:  # the feet landing at knot k, and those lifted over the step before it
