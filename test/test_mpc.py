@@ -497,6 +497,12 @@ def test_the_knots_in_one_compiled_call_are_rl_step_rl_linearize_and_rl_contact_
     lin = rl.linearize(MODEL, states[1], torques[1], contacts=list(four), dt=h, kernel="generic")
     np.testing.assert_allclose(standing_knots[0][1], lin.A_d, rtol=0, atol=1e-13 * np.abs(lin.A_d).max())
     assert len(standing_knots[2][4]) == 4 * len(expected.labels)
+    # with room for one kept sequence: the kept ones dropped before another is kept, the arrays the same
+    monkeypatch.setattr(mpc_module, "KNOT_SEQUENCES", 1)
+    assert len(mpc._compiled_knots) == 2
+    three = mpc._steps(tuple(a[:3] for a in x), torques[:3], ((four, four),) * 3)
+    assert list(mpc._compiled_knots) == [((four, four),) * 3]
+    np.testing.assert_array_equal(three[0], standing_knots[0][:3])
     # a knot on a set still generic (the pair): every knot by the generic path, the same values
     knot_by_knot_steps = mpc._steps(tuple(a[:3] for a in x), torques[:3], knots[:2] + ((pair, four),))
     np.testing.assert_allclose(knot_by_knot_steps[0][:2], A_d[:2], rtol=0, atol=1e-13 * np.abs(A_d).max())
