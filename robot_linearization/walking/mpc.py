@@ -480,8 +480,8 @@ class WholeBodyMPC:
         """The gait's (phase, fraction) (gait.Gait.phase_at) at each knot k = 0 … K of the cycle at ``time``, and
         the phases' indices in the gait (a tuple), kept for the last time asked."""
         if self._scheduled[0] != time:
-            index, fraction = self.gait.phases_at(time + self._knot_times + 1e-9)
-            index = tuple(index.tolist())
+            indices, fraction = self.gait.phases_at(time + self._knot_times + 1e-9)
+            index = tuple(indices.tolist())
             phases = self.gait.phases
             self._scheduled = (time, ([(phases[i], f) for i, f in zip(index, fraction.tolist())], index))
         return self._scheduled[1]
@@ -492,7 +492,8 @@ class WholeBodyMPC:
         torques (K, n); at the start the measured state throughout and zero torques."""
         _, n, K = self.sizes
         h = self.settings.knot_dt
-        measured = (state.base_pose, state.joint_positions, state.base_twist, state.joint_velocities)
+        pose, twist = floating_base_of(state)
+        measured = (pose, state.joint_positions, twist, state.joint_velocities)
         if self._plan is None:
             return tuple(np.repeat(a[None], K + 1, axis=0) for a in measured), np.zeros((K, n))
         start, states, torques = self._plan  # (states: their stacked arrays)
