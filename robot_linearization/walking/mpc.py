@@ -387,9 +387,8 @@ class WholeBodyMPC:
         self._compiled_knots: dict = {}  # the knots' (contacts, previous) -> their compiled call's inputs (generated)
         self._scheduled: tuple = (None, ())  # (the time of a cycle, _schedule's)
         self._knot_times = np.arange(settings.knots + 1) * settings.knot_dt  # (after a cycle's time) [s]
-        # each phase's feet held, in the order of ``feet``; the knots' (contacts, previous) per the knots' phases
-        self._stances = [tuple(f for f in self.feet if f in phase.stance) for phase in gait.phases]
-        self._knot_sequences: dict = {}
+        self._stances = [tuple(f for f in self.feet if f in phase.stance) for phase in gait.phases]  # (in feet's order)
+        self._knot_sequences: dict = {}  # (the knots' phases, contacts now, held now) -> :meth:`_knot_contacts`'
         self._plan: tuple | None = None  # (time, the states' stacked arrays, torques)
         self._held_before = True  # whether the last cycle's QP kept its constraints (:meth:`_solve_qp`)
         N, n, K = model.n_velocities, model.n_joints, self.settings.knots
