@@ -132,13 +132,13 @@ class CondensedCost:
     same columns of y: their weighted Γ_k side by side (:func:`weighted_horizon_into`), and the rows at them as
     further columns (:func:`rows_into_runs`), give one product S Sᵀ per group over the columns it reaches, which
     numpy takes as a symmetric rank-k update (half a general product's work: Talos's 40 knots 1.2 ms where the
-    general products took 1.7; its ≈ 120 rows of the swinging soles 0.5 ms as a product RᵀR over every column).
-    Made once per horizon (``reach``, 2N: its buffers, which grow with the rows a group is given)."""
+    general products took 1.7; with its up to 240 rows of swinging feet and soles 1.56 ms where a product RᵀR of
+    the rows over every column made it 1.66).  Made once per horizon (``reach``, 2N: its buffers, which grow
+    with the rows a group is given)."""
 
     def __init__(self, reach: np.ndarray, two_N: int) -> None:
         self.reach, self.two_N = reach, two_N
         self._run_of_knot = np.zeros(len(reach), dtype=np.int64)  # (knot 0 has no run: it is never given)
-        self._counts = np.zeros(0, dtype=np.int64)
         self._room(0)
         for run, (first, last, _, _) in enumerate(self.runs):
             self._run_of_knot[first:last] = run
