@@ -50,9 +50,9 @@ _BUILDING = threading.BoundedSemaphore(build_jobs())
 TIMING_SCATTER = 0.1
 """How much slower than the generic kernel a generated one may be timed when it is built and still take over
 (the same bits either way): one timing's scatter.  Talos's constrained kernel on both soles, timed 44–47 µs
-against the generic 59–61 µs in five builds, was once timed 62.05 against 59.91; refused, it had left every
-knot of the walking MPC's horizon on that set to the generic kernel, and the horizon out of its one compiled
-call (walking/knots.py)."""
+against the generic 59–61 µs in two builds on one machine, was timed 62.05 against 59.91 in a third; refused,
+it left every knot of the walking MPC's horizon on that set to the generic kernel, and the horizon out of its
+one compiled call (walking/knots.py)."""
 
 _DEFAULT = os.environ.get(DEFAULT_VARIABLE) or "auto"  # (read once, as numba reads its NUMBA_* variables)
 
