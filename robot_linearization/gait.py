@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .arguments import did_you_mean, positive_number
+from .arguments import did_you_mean, positive_number, real_array
 from .contacts import Contact, as_contacts
 from .robots import BUNDLED_FEET
 
@@ -158,9 +158,11 @@ class Gait:
     def phases_at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`phase_at` of each of ``times`` (J,) [s] at once: the index of its phase in ``phases`` (J,),
         int, and how far into it (J,), 0 to 1, by the same rule (a time less than 1 ns short of a boundary
-        belongs to the phase that starts there)."""
+        belongs to the phase that starts there; a time that is not a number: the first phase, at its start, as
+        phase_at).  ValueError in one line for ``times`` that are not a 1-D array of real numbers."""
         starts, durations, ends = self._phase_bounds
-        t = np.asarray(times, dtype=float) % self.period
+        with np.errstate(invalid="ignore"):  # (an infinite time: NaN, as phase_at takes it)
+            t = real_array(times, "times", (-1,), what="times [s]", finite=False) % self.period
         index = np.searchsorted(ends, t, side="right")
         past = index == len(ends)  # (rounding at the cycle's end: phase_at's first phase, at its start)
         index[past] = 0

@@ -82,6 +82,27 @@ def test_the_phases_at_many_times_are_those_at_each(gait):
     assert len(set(index.tolist())) == len(gait.phases)
 
 
+
+def test_the_phases_at_times_of_any_layout_or_not_a_number_are_phase_ats_and_other_times_are_refused():
+    """float32, strided, read-only times give the phases of their float64 copies; a time that is not a number
+    phase_at's first phase at its start; times that are not a 1-D array of real numbers: one line naming them."""
+    times = np.linspace(-1.0, 2.0, 31)
+    index, fraction = TROT.phases_at(times)
+    frozen = times.copy()
+    frozen.flags.writeable = False
+    for given in (np.repeat(times, 2)[::2], frozen, times.astype(">f8")):
+        np.testing.assert_array_equal(TROT.phases_at(given)[0], index)
+        np.testing.assert_array_equal(TROT.phases_at(given)[1], fraction)
+    np.testing.assert_array_equal(TROT.phases_at(times.astype(np.float32))[0][::5], index[::5])
+    got = TROT.phases_at(np.array([np.nan, np.inf, 0.1]))
+    assert [TROT.phases[i] for i in got[0]] == [TROT.phase_at(t)[0] for t in (np.nan, np.inf, 0.1)]
+    assert got[1].tolist()[:2] == [0.0, 0.0] and np.isfinite(got[1]).all()
+    for bad in (np.zeros((2, 2)), "0.1", ["a"], None):
+        with pytest.raises(ValueError, match="^times: expected") as raised:
+            TROT.phases_at(bad)
+        assert "\n" not in str(raised.value)
+
+
 def test_every_touchdown_stops_the_new_feet_at_once_and_loses_kinetic_energy(quadruped, trot):
     simulation, states = trot
     oracle = PinocchioOracle(rl.robots.bundled_urdf_path(), quadruped)

@@ -83,3 +83,40 @@ def test_perturbed_writes_into_the_rows_it_is_given(K):
     for got, value in zip(larger, perturbed(a, z)):
         np.testing.assert_array_equal(got[0], 7.0)
         np.testing.assert_array_equal(got[1:], value)
+
+
+def test_any_layout_of_float_arrays_gives_what_their_float64_copies_give():
+    """float32, Fortran-ordered, strided, read-only and big-endian arrays: the results of C-ordered float64
+    copies (float32 to its rounding)."""
+    rng = np.random.default_rng(9)
+    a, b = _horizon(rng, 3, ANGLES), _horizon(rng, 3, ANGLES[3:])
+    z = rng.normal(size=(3, 2 * N))
+    expected_z, expected = differences(a, b), perturbed(a, z)
+    frozen = tuple(x.copy() for x in a)
+    for x in frozen:
+        x.flags.writeable = False
+    for layout in (tuple(np.asfortranarray(x) for x in a), tuple(x.astype(">f8") for x in a), frozen,
+                   tuple(np.repeat(x, 2, axis=0)[::2] for x in a)):
+        np.testing.assert_array_equal(differences(layout, b), expected_z)
+        for got, value in zip(perturbed(layout, np.asfortranarray(z)), expected):
+            np.testing.assert_array_equal(got, value)
+    np.testing.assert_allclose(differences(tuple(x.astype(np.float32) for x in a), b), expected_z, rtol=0,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a, z: differences(a[:3], a), "a: expected a horizon's four stacked arrays (H, s, v, r), got tuple of 3"),
+    (lambda a, z: differences(a, (a[0][:2],) + a[1:]), "b[0]: expected shape (3, 4, 4) (base poses"),
+    (lambda a, z: differences(a, a[:1] + (a[1][:, :5],) + a[2:]), "b[1]: expected shape (3, 12) (joint positions"),
+    (lambda a, z: differences((a[0][:, :3],) + a[1:], a), "a[0]: expected shape (any, 4, 4) (base poses"),
+    (lambda a, z: perturbed(a, z[:, :-1]), "z: expected shape (3, 36) (a perturbation per state"),
+    (lambda a, z: perturbed(a, z, a[:3]), "out: expected four float64, C-ordered, writeable arrays"),
+    (lambda a, z: perturbed(a, z, (np.asfortranarray(a[0]),) + a[1:]), "out: expected four float64"),
+    (lambda a, z: differences(a, ("no",) + a[1:]), "b[0]: expected"),
+])
+def test_arrays_that_are_not_a_horizons_are_refused_in_one_line(call, message):
+    rng = np.random.default_rng(10)
+    a, z = _horizon(rng, 3, ANGLES), rng.normal(size=(3, 2 * N))
+    with pytest.raises(ValueError) as raised:
+        call(a, z)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)

@@ -43,6 +43,24 @@ def perturbations_into(Gamma_T, d, reach, y, dz):
                 dz[k, j] += y_i * Gamma_T[k, i, j]
 
 
+@kernel(inline=True)
+def same_knot_end(knots, first):
+    """The end of the run of rows at knot knots[first] (rows first … end−1: the rows of a knot lie together)."""
+    last = first + 1
+    while last < knots.shape[0] and knots[last] == knots[first]:
+        last += 1
+    return last
+
+
+@kernel(inline=True)
+def run_block(weighted, runs, run, two_N, capacity):
+    """Run ``run``'s block (end, (last − first)·2N + capacity) of :class:`CondensedCost`'s buffer ``weighted``
+    (:func:`same_reach_runs`' layout)."""
+    first, last, end, offset = runs[run]
+    width = (last - first) * two_N + capacity
+    return weighted[offset:offset + end * width].reshape((end, width))
+
+
 @kernel
 def rows_through_horizon_into(Gamma_T, d, reach, knots, rows, out, offsets):
     """Rows on the knots' perturbations, f + F δz_k, as rows on the held torques y (δz_k = Γ_k y + d_k):
@@ -51,10 +69,7 @@ def rows_through_horizon_into(Gamma_T, d, reach, knots, rows, out, offsets):
     :func:`condense_into` gives them.  Each run of rows at the same knot is one product."""
     first = 0
     while first < rows.shape[0]:
-        k = knots[first]
-        last = first + 1
-        while last < rows.shape[0] and knots[last] == k:
-            last += 1
+        k, last = knots[first], same_knot_end(knots, first)
         end = reach[k]
         if end > 0:
             out[first:last, :end] = np.dot(rows[first:last], Gamma_T[k, :end].T)
@@ -88,9 +103,8 @@ def weighted_horizon_into(Gamma_T, d, weights, residuals, runs, capacity, weight
     two_N = Gamma_T.shape[2]
     g[:] = 0.0
     for run in range(runs.shape[0]):
-        first, last, end, offset = runs[run]
-        width = (last - first) * two_N
-        S = weighted[offset:offset + end * (width + capacity)].reshape((end, width + capacity))
+        first, last, end, _ = runs[run]
+        S = run_block(weighted, runs, run, two_N, capacity)
         for k in range(first, last):
             column = (k - first) * two_N
             root = np.sqrt(weights[k - 1])
@@ -109,14 +123,10 @@ def rows_into_runs(Gamma_T, d, runs, run_of_knot, knots, rows, values, capacity,
     two_N = Gamma_T.shape[2]
     first = 0
     while first < rows.shape[0]:
-        k = knots[first]
-        last = first + 1
-        while last < rows.shape[0] and knots[last] == k:
-            last += 1
+        k, last = knots[first], same_knot_end(knots, first)
         run = run_of_knot[k]
-        _, _, end, offset = runs[run]
-        width = (runs[run, 1] - runs[run, 0]) * two_N
-        S = weighted[offset:offset + end * (width + capacity)].reshape((end, width + capacity))
+        end, width = runs[run, 2], (runs[run, 1] - runs[run, 0]) * two_N
+        S = run_block(weighted, runs, run, two_N, capacity)
         block = np.dot(Gamma_T[k, :end], rows[first:last].T)  # (end, rows)
         column = width + counts[run]
         S[:, column:column + last - first] = block

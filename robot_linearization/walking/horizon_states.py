@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import kernel_ready, real_array
 from ..compiled import kernel
 from ..model import State
 from ..spatial import se3_exp_many_into, se3_log_many_into
@@ -77,9 +78,28 @@ def perturbed_into(H, s, v, r, z, H_out, s_out, v_out, r_out):
             v_out[k, j] = v[k, j] + z[k, 6 + n + j]
 
 
+def _horizon(x, name: str, like: tuple | None = None) -> tuple:
+    """The stacked arrays ``x`` (H (K, 4, 4), s (K, n), v (K, 6), r (K, n)) as the kernels take them (float64,
+    C-ordered: copies of any other layout), shaped as ``like``'s where given; ValueError in one line naming
+    ``name`` otherwise.  Values are not checked: a NaN gives NaN."""
+    if not isinstance(x, (tuple, list)) or len(x) != 4:
+        raise ValueError(f"{name}: expected a horizon's four stacked arrays (H, s, v, r), got {type(x).__name__}"
+                         + (f" of {len(x)}" if isinstance(x, (tuple, list)) else ""))
+    K = -1 if like is None else len(like[0])
+    H = real_array(x[0], f"{name}[0]", (K, 4, 4), what="base poses", finite=False)
+    K = len(H)
+    s = real_array(x[1], f"{name}[1]", (K, -1 if like is None else like[1].shape[1]),
+                   what="joint positions", finite=False)
+    n = s.shape[1]
+    return (H, s, real_array(x[2], f"{name}[2]", (K, 6), what="base twists", finite=False),
+            real_array(x[3], f"{name}[3]", (K, n), what="joint velocities", finite=False))
+
+
 def differences(a: tuple, b: tuple) -> np.ndarray:
     """z (K, 2N) with b_k = a_k·exp(z_k) (validation.state_difference) of two horizons' stacked arrays (K states
-    each; valid by construction: not checked again)."""
+    each).  ValueError in one line for arrays that are not a horizon's, or not of the same K and n."""
+    a = _horizon(a, "a")
+    b = _horizon(b, "b", a)
     z = np.empty((len(a[1]), 12 + 2 * a[1].shape[1]))
     differences_into(*a, *b, z)
     return z
@@ -87,8 +107,16 @@ def differences(a: tuple, b: tuple) -> np.ndarray:
 
 def perturbed(a: tuple, z: np.ndarray, out: tuple | None = None) -> tuple:
     """The stacked arrays of the states a_k·exp(z_k) (validation.perturb) of a horizon's stacked arrays ``a`` and
-    z (K, 2N), into ``out`` (four arrays shaped as a's) or new arrays."""
+    z (K, 2N), into ``out`` (four float64, C-ordered, writeable arrays shaped as a's, which may be a's own) or
+    new arrays.  ValueError in one line for arrays of other shapes, or an ``out`` the kernel cannot write."""
+    a = _horizon(a, "a")
+    K, n = a[1].shape
+    z = real_array(z, "z", (K, 12 + 2 * n), what="a perturbation per state", finite=False)
     if out is None:
         out = tuple(np.empty_like(x) for x in a)
+    elif not (isinstance(out, (tuple, list)) and len(out) == 4
+              and all(kernel_ready(o) and o.shape == x.shape for o, x in zip(out, a))):
+        raise ValueError(f"out: expected four float64, C-ordered, writeable arrays shaped "
+                         f"{', '.join(str(x.shape) for x in a)}")
     perturbed_into(*a, z, *out)
-    return out
+    return tuple(out)
